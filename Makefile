@@ -1,0 +1,39 @@
+# glshare: `make run` and `make test` set up what they need (Debian packages, .venv) and are
+# quick when nothing changed.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.glshare-installed
+ARGS ?=
+PYTEST_ARGS ?=
+XVFB := xvfb-run -a -s "-screen 0 1280x1024x24"
+
+.PHONY: run test setup system bench info lint clean
+
+run: setup
+	$(VENV)/bin/glshare run $(ARGS)
+
+test: setup
+	@if [ -n "$$DISPLAY" ]; then $(PY) -m pytest $(PYTEST_ARGS); \
+	 else echo "make test: no display, running under Xvfb"; $(XVFB) $(PY) -m pytest $(PYTEST_ARGS); fi
+
+bench: setup
+	$(VENV)/bin/glshare bench $(ARGS)
+
+info: setup
+	$(VENV)/bin/glshare info $(ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check app tests
+
+setup: system $(STAMP)
+
+system:
+	@bash .ci/system-packages.sh
+
+$(STAMP): pyproject.toml .ci/install-venv.sh
+	@bash .ci/install-venv.sh $(VENV)
+	@touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

@@ -1,0 +1,168 @@
+"""The ``glshare`` command line: run, info, bench, errors, convert.
+
+Bad input gets one clear line on stderr and exit status 2; nothing is written in that case.
+No GL module is imported before the command knows whether it runs in a window or headless.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from app import __version__
+from app.config import BACKENDS, SCENES, SYNC_MODES, RunConfig, cl_device_selector, parse_size
+from app.errors import GlshareError, UsageError
+
+log = logging.getLogger("glshare")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="glshare", description="Watch OpenCL and OpenGL share memory, frame by frame.")
+    p.add_argument("--version", action="version", version=f"glshare {__version__}")
+    p.add_argument("--debug", action="store_true", help="log at debug level and show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run a scene in a window (or headless)")
+    r.add_argument("--scene", choices=SCENES, default="particles")
+    r.add_argument("--backend", choices=("auto",) + BACKENDS, default="auto")
+    r.add_argument("--sync", choices=SYNC_MODES, default="finish")
+    r.add_argument("--headless", action="store_true", help="EGL, no window: render into an FBO")
+    r.add_argument("--frames", type=_positive, help="stop after N frames (headless default: 120)")
+    r.add_argument("--size", help="particles: a count (65536, 64k); image/yuv: WxH")
+    r.add_argument("--report", type=Path, help="write the JSON report here")
+    r.add_argument("--screenshot", type=Path, help="save the last frame as seen (PNG)")
+    r.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (Perfetto)")
+    r.add_argument("--cl-device", help="PLATFORM_SUBSTRING[:INDEX] (or GLSHARE_CL_DEVICE)")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--strict", action="store_true", help="hazard flags and frame errors are raised")
+    r.add_argument("--no-panel", action="store_true", help="draw only the minimal overlay")
+    r.add_argument("--vsync", action="store_true")
+    r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12")
+
+    i = sub.add_parser("info", help="platforms, devices, GL, and which sharing backends work here")
+    i.add_argument("--json", action="store_true")
+    i.add_argument("--cl-device", help="PLATFORM_SUBSTRING[:INDEX] (or GLSHARE_CL_DEVICE)")
+
+    b = sub.add_parser("bench", help="measure frame times and copy costs as ratios against baselines")
+    b.add_argument("--quick", action="store_true", help="a small sweep (under a minute on 2 cores)")
+    b.add_argument("--json", type=Path, dest="json_path")
+    b.add_argument("--plot", type=Path)
+    b.add_argument("--cl-device")
+
+    e = sub.add_parser("errors", help="the error lab: every acquire/release case against the spec")
+    e.add_argument("--json", action="store_true")
+    e.add_argument("--cl-device")
+
+    c = sub.add_parser("convert", help="convert one raw NV12/P010 frame to RGB through the CL path")
+    c.add_argument("--format", choices=("nv12", "p010"), required=True, dest="fmt")
+    c.add_argument("--size", required=True)
+    c.add_argument("--matrix", choices=("bt601", "bt709"), default="bt709")
+    c.add_argument("--range", choices=("limited", "full"), default="limited", dest="range_")
+    c.add_argument("--cl-device")
+    c.add_argument("input", type=Path)
+    c.add_argument("output", type=Path)
+    return p
+
+
+def _run(args) -> int:
+    from app.window import has_display, select_platform
+
+    headless = args.headless
+    if not headless and not has_display():
+        print("glshare: no display (DISPLAY is not set): running headless", file=sys.stderr)
+        headless = True
+    frames = args.frames
+    screenshot, report = args.screenshot, args.report
+    if headless and frames is None:
+        frames = 120
+        out = Path("out")
+        screenshot = screenshot or out / f"glshare-{args.scene}.png"
+        report = report or out / f"glshare-{args.scene}.json"
+    for path in (screenshot, report, args.trace):
+        if path is not None and path.exists() and path.is_dir():
+            raise UsageError(f"{path} is a directory, not a file")
+    cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
+                    size=parse_size(args.scene, args.size), report=report, screenshot=screenshot,
+                    trace=args.trace, cl_device=cl_device_selector(args.cl_device), seed=args.seed,
+                    strict=args.strict, panel=not args.no_panel, vsync=args.vsync, yuv_format=args.yuv_format)
+    select_platform(headless)
+    from app.runtime import run
+
+    written = run(cfg)
+    for kind, path in written.items():
+        print(f"glshare: wrote {kind} {path}")
+    return 0
+
+
+def _info(args) -> int:
+    from app.window import select_platform
+
+    select_platform(True)
+    from app.info import gather, render_text
+
+    data = gather(cl_device_selector(args.cl_device))
+    if args.json:
+        import json
+
+        print(json.dumps(data, indent=2))
+    else:
+        print(render_text(data))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in argv or os.environ.get("GLSHARE_DEBUG") == "1"
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "info":
+            return _info(args)
+        if args.command == "bench":
+            from app.window import select_platform
+
+            select_platform(True)
+            from app.bench import main as bench_main
+
+            return bench_main(args)
+        if args.command == "errors":
+            from app.window import select_platform
+
+            select_platform(True)
+            from app.validate.lab import main as lab_main
+
+            return lab_main(args)
+        if args.command == "convert":
+            from app.window import select_platform
+
+            select_platform(True)
+            from app.yuv_convert import main as convert_main
+
+            return convert_main(args)
+        raise UsageError(f"unknown command {args.command!r}")
+    except GlshareError as exc:
+        if debug:
+            raise
+        print(f"glshare: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,1 @@
+"""OpenCL side: device selection, kernel builds from ``kernels/``, queues with profiling."""

@@ -1,0 +1,84 @@
+"""Run configuration: one frozen dataclass built once from the command line and the environment."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from app.errors import UsageError
+
+SCENES = ("particles", "image", "yuv")
+BACKENDS = ("gl_sharing", "external_memory", "host_copy")
+SYNC_MODES = ("finish", "gl_event", "semaphore", "none")
+DEFAULT_HEADLESS_FRAMES = 120
+DEFAULT_PARTICLES = 65_536
+DEFAULT_IMAGE = (512, 512)
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS_DIR = ROOT / "kernels"
+SHADERS_DIR = ROOT / "shaders"
+ASSETS_DIR = ROOT / "assets"
+
+
+def parse_size(scene: str, text: str | None) -> tuple[int, int] | int | None:
+    """``--size``: a particle count for particles, ``WxH`` (or one number for a square) for images.
+
+    Returns None when the scene's default applies. Raises UsageError with one line on bad input.
+    """
+    if text is None:
+        return None
+    text = text.strip().lower().replace("_", "")
+    if scene == "particles":
+        m = re.fullmatch(r"(\d+)([km]?)", text)
+        if not m:
+            raise UsageError(f"--size for particles takes a particle count such as 65536 or 64k, not {text!r}")
+        n = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2)]
+        if not 1 <= n <= 64 * 1024 * 1024:
+            raise UsageError(f"--size {n}: particle count must be between 1 and 67108864")
+        return n
+    m = re.fullmatch(r"(\d+)(?:x(\d+))?", text)
+    if not m:
+        raise UsageError(f"--size for {scene} takes WxH such as 512x512, not {text!r}")
+    w = int(m.group(1))
+    h = int(m.group(2) or m.group(1))
+    if not (1 <= w <= 16384 and 1 <= h <= 16384):
+        raise UsageError(f"--size {w}x{h}: width and height must be between 1 and 16384")
+    if scene == "yuv" and (w % 2 or h % 2):
+        raise UsageError(f"--size {w}x{h}: NV12/P010 frames need an even width and height")
+    return (w, h)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one ``glshare run`` needs, fixed at start (runtime switches make a new copy)."""
+
+    scene: str = "particles"
+    backend: str = "auto"
+    sync: str = "finish"
+    headless: bool = False
+    frames: int | None = None
+    size: tuple[int, int] | int | None = None
+    window_size: tuple[int, int] = (800, 600)
+    report: Path | None = None
+    screenshot: Path | None = None
+    trace: Path | None = None
+    cl_device: str | None = None
+    seed: int = 1
+    strict: bool = False
+    panel: bool = True
+    vsync: bool = False
+    yuv_format: str = "nv12"
+    hazards: frozenset[str] = field(default_factory=frozenset)
+
+    def with_(self, **changes) -> "RunConfig":
+        return replace(self, **changes)
+
+    @property
+    def particle_count(self) -> int:
+        return self.size if isinstance(self.size, int) else DEFAULT_PARTICLES
+
+
+def cl_device_selector(cli_value: str | None) -> str | None:
+    """``--cl-device`` wins over ``GLSHARE_CL_DEVICE``; None means the first device found."""
+    return cli_value if cli_value else (os.environ.get("GLSHARE_CL_DEVICE") or None)

@@ -1,0 +1,149 @@
+"""One error family for glshare: every error carries its context (code, CL name, spec meaning, where).
+
+CL error names and meanings follow the OpenCL 3.0 specification; the acquire/release meanings are
+quoted from ../shared/spec/gl-acquire-release.txt (section 5.5.15).
+"""
+from __future__ import annotations
+
+# code -> (name, meaning). Meanings for the acquire/release codes are the spec's own words.
+CL_ERRORS: dict[int, tuple[str, str]] = {
+    0: ("CL_SUCCESS", "the call was executed successfully"),
+    -1: ("CL_DEVICE_NOT_FOUND", "no device matched"),
+    -2: ("CL_DEVICE_NOT_AVAILABLE", "the device is not available"),
+    -3: ("CL_COMPILER_NOT_AVAILABLE", "no compiler for this device"),
+    -4: ("CL_MEM_OBJECT_ALLOCATION_FAILURE", "failed to allocate memory for a memory object"),
+    -5: ("CL_OUT_OF_RESOURCES", "failure to allocate resources required by the OpenCL implementation on the device"),
+    -6: ("CL_OUT_OF_HOST_MEMORY", "failure to allocate resources required by the OpenCL implementation on the host"),
+    -7: ("CL_PROFILING_INFO_NOT_AVAILABLE", "profiling information is not available"),
+    -11: ("CL_BUILD_PROGRAM_FAILURE", "the program failed to build"),
+    -30: ("CL_INVALID_VALUE", "num_objects is zero and mem_objects is not a NULL value, or num_objects > 0 and mem_objects is NULL"),
+    -33: ("CL_INVALID_DEVICE", "the device is not valid"),
+    -34: ("CL_INVALID_CONTEXT", "the context associated with command_queue was not created from an OpenGL context"),
+    -36: ("CL_INVALID_COMMAND_QUEUE", "command_queue is not a valid command-queue"),
+    -38: ("CL_INVALID_MEM_OBJECT", "memory objects in mem_objects are not valid OpenCL memory objects"),
+    -39: ("CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "the image format is not valid"),
+    -40: ("CL_INVALID_IMAGE_SIZE", "the image size is not valid"),
+    -48: ("CL_INVALID_KERNEL", "the kernel is not valid"),
+    -52: ("CL_INVALID_KERNEL_ARGS", "the kernel arguments are not all set"),
+    -54: ("CL_INVALID_WORK_GROUP_SIZE", "the work-group size is not valid"),
+    -57: ("CL_INVALID_EVENT_WAIT_LIST", "event_wait_list is NULL and num_events_in_wait_list > 0, or event_wait_list is not NULL and num_events_in_wait_list is 0, or event objects in event_wait_list are not valid events"),
+    -58: ("CL_INVALID_EVENT", "the event is not valid"),
+    -59: ("CL_INVALID_OPERATION", "the operation is not valid here (NVIDIA answers a GL-property context with this)"),
+    -60: ("CL_INVALID_GL_OBJECT", "memory objects in mem_objects have not been created from an OpenGL object(s)"),
+    -61: ("CL_INVALID_BUFFER_SIZE", "the buffer size is not valid"),
+    -63: ("CL_INVALID_GLOBAL_WORK_SIZE", "the global work size is not valid"),
+    -64: ("CL_INVALID_PROPERTY", "a property name or value is not valid"),
+    -1000: ("CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR", "the GL context or share group given is not valid for CL sharing (typically a hybrid-GPU laptop whose GL runs on the other GPU)"),
+    -1001: ("CL_PLATFORM_NOT_FOUND_KHR", "no OpenCL platform was found by the ICD loader"),
+    -1093: ("CL_INVALID_GL_CONTEXT_APPLE", "the CGL share group is not valid"),
+    -1138: ("CL_INVALID_SEMAPHORE_KHR", "the semaphore is not valid"),
+    -1141: ("CL_INVALID_EXTERNAL_MEMORY_HANDLE_TYPE_KHR", "this device cannot import that external memory handle type"),
+}
+
+CL_CODES: dict[str, int] = {name: code for code, (name, _) in CL_ERRORS.items()}
+
+
+def cl_error_name(code: int) -> str:
+    """The CL name of an error code, or ``CL_ERROR(<code>)`` when it is not in the table."""
+    entry = CL_ERRORS.get(code)
+    return entry[0] if entry else f"CL_ERROR({code})"
+
+
+def cl_error_meaning(code: int) -> str:
+    entry = CL_ERRORS.get(code)
+    return entry[1] if entry else "no meaning recorded for this code"
+
+
+class GlshareError(Exception):
+    """Base of every error glshare raises on purpose. ``where`` names the call or phase."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+    def one_line(self) -> str:
+        text = " ".join(self.message.split())
+        return f"{self.where}: {text}" if self.where else text
+
+
+class UsageError(GlshareError):
+    """Bad input from the user: one clear line, exit status 2, nothing lost."""
+
+    exit_code = 2
+
+
+class SharingUnavailable(GlshareError):
+    """A sharing backend or sync mode cannot be used here; ``reason`` says why in plain words."""
+
+    exit_code = 2
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name} is unavailable: {reason}", where=name)
+        self.name = name
+        self.reason = reason
+
+
+class ClError(GlshareError):
+    """An OpenCL error with its code, CL name and the spec's meaning."""
+
+    def __init__(self, code: int, *, where: str, detail: str = "") -> None:
+        self.code = int(code)
+        self.name = cl_error_name(self.code)
+        self.meaning = cl_error_meaning(self.code)
+        msg = f"{self.name} ({self.code}): {detail or self.meaning}"
+        super().__init__(msg, where=where)
+
+    @classmethod
+    def from_pyopencl(cls, exc: Exception, where: str) -> "ClError":
+        """Wrap a ``pyopencl.Error`` (whose ``code`` is the CL status) with glshare's context."""
+        try:
+            value = int(getattr(exc, "code", -9999))
+        except (TypeError, ValueError):
+            value = -9999
+        routine = getattr(exc, "routine", "") or ""
+        return cls(value, where=where, detail=f"{routine} failed: {cl_error_meaning(value)}" if routine else "")
+
+
+class GlError(GlshareError):
+    """An OpenGL error (glGetError) or a failed GL operation."""
+
+    NAMES = {
+        0x0500: "GL_INVALID_ENUM", 0x0501: "GL_INVALID_VALUE", 0x0502: "GL_INVALID_OPERATION",
+        0x0503: "GL_STACK_OVERFLOW", 0x0504: "GL_STACK_UNDERFLOW", 0x0505: "GL_OUT_OF_MEMORY",
+        0x0506: "GL_INVALID_FRAMEBUFFER_OPERATION",
+    }
+
+    def __init__(self, code: int, *, where: str, detail: str = "") -> None:
+        self.code = int(code)
+        self.name = self.NAMES.get(self.code, f"GL_ERROR(0x{self.code:04X})")
+        super().__init__(f"{self.name}{': ' + detail if detail else ''}", where=where)
+
+
+class KernelBuildError(GlshareError):
+    """An OpenCL program failed to build: carries the log, the options and the source path."""
+
+    def __init__(self, *, source_path: str, options: list[str], log: str, saved_copy: str = "") -> None:
+        self.source_path, self.options, self.log, self.saved_copy = source_path, options, log, saved_copy
+        super().__init__(
+            f"build of {source_path} failed (options {' '.join(options) or 'none'}):\n{log.strip()}",
+            where="clBuildProgram",
+        )
+
+
+class ShaderError(GlshareError):
+    """A GLSL shader failed to compile or link; the message quotes the failing source line."""
+
+
+class ValidationError(ClError):
+    """The acquire/release validator refused a call before the driver saw it (spec code attached)."""
+
+
+class HazardError(GlshareError):
+    """An ownership hazard found by the tracker, raised under ``--strict``."""
+
+    def __init__(self, case: str, label: str, spec: str, *, where: str) -> None:
+        self.case, self.label, self.spec = case, label, spec
+        super().__init__(f"{case} on {label}: {spec}", where=where)

@@ -1,0 +1,1 @@
+"""GL objects glshare shares and draws with: buffers, textures, programs, each labelled and counted."""

@@ -1,0 +1,69 @@
+"""Facts about the current GL context and the glGetError guard every GL step runs under."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from OpenGL import GL
+
+from app.errors import GlError
+
+SHARING_GL_EXTENSIONS = (
+    "GL_ARB_cl_event", "GL_ARB_sync", "GL_ARB_timer_query", "GL_KHR_debug", "GL_ARB_buffer_storage",
+    "GL_EXT_memory_object", "GL_EXT_memory_object_fd", "GL_EXT_memory_object_win32",
+    "GL_EXT_semaphore", "GL_EXT_semaphore_fd", "GL_EXT_semaphore_win32", "GL_ARB_direct_state_access",
+)
+
+
+@dataclass(frozen=True)
+class GlInfo:
+    vendor: str
+    renderer: str
+    version: str
+    glsl: str
+    extensions: frozenset[str]
+
+    @property
+    def version_tuple(self) -> tuple[int, int]:
+        """(major, minor) from the version string ("4.5 (Core Profile) Mesa ...", "4.6.0 NVIDIA ...")."""
+        import re
+
+        m = re.match(r"(\d+)\.(\d+)", self.version)
+        return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+    def has(self, name: str) -> bool:
+        return name in self.extensions
+
+    def as_dict(self) -> dict:
+        return {"vendor": self.vendor, "renderer": self.renderer, "version": self.version, "glsl": self.glsl,
+                "sharing_extensions": {e: e in self.extensions for e in SHARING_GL_EXTENSIONS}}
+
+
+def gl_info() -> GlInfo:
+    """Vendor, renderer, version and extensions of the current context."""
+
+    def s(name: int) -> str:
+        value = GL.glGetString(name)
+        return value.decode(errors="replace") if value else ""
+
+    n = int(GL.glGetIntegerv(GL.GL_NUM_EXTENSIONS))
+    exts = frozenset(GL.glGetStringi(GL.GL_EXTENSIONS, i).decode() for i in range(n))
+    info = GlInfo(s(GL.GL_VENDOR), s(GL.GL_RENDERER), s(GL.GL_VERSION), s(GL.GL_SHADING_LANGUAGE_VERSION), exts)
+    return info
+
+
+def check_gl(where: str) -> None:
+    """Raise GlError for the first pending glGetError, draining the rest."""
+    code = GL.glGetError()
+    if code == GL.GL_NO_ERROR:
+        return
+    more = []
+    for _ in range(16):
+        extra = GL.glGetError()
+        if extra == GL.GL_NO_ERROR:
+            break
+        more.append(GlError.NAMES.get(extra, hex(extra)))
+    raise GlError(code, where=where, detail=f"then {', '.join(more)}" if more else "")
+
+
+def gl_version_tuple() -> tuple[int, int]:
+    return int(GL.glGetIntegerv(GL.GL_MAJOR_VERSION)), int(GL.glGetIntegerv(GL.GL_MINOR_VERSION))

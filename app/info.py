@@ -1,0 +1,104 @@
+"""``glshare info``: what this machine offers for GL/CL sharing, and each backend's verdict."""
+from __future__ import annotations
+
+import pyopencl as cl
+
+from app import __version__
+from app.compute.device import all_devices, select_device
+from app.config import SYNC_MODES
+
+CL_SHARING_EXTENSIONS = (
+    "cl_khr_gl_sharing", "cl_khr_gl_event", "cl_khr_gl_depth_images", "cl_khr_gl_msaa_sharing",
+    "cl_khr_egl_image", "cl_khr_egl_event", "cl_khr_external_memory", "cl_khr_external_memory_opaque_fd",
+    "cl_khr_external_memory_dma_buf", "cl_khr_external_memory_win32", "cl_khr_semaphore",
+    "cl_khr_external_semaphore", "cl_khr_external_semaphore_opaque_fd", "cl_amd_planar_yuv",
+    "cl_khr_image2d_from_buffer",
+)
+
+
+def _device_entry(choice) -> dict:
+    d = choice.device
+    exts = set(d.extensions.split()) | set(choice.platform.extensions.split())
+    return {"platform": choice.platform.name.strip(), "index": choice.index, "name": d.name.strip(),
+            "type": cl.device_type.to_string(d.type), "version": d.version.strip(),
+            "driver": d.driver_version.strip(), "image_support": bool(d.image_support),
+            "sharing_extensions": {e: e in exts for e in CL_SHARING_EXTENSIONS}}
+
+
+def gather(selector: str | None) -> dict:
+    """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe."""
+    from app.gl.context import gl_info
+    from app.sharing.base import ProbeEnv
+    from app.sharing.external_memory import import_handle_types
+    from app.sharing.handles import handle_table
+    from app.sharing.registry import ORDER, Registry, backend_class
+    from app.window import open_surface
+
+    choice = select_device(selector)
+    surface = open_surface(True, (64, 64))
+    try:
+        info = gl_info()
+        registry = Registry(ProbeEnv(choice, surface, info))
+        sync = []
+        for mode in SYNC_MODES:
+            per = {}
+            for name in ORDER:
+                if not registry.probes[name].available:
+                    per[name] = "backend unavailable"
+                    continue
+                per[name] = _sync_reason(backend_class(name), name, mode, registry) or "available"
+            sync.append({"name": mode, "backends": per})
+        import_types = import_handle_types(choice.device)
+        return {
+            "glshare": __version__,
+            "pyopencl": {"version": cl.VERSION_TEXT, "have_gl": bool(cl.have_gl())},
+            "devices": [_device_entry(c) for c in all_devices()],
+            "selected_device": _device_entry(choice),
+            "gl": {**info.as_dict(), "platform": f"EGL ({getattr(surface, 'egl_platform', '')}), headless"},
+            "backends": registry.as_list(),
+            "sync_modes": sync,
+            "external_memory_import_types": [f"0x{t:04X}" for t in (import_types or [])],
+            "external_memory_handle_types": handle_table(import_types),
+        }
+    finally:
+        surface.close()
+
+
+def _sync_reason(cls, name: str, mode: str, registry) -> str | None:
+    """A sync mode's verdict for an available backend, without building the backend."""
+    if mode in ("finish", "none"):
+        return None
+    if mode not in cls.sync_modes:
+        return f"{mode} is not a sync mode of {name}"
+    checker = getattr(cls, "sync_probe", None)
+    return checker(registry.env, mode) if checker else None
+
+
+def render_text(data: dict) -> str:
+    out = [f"glshare {data['glshare']}  (pyopencl {data['pyopencl']['version']}, "
+           f"built {'with' if data['pyopencl']['have_gl'] else 'WITHOUT'} GL support)", "", "OpenCL devices:"]
+    sel = data["selected_device"]
+    for d in data["devices"]:
+        mark = "*" if (d["platform"], d["index"]) == (sel["platform"], sel["index"]) else " "
+        out.append(f" {mark} {d['platform']}:{d['index']}  {d['name']}  [{d['type']}, {d['version']}]")
+    out.append("   sharing extensions of the selected device:")
+    for e, present in sel["sharing_extensions"].items():
+        out.append(f"     {'+' if present else '-'} {e}")
+    gl = data["gl"]
+    out += ["", f"OpenGL: {gl['version']}  |  {gl['renderer']}  |  {gl['vendor']}  ({gl['platform']})"]
+    for e, present in gl["sharing_extensions"].items():
+        out.append(f"     {'+' if present else '-'} {e}")
+    out += ["", "Sharing backends (probed in this order):"]
+    for b in data["backends"]:
+        out.append(f"  {'yes' if b['available'] else 'no '}  {b['name']:<16} {b['reason']}")
+    out += ["", "Sync modes:"]
+    for s in data["sync_modes"]:
+        ok = [n for n, v in s["backends"].items() if v == "available"]
+        out.append(f"  {s['name']:<10} {('with ' + ', '.join(ok)) if ok else 'unavailable: ' + '; '.join(f'{k}: {v}' for k, v in s['backends'].items() if v != 'backend unavailable') or 'no backend'}")
+    out += ["", "External-memory handle types (cl_khr_external_memory; import types of the device: "
+            f"{', '.join(data['external_memory_import_types']) or 'none'}):"]
+    for h in data["external_memory_handle_types"]:
+        out.append(f"  {h['hex']} {h['name']:<18} {'NT ' if h['nt_handle'] else '   '}"
+                   f"owns ref: {'yes' if h['owns_reference'] else 'no '}  closes: {h['who_closes']}")
+        out.append(f"         invalid when: {h['becomes_invalid_when']}; {h['glshare']}")
+    return "\n".join(out)

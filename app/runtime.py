@@ -1,0 +1,308 @@
+"""The running application: surface -> device -> backend -> scene -> scheduler -> panel -> trace.
+
+Built in that order and torn down in reverse (an ExitStack); a runtime switch of scene, backend or
+sync mode tears down the scene and the backend (CL objects before GL objects) and builds them anew.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+import numpy as np
+
+from app.compute.device import select_device
+from app.config import DEFAULT_HEADLESS_FRAMES, SCENES, SYNC_MODES, RunConfig
+from app.errors import GlshareError, SharingUnavailable
+from app.gl.context import check_gl, gl_info
+from app.scenes import scene_class
+from app.schedule.frame import ErrorRecord
+from app.schedule.scheduler import FrameScheduler, error_record
+from app.sharing.base import ProbeEnv
+from app.sharing.registry import Registry
+from app.window import open_surface
+
+log = logging.getLogger(__name__)
+
+
+def default_window_size(cfg: RunConfig) -> tuple[int, int]:
+    if cfg.scene in ("image", "yuv"):
+        return tuple(cfg.size) if isinstance(cfg.size, tuple) and max(cfg.size) <= 2048 else (512, 512)
+    return cfg.window_size
+
+
+class Runtime:
+    """One ``glshare run``. Use as a context manager: ``with Runtime(cfg) as rt: rt.run()``."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+        self._stack = contextlib.ExitStack()
+        self.surface = None
+        self.scene = None
+        self.backend = None
+        self.scheduler = None
+        self.overlay = None
+        self.records_done: list = []  # records of schedulers already torn down
+        self.switches: list[dict] = []
+        self.loop_errors: list[ErrorRecord] = []
+        self.frame = 0  # simulation frame (what the kernels see)
+        self.loop_count = 0
+        self.paused = False
+        self.show_panel = cfg.panel
+        self.screenshot_pixels: np.ndarray | None = None
+        self._last_size = (0, 0)
+        self.panel_state = None  # ui/panel.py keeps its own state here
+
+    # -- building ----------------------------------------------------------------------------
+    def __enter__(self) -> "Runtime":
+        try:
+            self.surface = open_surface(self.cfg.headless, default_window_size(self.cfg),
+                                        title=f"glshare - {self.cfg.scene}", vsync=self.cfg.vsync)
+            self._stack.callback(self.surface.close)
+            self.choice = select_device(self.cfg.cl_device)
+            self.gl_info = gl_info()
+            self.registry = Registry(ProbeEnv(self.choice, self.surface, self.gl_info))
+            self.backend_name = self.registry.choose(self.cfg.backend)
+            self._build(self.cfg.scene, self.backend_name, self.cfg.sync)
+            self._stack.callback(self._teardown)
+            from app.ui.imgui_layer import ImGuiLayer
+
+            self.overlay = ImGuiLayer(self.surface)
+            self._stack.callback(self.overlay.close)
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    def _build(self, scene: str, backend: str, sync: str) -> None:
+        new_backend = self.registry.open(backend, strict=self.cfg.strict)
+        try:
+            strategy = new_backend.make_sync(sync)
+            new_scene = scene_class(scene)(self.cfg.with_(scene=scene, backend=backend, sync=sync))
+            new_scene.build(new_backend, self.surface.framebuffer_size)
+            check_gl(f"build {scene} on {backend}")
+        except BaseException:
+            new_backend.close()
+            raise
+        self.backend, self.scene, self.backend_name = new_backend, new_scene, backend
+        self.scheduler = FrameScheduler(new_backend, new_scene, strategy, strict=self.cfg.strict)
+        self.cfg = self.cfg.with_(scene=scene, backend=backend, sync=sync)
+
+    def _teardown(self) -> None:
+        """Reverse build order; CL memory objects before their GL objects (scene.teardown)."""
+        if self.scheduler is not None:
+            with contextlib.suppress(Exception):
+                self.scheduler.finish()
+            self.scheduler.close()
+            self.records_done.extend(self.scheduler.records)
+            self.scheduler = None
+        if self.scene is not None:
+            self.scene.teardown()
+            self.scene = None
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None
+
+    @property
+    def all_records(self) -> list:
+        return self.records_done + (list(self.scheduler.records) if self.scheduler else [])
+
+    # -- switching -----------------------------------------------------------------------------
+    def switch(self, *, scene: str | None = None, backend: str | None = None, sync: str | None = None) -> bool:
+        """Re-create resources for a new scene / backend / sync mode; on failure keep the old set-up.
+
+        Returns True when the switch took effect. Refusals are recorded (panel, report), not raised,
+        unless ``strict``.
+        """
+        old = (self.cfg.scene, self.backend_name, self.cfg.sync)
+        new = (scene or old[0], backend or old[1], sync or old[2])
+        what = "scene" if scene else "backend" if backend else "sync"
+        try:
+            if backend:
+                self.registry.choose(backend)
+            if new[1] == old[1] and self.backend is not None and sync:
+                reason = self.backend.sync_unavailable_reason(new[2])
+                if reason:
+                    raise SharingUnavailable(f"sync {new[2]}", reason)
+        except GlshareError as exc:
+            self._loop_error(exc, f"switch {what}")
+            return False
+        self.scheduler and self.scheduler.finish()
+        records_before = len(self.all_records)
+        self._teardown()
+        try:
+            self._build(*new)
+        except Exception as exc:  # noqa: BLE001 - fall back to what ran before
+            self._loop_error(exc, f"switch {what}")
+            self._build(*old)
+            return False
+        self.switches.append({"frame": self.frame, "loop": self.loop_count, "what": what,
+                              "from": dict(zip(("scene", "backend", "sync"), old)),
+                              "to": dict(zip(("scene", "backend", "sync"), new)),
+                              "records_before": records_before})
+        log.info("switched %s: %s -> %s", what, old, new)
+        return True
+
+    def next_choice(self, what: str) -> str:
+        if what == "scene":
+            options = [s for s in SCENES if s != "yuv" or self._yuv_available()]
+            current = self.cfg.scene
+        elif what == "backend":
+            options, current = self.registry.available, self.backend_name
+        else:
+            options = [m for m in SYNC_MODES if not self.backend.sync_unavailable_reason(m)]
+            current = self.cfg.sync
+        i = options.index(current) if current in options else -1
+        return options[(i + 1) % len(options)]
+
+    @staticmethod
+    def _yuv_available() -> bool:
+        try:
+            scene_class("yuv")
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    def _loop_error(self, exc: BaseException, where: str) -> None:
+        rec = error_record(self.frame, exc, where)
+        self.loop_errors.append(rec)
+        log.warning("%s: %s", where, rec.message)
+        if self.cfg.strict:
+            raise exc
+
+    # -- the loop ------------------------------------------------------------------------------
+    def handle_key(self, key: str) -> None:
+        if key in ("escape", "q"):
+            self.request_close()
+        elif key in ("p", "space"):
+            self.paused = not self.paused
+        elif key == "s":
+            self.switch(scene=self.next_choice("scene"))
+        elif key == "b":
+            self.switch(backend=self.next_choice("backend"))
+        elif key == "y":
+            self.switch(sync=self.next_choice("sync"))
+        elif key == "h":
+            self.show_panel = not self.show_panel
+        elif key == "v":
+            self.cfg = self.cfg.with_(vsync=not self.cfg.vsync)
+            self.surface.set_vsync(self.cfg.vsync)
+        elif key == "right" and self.paused:
+            self.step_once = True
+
+    def request_close(self) -> None:
+        self._close_requested = True
+
+    def _render_target(self):
+        return self.surface.framebuffer_size if self.surface.bind_target() else None
+
+    def step(self):
+        """Advance one simulation frame (acquire -> compute -> release -> render)."""
+        rec = self.scheduler.run_frame(self.frame, self._render_target)
+        self.frame += 1
+        return rec
+
+    def snapshot(self) -> dict:
+        """Plain data for the panel: no GL or CL object crosses into ui/."""
+        recent = list(self.scheduler.records)[-120:] if self.scheduler else []
+        errors = [e for r in recent for e in r.errors] + self.loop_errors[-5:]
+        frame_ms = [r.frame_us / 1e3 for r in recent]
+        return {
+            "scene": self.cfg.scene, "scene_desc": self.scene.describe() if self.scene else "",
+            "backend": self.backend_name, "sync": self.cfg.sync, "frame": self.frame, "paused": self.paused,
+            "frame_ms_median": float(np.median(frame_ms)) if frame_ms else 0.0,
+            "error_count": sum(len(r.errors) for r in self.all_records) + len(self.loop_errors),
+            "last_error": errors[-1].message if errors else "",
+        }
+
+    def draw_ui(self) -> None:
+        if self.overlay is None or not self.surface.bind_target():
+            return
+        from app.ui import overlay
+
+        snap = self.snapshot()
+        if self.show_panel:
+            try:
+                from app.ui.panel import draw_panel
+            except ImportError:
+                draw_panel = None
+            self.overlay.draw(lambda: draw_panel(snap, self) if draw_panel else overlay.draw_overlay(snap))
+        else:
+            self.overlay.draw(lambda: overlay.draw_overlay(snap))
+
+    def run(self) -> None:
+        cfg = self.cfg
+        frames = cfg.frames if cfg.frames is not None else (DEFAULT_HEADLESS_FRAMES if cfg.headless else None)
+        self._close_requested = False
+        self.step_once = False
+        while not self._close_requested and not self.surface.should_close():
+            if frames is not None and self.loop_count >= frames:
+                break
+            for ev in self.surface.poll_events():
+                if not (self.overlay and self.overlay.wants_keyboard):
+                    self.handle_key(ev.key)
+            size = self.surface.framebuffer_size
+            if size != self._last_size:
+                self._last_size = size
+                try:
+                    self.scene.resize(size)
+                    check_gl("resize")
+                except Exception as exc:  # noqa: BLE001
+                    self._loop_error(exc, "resize")
+            if self.paused and not self.step_once:
+                if self.surface.bind_target():
+                    self.scene.render(size)
+                rec = None
+            else:
+                self.step_once = False
+                rec = self.step()
+            t0 = time.perf_counter_ns()
+            try:
+                self.draw_ui()
+                check_gl("panel")
+            except Exception as exc:  # noqa: BLE001
+                self._loop_error(exc, "panel")
+            if rec is not None:
+                rec.phases["panel"] = (t0, time.perf_counter_ns())
+            self.loop_count += 1
+            last = frames is not None and self.loop_count >= frames
+            if last and cfg.screenshot:
+                self.screenshot_pixels = self.surface.read_pixels()
+            self.surface.present()
+        if self.scheduler:
+            self.scheduler.finish()
+
+    def scene_size_field(self):
+        if self.cfg.scene == "particles":
+            return self.cfg.particle_count
+        scene = self.scene
+        size = getattr(scene, "image_size", None) if scene else None
+        return f"{size[0]}x{size[1]}" if size else None
+
+    def finish(self) -> dict:
+        """Write the screenshot and the report; returns the paths written."""
+        from app.trace.png import write_png
+        from app.trace.report import build_report, write_report
+
+        out = {}
+        if self.cfg.screenshot:
+            pixels = self.screenshot_pixels if self.screenshot_pixels is not None else self.surface.read_pixels()
+            out["screenshot"] = write_png(self.cfg.screenshot, pixels[:, :, :3])
+        if self.cfg.report:
+            out["report"] = write_report(self.cfg.report, build_report(self))
+        if self.cfg.trace:
+            from app.trace.chrome import write_trace
+
+            out["trace"] = write_trace(self.cfg.trace, self)
+        return out
+
+
+def run(cfg: RunConfig) -> dict:
+    """Run, then write the outputs. Returns {kind: path}."""
+    with Runtime(cfg) as rt:
+        rt.run()
+        return rt.finish()
+

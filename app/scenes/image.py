@@ -1,0 +1,104 @@
+"""The animated Julia set (../shared/WORKLOADS.md): CL writes an image2d_t into a GL texture.
+
+The texture is GL_RGBA8, seen by CL as CL_RGBA / CL_UNORM_INT8 (write_imagef rounds to 8 bits).
+Without ``--size`` the image follows the framebuffer (re-created on resize, CL side first);
+with ``--size WxH`` it keeps that size and the quad scales it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyopencl as cl
+from OpenGL import GL
+
+from app.compute.kernels import KernelProgram
+from app.config import DEFAULT_IMAGE
+from app.diagnostics import live
+from app.gl.shaders import Program
+from app.scenes.base import Scene
+
+
+def julia_constant(frame: int) -> tuple[float, float]:
+    return (math.sin(2 * math.pi * (frame % 599) / 599), math.sin(2 * math.pi * (frame % 773) / 773))
+
+
+def julia_reference(width: int, height: int, frame: int) -> np.ndarray:
+    """float64 numpy reference of the kernel: uint8 RGBA, row 0 first."""
+    cr, ci = julia_constant(frame)
+    x = np.arange(width, dtype=np.float64)[None, :].repeat(height, 0)
+    y = np.arange(height, dtype=np.float64)[:, None].repeat(width, 1)
+    a = x * 3.0 / width - 1.5
+    b = y * 3.0 / height - 1.5
+    count = np.zeros((height, width), np.int32)
+    alive = np.ones((height, width), bool)
+    for _ in range(16):
+        alive &= (a * a + b * b) < 4.0
+        count += alive
+        a, b = np.where(alive, a * a - b * b + cr, a), np.where(alive, 2 * a * b + ci, b)
+    r = np.clip(count / 16.0, 0, 1)
+    rgba = np.stack([r, np.sqrt(r), np.ones_like(r), np.ones_like(r)], -1)
+    return np.round(rgba * 255).astype(np.uint8)
+
+
+class ImageScene(Scene):
+    name = "image"
+
+    def build(self, backend, size) -> None:
+        self.backend = backend
+        self.follow_window = self.cfg.size is None
+        self.image_size = tuple(size) if self.follow_window else tuple(self.cfg.size)
+        if self.follow_window and (self.image_size[0] == 0 or self.image_size[1] == 0):
+            self.image_size = DEFAULT_IMAGE
+        self.texture = None
+        self._make_texture()
+        self.program = KernelProgram(backend.context, "julia.cl", owner=backend.name)
+        self.kernel = self.program.kernel("julia")
+        self.gl_program = Program("image quad", "quad.vert", "quad.frag", owner=backend.name)
+        self.vao = int(GL.glGenVertexArrays(1))
+        live.created("gl_vertex_array", backend.name)
+
+    def _make_texture(self) -> None:
+        w, h = self.image_size
+        self.texture = self.backend.create_texture("image.julia", w, h, access="write_only")
+        self.shared = [self.texture]
+
+    def resize(self, size) -> None:
+        if not self.follow_window or size[0] == 0 or size[1] == 0 or tuple(size) == self.image_size:
+            return  # minimized: keep the last image until there are pixels again
+        self.backend.destroy(self.texture)  # CL image released before the GL texture is deleted
+        self.image_size = tuple(size)
+        self._make_texture()
+
+    def compute(self, queue, frame, wait_for):
+        cr, ci = julia_constant(frame)
+        w, h = self.image_size
+        self.kernel.set_args(self.texture.mem, np.float32(cr), np.float32(ci))
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, (w, h), None, wait_for=wait_for)
+
+    def render(self, size) -> None:
+        GL.glClearColor(0, 0, 0, 1)
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+        self.gl_program.use()
+        GL.glActiveTexture(GL.GL_TEXTURE0)
+        GL.glBindTexture(GL.GL_TEXTURE_2D, self.texture.gl.name)
+        GL.glUniform1i(self.gl_program.uniform("image"), 0)
+        GL.glBindVertexArray(self.vao)
+        GL.glDrawArrays(GL.GL_TRIANGLE_STRIP, 0, 4)
+        GL.glBindVertexArray(0)
+        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+        GL.glUseProgram(0)
+
+    def teardown(self) -> None:
+        backend, self.backend = self.backend, None
+        if backend is None:
+            return
+        backend.destroy(self.texture)
+        self.shared = []
+        self.program.release()
+        self.gl_program.release()
+        GL.glDeleteVertexArrays(1, [self.vao])
+        live.released("gl_vertex_array", backend.name)
+
+    def describe(self) -> str:
+        return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8"

@@ -1,0 +1,142 @@
+"""The particle fountain (../shared/WORKLOADS.md): position and color shared, drawn as points."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyopencl as cl
+from OpenGL import GL
+
+from app.compute.kernels import KernelProgram
+from app.diagnostics import live
+from app.gl.objects import GlVertexArray
+from app.gl.shaders import Program
+from app.scenes.base import Scene
+
+DT = 0.005
+
+
+def initial_state(n: int, seed: int) -> dict[str, np.ndarray]:
+    """Start state of WORKLOADS.md: float32 (N, 4) arrays position, color, velocity (+ start copies)."""
+    rng = np.random.default_rng(seed)
+    k1, k2 = rng.random(2)
+    life = rng.random(n)
+    i = np.arange(n, dtype=np.float64)
+    angle = 2.001 * math.pi * i / n
+    pos = np.zeros((n, 4), np.float64)
+    pos[:, 0] = np.sin(angle) * (0.2 + k1)
+    pos[:, 1] = np.cos(angle) * (0.2 + k2)
+    pos[:, 3] = 1.0
+    vel = np.zeros((n, 4), np.float64)
+    vel[:, 0] = 2 * pos[:, 0]
+    vel[:, 1] = 2 * pos[:, 1]
+    vel[:, 2] = 3.0
+    vel[:, 3] = life
+    color = np.ones((n, 4), np.float64)
+    f = lambda a: np.ascontiguousarray(a, np.float32)  # noqa: E731
+    return {"position": f(pos), "color": f(color), "velocity": f(vel),
+            "start_position": f(pos), "start_velocity": f(vel)}
+
+
+def reference_steps(state: dict[str, np.ndarray], steps: int, dt: float = DT) -> dict[str, np.ndarray]:
+    """The same update in float64 numpy, for tests."""
+    p = state["position"].astype(np.float64)
+    v = state["velocity"].astype(np.float64)
+    c = state["color"].astype(np.float64)
+    sp = state["start_position"].astype(np.float64)
+    sv = state["start_velocity"].astype(np.float64)
+    min_margin = np.full(len(p), np.inf)
+    for _ in range(steps):
+        life = v[:, 3] - dt
+        min_margin = np.minimum(min_margin, np.abs(life))
+        reset = life <= 0
+        p[reset] = sp[reset]
+        v[reset] = sv[reset]
+        life[reset] = 1.0
+        v[:, 2] -= 9.8 * dt
+        p[:, :3] += v[:, :3] * dt
+        v[:, 3] = life
+        c[:, 3] = life
+    return {"position": p, "velocity": v, "color": c, "life_margin": min_margin}
+
+
+def _perspective(fovy_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
+    f = 1.0 / math.tan(math.radians(fovy_deg) / 2)
+    m = np.zeros((4, 4))
+    m[0, 0], m[1, 1] = f / aspect, f
+    m[2, 2], m[2, 3] = (far + near) / (near - far), 2 * far * near / (near - far)
+    m[3, 2] = -1
+    return m
+
+
+def view_projection(width: int, height: int) -> np.ndarray:
+    """Camera looking at the fountain from the side and a little above; column-major float32."""
+    aspect = max(width, 1) / max(height, 1)
+    a = math.radians(-62)
+    rot = np.array([[1, 0, 0, 0], [0, math.cos(a), -math.sin(a), 0], [0, math.sin(a), math.cos(a), 0], [0, 0, 0, 1]])
+    trans = np.eye(4)
+    trans[:3, 3] = (0, -0.35, -5.0)
+    return np.ascontiguousarray((_perspective(55, aspect, 0.1, 100) @ trans @ rot).T, np.float32)
+
+
+class ParticlesScene(Scene):
+    name = "particles"
+
+    def build(self, backend, size) -> None:
+        self.backend = backend
+        n = self.n = self.cfg.particle_count
+        state = initial_state(n, self.cfg.seed)
+        self.position = backend.create_buffer("particles.position", n * 16, data=state["position"])
+        self.color = backend.create_buffer("particles.color", n * 16, data=state["color"])
+        self.shared = [self.position, self.color]
+        ctx, flags = backend.context, cl.mem_flags
+        self.cl_only = {}
+        for key in ("velocity", "start_position", "start_velocity"):
+            access = flags.READ_WRITE if key == "velocity" else flags.READ_ONLY
+            self.cl_only[key] = cl.Buffer(ctx, access | flags.COPY_HOST_PTR, hostbuf=state[key])
+            live.created("cl_buffer", backend.name)
+        self.program = KernelProgram(ctx, "particles.cl", owner=backend.name)
+        self.kernel = self.program.kernel("particle_fountain")
+        self.gl_program = Program("particles", "particles.vert", "particles.frag", owner=backend.name)
+        self.vao = GlVertexArray("particles.vao", owner=backend.name)
+        self.vao.attribute(0, self.position.gl, 4)
+        self.vao.attribute(1, self.color.gl, 4)
+
+    def compute(self, queue, frame, wait_for):
+        k = self.kernel
+        k.set_args(self.position.mem, self.color.mem, self.cl_only["velocity"], self.cl_only["start_position"],
+                   self.cl_only["start_velocity"], np.float32(DT), np.uint32(self.n))
+        return cl.enqueue_nd_range_kernel(queue, k, (self.n,), None, wait_for=wait_for)
+
+    def render(self, size) -> None:
+        GL.glClearColor(0.02, 0.02, 0.05, 1.0)
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT)
+        GL.glEnable(GL.GL_BLEND)
+        GL.glBlendFunc(GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)
+        GL.glEnable(GL.GL_PROGRAM_POINT_SIZE)
+        self.gl_program.use()
+        GL.glUniformMatrix4fv(self.gl_program.uniform("mvp"), 1, GL.GL_FALSE, view_projection(*size))
+        GL.glUniform1f(self.gl_program.uniform("point_size"), 2.0)
+        GL.glBindVertexArray(self.vao.name)
+        GL.glDrawArrays(GL.GL_POINTS, 0, self.n)
+        GL.glBindVertexArray(0)
+        GL.glUseProgram(0)
+        GL.glDisable(GL.GL_BLEND)
+
+    def teardown(self) -> None:
+        backend, self.backend = self.backend, None
+        if backend is None:
+            return
+        for obj in self.shared:
+            backend.destroy(obj)
+        self.shared = []
+        for buf in self.cl_only.values():
+            buf.release()
+            live.released("cl_buffer", backend.name)
+        self.cl_only = {}
+        self.program.release()
+        self.gl_program.release()
+        self.vao.release()
+
+    def describe(self) -> str:
+        return f"particles, {self.n:,} points"

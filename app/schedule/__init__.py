@@ -1,0 +1,1 @@
+"""The frame: acquire -> compute -> release -> render, one FrameRecord each."""

@@ -1,0 +1,52 @@
+"""FrameRecord: everything that happened in one frame, host times in ns (perf_counter_ns)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PHASES = ("acquire", "compute", "release", "render")
+
+
+@dataclass
+class ErrorRecord:
+    frame: int
+    where: str
+    code: int | None
+    name: str
+    message: str
+    meaning: str = ""
+
+    def as_dict(self) -> dict:
+        return {"frame": self.frame, "where": self.where, "code": self.code, "name": self.name,
+                "message": self.message, "meaning": self.meaning}
+
+
+@dataclass
+class FrameRecord:
+    index: int
+    scene: str
+    backend: str
+    sync: str
+    start_ns: int = 0
+    end_ns: int = 0
+    phases: dict[str, tuple[int, int]] = field(default_factory=dict)  # host (start, end)
+    waits: list[tuple[str, int, int]] = field(default_factory=list)  # CPU waits: glFinish, clFinish ...
+    events: dict[str, Any] = field(default_factory=dict)  # CL events until their profile is read
+    cl_profile: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # queued, submit, start, end
+    gl_passes: list[tuple[str, int, int]] = field(default_factory=list)  # GL timer queries (GL clock)
+    errors: list[ErrorRecord] = field(default_factory=list)
+    hazards: list[Any] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {"acquire": 0, "compute": 0, "release": 0})
+    bytes_moved: int = 0
+
+    def phase_us(self, name: str) -> float | None:
+        span = self.phases.get(name)
+        return (span[1] - span[0]) / 1e3 if span else None
+
+    @property
+    def frame_us(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e3
+
+    @property
+    def complete(self) -> bool:
+        return not self.events

@@ -1,0 +1,153 @@
+"""The frame scheduler: brackets every frame's CL work with acquire and release, and records it.
+
+Order (per frame): GL -> CL hand-over (sync mode) -> acquire -> compute -> release -> CL -> GL
+hand-over -> GL draw. A failure inside a frame is recorded on its FrameRecord and the loop goes on;
+with ``strict`` it is raised. Profiling of CL events is read once they complete (at the latest
+a few frames later with sync ``none``), so nothing waits just to measure.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import time
+
+import pyopencl as cl
+
+from app.errors import ClError, GlshareError
+from app.schedule.frame import ErrorRecord, FrameRecord
+from app.sharing.base import SharingBackend, SyncStrategy
+
+log = logging.getLogger(__name__)
+ns = time.perf_counter_ns
+CL_COMPLETE = cl.command_execution_status.COMPLETE
+
+
+def error_record(frame: int, exc: BaseException, where: str) -> ErrorRecord:
+    if isinstance(exc, ClError):
+        return ErrorRecord(frame, exc.where or where, exc.code, exc.name, exc.one_line(), exc.meaning)
+    if isinstance(exc, cl.Error):
+        wrapped = ClError.from_pyopencl(exc, where)
+        return ErrorRecord(frame, where, wrapped.code, wrapped.name, wrapped.one_line(), wrapped.meaning)
+    if isinstance(exc, GlshareError):
+        code = getattr(exc, "code", None)
+        return ErrorRecord(frame, exc.where or where, code if isinstance(code, int) else None,
+                           getattr(exc, "name", type(exc).__name__), exc.one_line())
+    return ErrorRecord(frame, where, None, type(exc).__name__, str(exc))
+
+
+class FrameScheduler:
+    """Runs frames of one scene on one backend with one sync strategy."""
+
+    def __init__(self, backend: SharingBackend, scene, sync: SyncStrategy, *, strict: bool = False,
+                 history: int = 600) -> None:
+        self.backend, self.scene, self.sync, self.strict = backend, scene, sync, strict
+        self.records: collections.deque[FrameRecord] = collections.deque(maxlen=history)
+        self._pending: collections.deque[FrameRecord] = collections.deque()
+        self.skip: set[str] = set()  # hazard demonstrations: "acquire", "release"
+        self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
+
+    # -- one frame ---------------------------------------------------------------------------
+    def run_frame(self, frame: int, render_target) -> FrameRecord:
+        """``render_target()`` binds the framebuffer and returns its size, or None (minimized)."""
+        steps = self.frame_phases(frame, render_target)
+        for _ in steps:
+            pass
+        return self.records[-1]
+
+    def frame_phases(self, frame: int, render_target):
+        """The frame as a generator: yields the name of each phase after it ran ("acquire",
+        "compute", "release", "render"), so the teaching mode can pause between phases; driving
+        it to the end is exactly ``run_frame``."""
+        backend, scene, queue = self.backend, self.scene, self.backend.queue
+        rec = FrameRecord(frame, scene.name, backend.name, self.sync.name)
+        self.current = rec
+        backend.tracker.frame = frame
+        rec.start_ns = t = ns()
+        ok = True
+        try:
+            wait_for = self.sync.before_acquire(rec.waits)
+            ev_a = None
+            if "acquire" not in self.skip:
+                ev_a = backend.acquire(queue, scene.shared, wait_for or None)
+                rec.counts["acquire"] += 1
+            if ev_a is not None:
+                rec.events["acquire"] = ev_a
+        except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
+            ok = self._fail(rec, exc, "acquire")
+        rec.phases["acquire"] = (t, t := ns())
+        yield "acquire"
+        ev_c = None
+        if ok:
+            try:
+                backend.tracker.cl_use(scene.cl_uses, "kernel")
+                ev_c = scene.compute(queue, frame, [ev_a] if ev_a is not None else (wait_for or None))
+                rec.events["compute"] = ev_c
+                rec.counts["compute"] += 1
+            except Exception as exc:  # noqa: BLE001
+                ok = self._fail(rec, exc, "compute")
+        rec.phases["compute"] = (t, t := ns())
+        yield "compute"
+        if ok:
+            try:
+                ev_r = None
+                if "release" not in self.skip:
+                    ev_r = backend.release(queue, scene.shared, [ev_c] if ev_c is not None else None)
+                    rec.counts["release"] += 1
+                    if ev_r is not None:
+                        rec.events["release"] = ev_r
+                self.sync.after_release(queue, ev_r, rec.waits)
+                backend.gl_after_release(scene.shared)
+            except Exception as exc:  # noqa: BLE001
+                self._fail(rec, exc, "release")
+        rec.phases["release"] = (t, t := ns())
+        yield "release"
+        try:
+            size = render_target()
+            if size is not None:
+                backend.tracker.gl_use(scene.gl_uses, "draw")
+                scene.render(size)
+            self.sync.after_gl_use(rec.waits)
+        except Exception as exc:  # noqa: BLE001
+            self._fail(rec, exc, "render")
+        rec.phases["render"] = (t, t := ns())
+        rec.end_ns = t
+        rec.hazards = [f for f in backend.tracker.flags if f.frame == frame]
+        rec.bytes_moved = 0 if backend.zero_copy else scene.bytes_per_frame
+        self.records.append(rec)
+        self._pending.append(rec)
+        self.current = None
+        self.harvest()
+        yield "render"
+
+    def _fail(self, rec: FrameRecord, exc: BaseException, phase: str) -> bool:
+        """Record the error on the frame (raise it under ``strict``); False: later CL phases skip."""
+        rec.errors.append(error_record(rec.index, exc, phase))
+        log.debug("frame %d %s failed: %s", rec.index, phase, exc)
+        if self.strict:
+            raise exc
+        return False
+
+    # -- profiling ---------------------------------------------------------------------------
+    def harvest(self, wait: bool = False) -> None:
+        """Read the CL profiling of frames whose events completed; drop the event references."""
+        while self._pending:
+            rec = self._pending[0]
+            for name, ev in list(rec.events.items()):
+                if not wait and ev.command_execution_status != CL_COMPLETE:
+                    return
+                try:
+                    if wait:
+                        ev.wait()
+                    p = ev.profile
+                    rec.cl_profile[name] = (p.queued, p.submit, p.start, p.end)
+                except cl.Error as exc:
+                    rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
+                del rec.events[name]
+            self._pending.popleft()
+
+    def finish(self) -> None:
+        self.backend.queue.finish()
+        self.harvest(wait=True)
+
+    def close(self) -> None:
+        self.sync.close()

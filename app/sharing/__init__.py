@@ -1,0 +1,1 @@
+"""Sharing backends: one module each, behind ``SharingBackend``; ``registry`` probes and says why."""

@@ -1,0 +1,198 @@
+"""Typed ctypes bindings for the CL entry points pyopencl does not wrap.
+
+cl_khr_external_memory, cl_khr_external_semaphore (+ _opaque_fd), cl_khr_gl_event's
+clCreateEventFromGLsyncKHR and clCreateBufferWithProperties (OpenCL 3.0). Extension entry points
+are found with clGetExtensionFunctionAddressForPlatform, and only after the caller checked that
+the device lists the extension (an unlisted entry point may abort the process, as PoCL does).
+Results come back as pyopencl objects; failures raise pyopencl-style errors (``cl.LogicError`` /
+``cl.RuntimeError`` with the CL status as ``code``), which glshare wraps in ``ClError``.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from functools import lru_cache
+
+import pyopencl as cl
+import pyopencl._cl as _cl
+
+from app.diagnostics import live
+from app.errors import cl_error_name
+
+vp = ctypes.c_void_p
+cl_int = ctypes.c_int32
+cl_uint = ctypes.c_uint32
+cl_ulong = ctypes.c_uint64
+
+# cl_khr_external_memory handle types (cl_external_memory_handle_type_khr)
+CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR = 0x2060
+CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR = 0x2067
+CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR = 0x204F
+CL_DEVICE_HANDLE_LIST_KHR = 0x2051
+CL_DEVICE_HANDLE_LIST_END_KHR = 0
+# cl_khr_semaphore / cl_khr_external_semaphore
+CL_DEVICE_SEMAPHORE_TYPES_KHR = 0x204C
+CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR = 0x204D
+CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR = 0x204E
+CL_SEMAPHORE_TYPE_KHR = 0x203D
+CL_SEMAPHORE_TYPE_BINARY_KHR = 1
+CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR = 0x2055
+
+
+def _raise(code: int, routine: str, what: str = "") -> None:
+    record = _cl._ErrorRecord(msg=what or cl_error_name(code), code=int(code), routine=routine)
+    raise (cl.RuntimeError if code in (-4, -5, -6) else cl.LogicError)(record)
+
+
+@lru_cache(maxsize=1)
+def libopencl() -> ctypes.CDLL:
+    lib = ctypes.CDLL("libOpenCL.so.1")
+    lib.clGetExtensionFunctionAddressForPlatform.restype = vp
+    lib.clGetExtensionFunctionAddressForPlatform.argtypes = [vp, ctypes.c_char_p]
+    lib.clGetDeviceInfo.restype = cl_int
+    lib.clGetDeviceInfo.argtypes = [vp, cl_uint, ctypes.c_size_t, vp, ctypes.POINTER(ctypes.c_size_t)]
+    return lib
+
+
+def device_info_u32_list(device: cl.Device, param: int) -> list[int] | None:
+    """A cl_uint-array device query; None when the device rejects the query."""
+    lib = libopencl()
+    size = ctypes.c_size_t()
+    if lib.clGetDeviceInfo(device.int_ptr, param, 0, None, ctypes.byref(size)):
+        return None
+    arr = (cl_uint * max(1, size.value // 4))()
+    if lib.clGetDeviceInfo(device.int_ptr, param, size.value, arr, None):
+        return None
+    return list(arr[: size.value // 4])
+
+
+class ExtensionFunctions:
+    """Extension entry points of one platform, each looked up once by name."""
+
+    SIGNATURES = {
+        "clEnqueueAcquireExternalMemObjectsKHR": (cl_int, [vp, cl_uint, ctypes.POINTER(vp), cl_uint, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
+        "clEnqueueReleaseExternalMemObjectsKHR": (cl_int, [vp, cl_uint, ctypes.POINTER(vp), cl_uint, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
+        "clCreateSemaphoreWithPropertiesKHR": (vp, [vp, ctypes.POINTER(cl_ulong), ctypes.POINTER(cl_int)]),
+        "clEnqueueWaitSemaphoresKHR": (cl_int, [vp, cl_uint, ctypes.POINTER(vp), ctypes.POINTER(cl_ulong), cl_uint, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
+        "clEnqueueSignalSemaphoresKHR": (cl_int, [vp, cl_uint, ctypes.POINTER(vp), ctypes.POINTER(cl_ulong), cl_uint, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
+        "clReleaseSemaphoreKHR": (cl_int, [vp]),
+        "clCreateEventFromGLsyncKHR": (vp, [vp, vp, ctypes.POINTER(cl_int)]),
+    }
+
+    def __init__(self, platform: cl.Platform) -> None:
+        self.platform = platform
+        self._fns: dict[str, object] = {}
+
+    def __getattr__(self, name: str):
+        if name not in self.SIGNATURES:
+            raise AttributeError(name)
+        fn = self._fns.get(name)
+        if fn is None:
+            address = libopencl().clGetExtensionFunctionAddressForPlatform(self.platform.int_ptr, name.encode())
+            if not address:
+                _raise(-59, name, f"{name} is not exported by platform {self.platform.name.strip()!r}")
+            restype, argtypes = self.SIGNATURES[name]
+            fn = self._fns[name] = ctypes.CFUNCTYPE(restype, *argtypes)(address)
+        return fn
+
+
+def _events(wait_for) -> tuple[int, object]:
+    evs = [e for e in (wait_for or ()) if e is not None]
+    if not evs:
+        return 0, None
+    return len(evs), (vp * len(evs))(*[e.int_ptr for e in evs])
+
+
+def create_buffer_with_properties(context: cl.Context, properties: list[int], flags: int, size: int) -> cl.Buffer:
+    """clCreateBufferWithProperties (OpenCL 3.0) -> a pyopencl Buffer owning the new cl_mem."""
+    lib = libopencl()
+    fn = lib.clCreateBufferWithProperties
+    fn.restype = vp
+    fn.argtypes = [vp, ctypes.POINTER(cl_ulong), cl_ulong, ctypes.c_size_t, vp, ctypes.POINTER(cl_int)]
+    props = (cl_ulong * (len(properties) + 1))(*properties, 0)
+    err = cl_int()
+    ptr = fn(context.int_ptr, props, flags, size, None, ctypes.byref(err))
+    if err.value or not ptr:
+        _raise(err.value or -5, "clCreateBufferWithProperties")
+    return cl.Buffer.from_int_ptr(ptr, retain=False)
+
+
+def import_memory_fd(context: cl.Context, device: cl.Device, fd: int, size: int,
+                     flags: int = cl.mem_flags.READ_WRITE) -> cl.Buffer:
+    """Import an opaque fd as a CL buffer. The CL import holds its own reference to the payload;
+    the fd is the importer's to keep or close (we pass a dup and close it after the call)."""
+    # The form measured to work on NVIDIA (../shared/gpu/README.md): no device handle list, so the
+    # import is for every device of the context (glshare's contexts hold one device).
+    props = [CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, fd]
+    return create_buffer_with_properties(context, props, flags, size)
+
+
+def _enqueue_mem(fn, routine: str, queue: cl.CommandQueue, mems: list, wait_for) -> cl.Event:
+    n, evs = _events(wait_for)
+    objs = (vp * len(mems))(*[m.int_ptr for m in mems]) if mems else None
+    out = vp()
+    err = fn(queue.int_ptr, len(mems), objs, n, evs, ctypes.byref(out))
+    if err:
+        _raise(err, routine)
+    return cl.Event.from_int_ptr(out.value, retain=False)
+
+
+def enqueue_acquire_external(ext: ExtensionFunctions, queue, mems, wait_for=None) -> cl.Event:
+    return _enqueue_mem(ext.clEnqueueAcquireExternalMemObjectsKHR, "clEnqueueAcquireExternalMemObjectsKHR", queue, mems, wait_for)
+
+
+def enqueue_release_external(ext: ExtensionFunctions, queue, mems, wait_for=None) -> cl.Event:
+    return _enqueue_mem(ext.clEnqueueReleaseExternalMemObjectsKHR, "clEnqueueReleaseExternalMemObjectsKHR", queue, mems, wait_for)
+
+
+class Semaphore:
+    """A cl_semaphore_khr imported from an opaque fd (binary). ``release()`` is idempotent."""
+
+    def __init__(self, ext: ExtensionFunctions, context: cl.Context, device: cl.Device, fd: int, label: str) -> None:
+        self.ext, self.label = ext, label
+        props = (cl_ulong * 5)(CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_TYPE_BINARY_KHR,
+                               CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR, fd, 0)
+        err = cl_int()
+        ptr = ext.clCreateSemaphoreWithPropertiesKHR(context.int_ptr, props, ctypes.byref(err))
+        if err.value or not ptr:
+            _raise(err.value or -5, "clCreateSemaphoreWithPropertiesKHR")
+        self.handle = vp(ptr)
+        live.created("cl_semaphore", "external_memory")
+
+    def _enqueue(self, fn, routine, queue, wait_for) -> cl.Event:
+        n, evs = _events(wait_for)
+        out = vp()
+        err = fn(queue.int_ptr, 1, ctypes.byref(self.handle), None, n, evs, ctypes.byref(out))
+        if err:
+            _raise(err, routine)
+        return cl.Event.from_int_ptr(out.value, retain=False)
+
+    def enqueue_wait(self, queue, wait_for=None) -> cl.Event:
+        return self._enqueue(self.ext.clEnqueueWaitSemaphoresKHR, "clEnqueueWaitSemaphoresKHR", queue, wait_for)
+
+    def enqueue_signal(self, queue, wait_for=None) -> cl.Event:
+        return self._enqueue(self.ext.clEnqueueSignalSemaphoresKHR, "clEnqueueSignalSemaphoresKHR", queue, wait_for)
+
+    def release(self) -> None:
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            self.ext.clReleaseSemaphoreKHR(handle)
+            live.released("cl_semaphore", "external_memory")
+
+    def __repr__(self) -> str:
+        return f"<Semaphore {self.label!r}>"
+
+
+def create_event_from_gl_sync(ext: ExtensionFunctions, context: cl.Context, gl_sync: int) -> cl.Event:
+    """cl_khr_gl_event. Only ever call it on a context created from a GL context: on a plain
+    context it crashed NVIDIA's driver (../shared/gpu/README.md)."""
+    err = cl_int()
+    ptr = ext.clCreateEventFromGLsyncKHR(context.int_ptr, vp(gl_sync), ctypes.byref(err))
+    if err.value or not ptr:
+        _raise(err.value or -5, "clCreateEventFromGLsyncKHR")
+    return cl.Event.from_int_ptr(ptr, retain=False)
+
+
+def open_fds() -> int:
+    """How many file descriptors this process holds (leak checks)."""
+    return len(os.listdir("/proc/self/fd"))

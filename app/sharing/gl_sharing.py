@@ -1,0 +1,153 @@
+"""gl_sharing: cl_khr_gl_sharing, zero-copy, through pyopencl's GL API.
+
+The CL context is created with the properties naming the current GL context (GLX, EGL, WGL or
+CGL); its device is the one clGetGLContextInfoKHR (CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR) names.
+Acquire and release are clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects. Nothing here is
+called unless the device lists cl_khr_gl_sharing: PoCL aborts the process on clCreateFromGLBuffer.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+
+import pyopencl as cl
+from OpenGL import GL
+
+from app.errors import ClError, SharingUnavailable, cl_error_name
+from app.gl.objects import GlBuffer, GlTexture
+from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharingBackend, SyncStrategy
+
+log = logging.getLogger(__name__)
+
+GL_SHARING_EXTENSIONS = ("cl_khr_gl_sharing", "cl_APPLE_gl_sharing")
+
+
+def _gl_context_properties(env: ProbeEnv) -> list:
+    """CL context properties for the current GL context. pyopencl's helper builds GLX, WGL and
+    CGL; EGL (CL_EGL_DISPLAY_KHR) it does not, so the surface supplies the pairs itself."""
+    if sys.platform in ("win32", "darwin"):
+        from pyopencl.tools import get_gl_sharing_context_properties
+
+        return get_gl_sharing_context_properties() + [(cl.context_properties.PLATFORM, env.choice.platform)]
+    props = [(getattr(cl.context_properties, key), value) for key, value in env.surface.gl_sharing_properties()]
+    return props + [(cl.context_properties.PLATFORM, env.choice.platform)]
+
+
+def _refusal(env: ProbeEnv) -> str | None:
+    if not cl.have_gl():
+        return ("pyopencl was built without GL support (pyopencl.have_gl() is False); rebuild it with "
+                "PYOPENCL_ENABLE_GL=1 pip install --no-binary pyopencl pyopencl")
+    exts = env.device_extensions | frozenset(env.choice.platform.extensions.split())
+    if not any(e in exts for e in GL_SHARING_EXTENSIONS):
+        return (f"device {env.choice.device.name.strip()!r} ({env.choice.platform.name.strip()}) does not list "
+                "cl_khr_gl_sharing, so no GL-sharing entry point is called (PoCL aborts the process on "
+                "clCreateFromGLBuffer)")
+    return None
+
+
+class KhrGlSharing(SharingBackend):
+    name = "gl_sharing"
+    zero_copy = True
+    sync_modes = ("finish", "gl_event", "none")
+
+    @classmethod
+    def probe(cls, env: ProbeEnv) -> Probe:
+        reason = _refusal(env)
+        if reason:
+            return Probe(cls.name, False, reason)
+        try:
+            ctx = cls._make_context(env)
+        except SharingUnavailable as exc:
+            return Probe(cls.name, False, exc.reason)
+        ctx = None  # noqa: F841 - the probe context is dropped; the backend makes its own
+        return Probe(cls.name, True, f"cl_khr_gl_sharing with a {env.surface.gl_platform.upper()} context, zero-copy")
+
+    @staticmethod
+    def _make_context(env: ProbeEnv) -> cl.Context:
+        props = _gl_context_properties(env)
+        device = env.choice.device
+        try:
+            devices = cl._cl.get_gl_context_info_khr(props, cl.gl_context_info.CURRENT_DEVICE_FOR_GL_CONTEXT_KHR,
+                                                     env.choice.platform)
+            if devices and device not in (devices if isinstance(devices, list) else [devices]):
+                log.warning("GL context runs on %s, not the chosen %s", devices, device.name)
+        except cl.Error as exc:
+            log.info("clGetGLContextInfoKHR: %s", cl_error_name(exc.code))
+        try:
+            return cl.Context(devices=[device], properties=props)
+        except cl.Error as exc:
+            raise SharingUnavailable("gl_sharing", f"clCreateContext with {env.surface.gl_platform.upper()} GL "
+                                     f"properties failed: {cl_error_name(exc.code)} ({exc.code})") from exc
+
+    def _create_context(self) -> cl.Context:
+        return self._make_context(self.env)
+
+    def _share_buffer(self, gl: GlBuffer, access: str):
+        GL.glFinish()
+        return cl.GLBuffer(self.context, ACCESS_FLAGS[access], gl.name)
+
+    def _share_texture(self, gl: GlTexture, access: str):
+        GL.glFinish()
+        return cl.GLTexture(self.context, ACCESS_FLAGS[access], GL.GL_TEXTURE_2D, 0, gl.name, 2)
+
+    def _enqueue_acquire(self, queue, objects, wait_for):
+        return cl.enqueue_acquire_gl_objects(queue, [o.mem for o in objects], wait_for=wait_for)
+
+    def _enqueue_release(self, queue, objects, wait_for):
+        return cl.enqueue_release_gl_objects(queue, [o.mem for o in objects], wait_for=wait_for)
+
+    def sync_unavailable_reason(self, mode: str) -> str | None:
+        if mode == "gl_event":
+            if "cl_khr_gl_event" not in self.env.device_extensions:
+                return "the device does not list cl_khr_gl_event"
+            return None
+        return super().sync_unavailable_reason(mode)
+
+    def make_sync(self, mode: str) -> SyncStrategy:
+        if mode == "gl_event" and not self.sync_unavailable_reason(mode):
+            return GlEventSync(self)
+        return super().make_sync(mode)
+
+
+class GlEventSync(SyncStrategy):
+    """cl_khr_gl_event: a GL fence becomes a CL event in acquire's wait list (no glFinish); the
+    release is ordered before later GL commands by the extension's implicit synchronisation, and
+    with GL_ARB_cl_event GL waits on the release's event on the GPU (glWaitSync)."""
+
+    name = "gl_event"
+
+    def __init__(self, backend: KhrGlSharing) -> None:
+        super().__init__(backend)
+        from app.sharing.clext import ExtensionFunctions
+
+        self.ext = ExtensionFunctions(backend.env.choice.platform)
+        self._fences: list = []
+
+    def before_acquire(self, waits: list) -> list[cl.Event]:
+        from app.sharing.clext import create_event_from_gl_sync
+
+        for fence in self._fences:  # the previous frame's fences are complete (its acquire waited)
+            GL.glDeleteSync(fence)
+        fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
+        GL.glFlush()
+        self._fences = [fence]
+        address = fence if isinstance(fence, int) else int(getattr(fence, "value", 0) or 0)
+        try:
+            return [create_event_from_gl_sync(self.ext, self.backend.context, address)]
+        except cl.Error as exc:
+            raise ClError.from_pyopencl(exc, "clCreateEventFromGLsyncKHR") from exc
+
+    def after_release(self, queue, release_event, waits) -> None:
+        queue.flush()
+        if release_event is not None and self.backend.env.gl_info.has("GL_ARB_cl_event"):
+            from OpenGL.GL.ARB.cl_event import glCreateSyncFromCLeventARB
+
+            sync = glCreateSyncFromCLeventARB(self.backend.context.int_ptr, release_event.int_ptr, 0)
+            GL.glWaitSync(sync, 0, GL.GL_TIMEOUT_IGNORED)
+            GL.glDeleteSync(sync)
+
+    def close(self) -> None:
+        for fence in self._fences:
+            GL.glDeleteSync(fence)
+        self._fences = []
+

@@ -1,0 +1,1 @@
+"""Timing figures, the JSON report, screenshots and the Chrome/Perfetto trace."""

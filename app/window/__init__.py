@@ -1,0 +1,77 @@
+"""Where GL draws: a GLFW window or a headless EGL surface, both behind the ``Surface`` protocol.
+
+PyOpenGL binds its platform (GLX or EGL) once, at its first import, from ``PYOPENGL_PLATFORM``
+(../shared/PLATFORMS.md): ``select_platform`` must run before anything imports ``OpenGL``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from app.errors import GlshareError
+
+
+@dataclass(frozen=True)
+class KeyEvent:
+    key: str  # glfw key name in lower case: "s", "b", "space", "right", "escape", "f12" ...
+    shift: bool = False
+
+
+class Surface(Protocol):
+    """What the scene, the panel and the scheduler need from a drawing surface."""
+
+    kind: str  # "window" or "headless"
+    gl_platform: str  # "glx" or "egl": the GL binding CL sharing properties are built for
+    label: str
+
+    @property
+    def framebuffer_size(self) -> tuple[int, int]: ...
+    def should_close(self) -> bool: ...
+    def poll_events(self) -> list[KeyEvent]: ...
+    def bind_target(self) -> bool:
+        """Bind the framebuffer to draw into; False when it has no pixels (minimized, 0x0)."""
+    def present(self) -> None: ...
+    def read_pixels(self) -> np.ndarray:
+        """The drawn frame as uint8 RGBA, H x W x 4, top row first."""
+    def resize(self, width: int, height: int) -> None: ...
+    def set_vsync(self, on: bool) -> None: ...
+    def gl_sharing_properties(self) -> list[tuple[str, int]]:
+        """(pyopencl context_properties name, value) pairs naming the current GL context."""
+    def close(self) -> None: ...
+
+
+def has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def select_platform(headless: bool) -> str:
+    """Choose PyOpenGL's platform for this process: ``egl`` headless, ``glx`` for an X11 window.
+
+    Raises GlshareError when OpenGL was already imported for the other platform.
+    """
+    want = "egl" if headless else "glx"
+    if "OpenGL" in sys.modules:
+        have = os.environ.get("PYOPENGL_PLATFORM", "glx")
+        if have != want:
+            raise GlshareError(
+                f"PyOpenGL is already bound to {have}; a {'headless' if headless else 'window'} run "
+                "needs its own process", where="select_platform")
+        return have
+    os.environ["PYOPENGL_PLATFORM"] = want
+    return want
+
+
+def open_surface(headless: bool, size: tuple[int, int], title: str = "glshare", vsync: bool = False) -> Surface:
+    """Open the window or the headless surface, with a current GL 3.3+ core context."""
+    select_platform(headless)
+    if headless:
+        from app.window.egl_headless import EglSurface
+
+        return EglSurface(size)
+    from app.window.glfw_window import GlfwWindow
+
+    return GlfwWindow(size, title=title, vsync=vsync)

@@ -1,0 +1,117 @@
+"""The interactive window: GLFW (the library imgui-bundle ships) with an OpenGL 3.3+ core context."""
+from __future__ import annotations
+
+import ctypes
+import logging
+
+import glfw
+import imgui_bundle  # noqa: F401  (sets PYGLFW_LIBRARY so pyglfw and imgui's backend share one GLFW)
+import numpy as np
+from OpenGL import GL
+
+from app.errors import GlshareError
+from app.window import KeyEvent
+
+log = logging.getLogger(__name__)
+
+
+class GlfwWindow:
+    kind = "window"
+    gl_platform = "glx"
+
+    def __init__(self, size: tuple[int, int], *, title: str = "glshare", vsync: bool = False) -> None:
+        self.label = f"GLFW window '{title}'"
+        if not glfw.init():
+            desc = glfw.get_error()
+            raise GlshareError(f"glfw.init failed: {desc}", where="glfwInit")
+        glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
+        glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
+        glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
+        glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+        glfw.window_hint(glfw.CONTEXT_CREATION_API, glfw.NATIVE_CONTEXT_API)  # GLX on X11
+        self._window = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
+        if not self._window:
+            glfw.terminate()
+            raise GlshareError("glfw.create_window failed (no GL 3.3 core context?)", where="glfwCreateWindow")
+        glfw.make_context_current(self._window)
+        glfw.swap_interval(1 if vsync else 0)
+        self._events: list[KeyEvent] = []
+        self._resized = True
+        glfw.set_key_callback(self._window, self._on_key)
+
+    @property
+    def window_address(self) -> int:
+        """The GLFWwindow* as an integer, for imgui's GLFW backend."""
+        return ctypes.cast(self._window, ctypes.c_void_p).value
+
+    def _on_key(self, window, key, scancode, action, mods) -> None:
+        if action != glfw.PRESS:
+            return
+        name = glfw.get_key_name(key, scancode)
+        if not name:
+            name = {glfw.KEY_SPACE: "space", glfw.KEY_RIGHT: "right", glfw.KEY_LEFT: "left",
+                    glfw.KEY_ESCAPE: "escape", glfw.KEY_F12: "f12", glfw.KEY_TAB: "tab",
+                    glfw.KEY_ENTER: "enter"}.get(key, f"key{key}")
+        self._events.append(KeyEvent(name.lower(), bool(mods & glfw.MOD_SHIFT)))
+
+    @property
+    def framebuffer_size(self) -> tuple[int, int]:
+        return tuple(glfw.get_framebuffer_size(self._window))
+
+    def should_close(self) -> bool:
+        return bool(glfw.window_should_close(self._window))
+
+    def request_close(self) -> None:
+        glfw.set_window_should_close(self._window, True)
+
+    def poll_events(self) -> list[KeyEvent]:
+        glfw.poll_events()
+        events, self._events = self._events, []
+        return events
+
+    def bind_target(self) -> bool:
+        w, h = self.framebuffer_size
+        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)
+        if w == 0 or h == 0:
+            return False
+        GL.glViewport(0, 0, w, h)
+        return True
+
+    def present(self) -> None:
+        glfw.swap_buffers(self._window)
+
+    def read_pixels(self) -> np.ndarray:
+        """The back buffer as drawn this frame (call before ``present``), top row first."""
+        w, h = self.framebuffer_size
+        GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, 0)
+        GL.glReadBuffer(GL.GL_BACK)
+        GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
+        data = GL.glReadPixels(0, 0, w, h, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE)
+        return np.frombuffer(data, np.uint8).reshape(h, w, 4)[::-1].copy()
+
+    def resize(self, width: int, height: int) -> None:
+        if width == 0 or height == 0:
+            glfw.iconify_window(self._window)
+        else:
+            glfw.restore_window(self._window)
+            glfw.set_window_size(self._window, int(width), int(height))
+        glfw.poll_events()
+
+    def set_vsync(self, on: bool) -> None:
+        glfw.swap_interval(1 if on else 0)
+
+    def gl_sharing_properties(self) -> list[tuple[str, int]]:
+        from OpenGL import GLX
+
+        ctx = GLX.glXGetCurrentContext()
+        dpy = GLX.glXGetCurrentDisplay()
+        as_int = lambda p: p if isinstance(p, int) else (ctypes.cast(p, ctypes.c_void_p).value or 0)  # noqa: E731
+        return [("GL_CONTEXT_KHR", as_int(ctx)), ("GLX_DISPLAY_KHR", as_int(dpy))]
+
+    def close(self) -> None:
+        """Idempotent: destroys the window and ends GLFW."""
+        if self._window is None:
+            return
+        window, self._window = self._window, None
+        glfw.destroy_window(window)
+        glfw.terminate()

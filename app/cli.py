@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from app import __version__
-from app.config import BACKENDS, SCENES, SYNC_MODES, RunConfig, cl_device_selector, parse_size
+from app.config import BACKENDS, DEFAULT_HEADLESS_FRAMES, SCENES, SYNC_MODES, RunConfig, cl_device_selector, parse_size
 from app.errors import GlshareError, UsageError
 
 log = logging.getLogger("glshare")
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--strict", action="store_true", help="hazard flags and frame errors are raised")
     r.add_argument("--no-panel", action="store_true", help="draw only the minimal overlay")
+    r.add_argument("--no-overlay", action="store_true", help="draw the scene alone, no ImGui at all")
     r.add_argument("--vsync", action="store_true")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12")
 
@@ -91,7 +92,7 @@ def _run(args) -> int:
     frames = args.frames
     screenshot, report = args.screenshot, args.report
     if headless and frames is None:
-        frames = 120
+        frames = DEFAULT_HEADLESS_FRAMES
         out = Path("out")
         screenshot = screenshot or out / f"glshare-{args.scene}.png"
         report = report or out / f"glshare-{args.scene}.json"
@@ -101,7 +102,7 @@ def _run(args) -> int:
     cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
                     size=parse_size(args.scene, args.size), report=report, screenshot=screenshot,
                     trace=args.trace, cl_device=cl_device_selector(args.cl_device), seed=args.seed,
-                    strict=args.strict, panel=not args.no_panel, vsync=args.vsync, yuv_format=args.yuv_format)
+                    strict=args.strict, panel=not args.no_panel, overlay=not args.no_overlay, vsync=args.vsync, yuv_format=args.yuv_format)
     select_platform(headless)
     from app.runtime import run
 

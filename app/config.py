@@ -67,6 +67,7 @@ class RunConfig:
     seed: int = 1
     strict: bool = False
     panel: bool = True
+    overlay: bool = True  # False: no ImGui at all (pixel comparisons of the scene alone)
     vsync: bool = False
     yuv_format: str = "nv12"
     hazards: frozenset[str] = field(default_factory=frozenset)

@@ -34,8 +34,10 @@ def default_window_size(cfg: RunConfig) -> tuple[int, int]:
 class Runtime:
     """One ``glshare run``. Use as a context manager: ``with Runtime(cfg) as rt: rt.run()``."""
 
-    def __init__(self, cfg: RunConfig) -> None:
+    def __init__(self, cfg: RunConfig, surface=None) -> None:
+        """``surface``: an already open surface to draw on (tests, bench); it is not closed here."""
         self.cfg = cfg
+        self._given_surface = surface
         self._stack = contextlib.ExitStack()
         self.surface = None
         self.scene = None
@@ -51,24 +53,31 @@ class Runtime:
         self.show_panel = cfg.panel
         self.screenshot_pixels: np.ndarray | None = None
         self._last_size = (0, 0)
+        self._close_requested = False
+        self.step_once = False
+        self.frames_target: int | None = cfg.frames
         self.panel_state = None  # ui/panel.py keeps its own state here
 
     # -- building ----------------------------------------------------------------------------
     def __enter__(self) -> "Runtime":
         try:
-            self.surface = open_surface(self.cfg.headless, default_window_size(self.cfg),
-                                        title=f"glshare - {self.cfg.scene}", vsync=self.cfg.vsync)
-            self._stack.callback(self.surface.close)
+            if self._given_surface is not None:
+                self.surface = self._given_surface
+            else:
+                self.surface = open_surface(self.cfg.headless, default_window_size(self.cfg),
+                                            title=f"glshare - {self.cfg.scene}", vsync=self.cfg.vsync)
+                self._stack.callback(self.surface.close)
             self.choice = select_device(self.cfg.cl_device)
             self.gl_info = gl_info()
             self.registry = Registry(ProbeEnv(self.choice, self.surface, self.gl_info))
             self.backend_name = self.registry.choose(self.cfg.backend)
             self._build(self.cfg.scene, self.backend_name, self.cfg.sync)
             self._stack.callback(self._teardown)
-            from app.ui.imgui_layer import ImGuiLayer
+            if self.cfg.overlay:
+                from app.ui.imgui_layer import ImGuiLayer
 
-            self.overlay = ImGuiLayer(self.surface)
-            self._stack.callback(self.overlay.close)
+                self.overlay = ImGuiLayer(self.surface)
+                self._stack.callback(self.overlay.close)
         except BaseException:
             self._stack.close()
             raise
@@ -78,10 +87,14 @@ class Runtime:
         self._stack.close()
 
     def _build(self, scene: str, backend: str, sync: str) -> None:
+        size = self.cfg.size
+        if isinstance(size, int) != (scene == "particles"):
+            size = None  # a particle count means nothing to an image scene, and WxH nothing to particles
+        cfg = self.cfg.with_(scene=scene, backend=backend, sync=sync, size=size)
         new_backend = self.registry.open(backend, strict=self.cfg.strict)
         try:
             strategy = new_backend.make_sync(sync)
-            new_scene = scene_class(scene)(self.cfg.with_(scene=scene, backend=backend, sync=sync))
+            new_scene = scene_class(scene)(cfg)
             new_scene.build(new_backend, self.surface.framebuffer_size)
             check_gl(f"build {scene} on {backend}")
         except BaseException:
@@ -89,7 +102,7 @@ class Runtime:
             raise
         self.backend, self.scene, self.backend_name = new_backend, new_scene, backend
         self.scheduler = FrameScheduler(new_backend, new_scene, strategy, strict=self.cfg.strict)
-        self.cfg = self.cfg.with_(scene=scene, backend=backend, sync=sync)
+        self.cfg = cfg
 
     def _teardown(self) -> None:
         """Reverse build order; CL memory objects before their GL objects (scene.teardown)."""
@@ -234,46 +247,53 @@ class Runtime:
             self.overlay.draw(lambda: overlay.draw_overlay(snap))
 
     def run(self) -> None:
+        """The loop: until the window closes, Escape, or ``cfg.frames`` loop iterations."""
         cfg = self.cfg
-        frames = cfg.frames if cfg.frames is not None else (DEFAULT_HEADLESS_FRAMES if cfg.headless else None)
-        self._close_requested = False
-        self.step_once = False
+        self.frames_target = cfg.frames if cfg.frames is not None else (DEFAULT_HEADLESS_FRAMES if cfg.headless else None)
         while not self._close_requested and not self.surface.should_close():
-            if frames is not None and self.loop_count >= frames:
+            if self.frames_target is not None and self.loop_count >= self.frames_target:
                 break
-            for ev in self.surface.poll_events():
-                if not (self.overlay and self.overlay.wants_keyboard):
-                    self.handle_key(ev.key)
-            size = self.surface.framebuffer_size
-            if size != self._last_size:
-                self._last_size = size
-                try:
-                    self.scene.resize(size)
-                    check_gl("resize")
-                except Exception as exc:  # noqa: BLE001
-                    self._loop_error(exc, "resize")
-            if self.paused and not self.step_once:
-                if self.surface.bind_target():
-                    self.scene.render(size)
-                rec = None
-            else:
-                self.step_once = False
-                rec = self.step()
-            t0 = time.perf_counter_ns()
-            try:
-                self.draw_ui()
-                check_gl("panel")
-            except Exception as exc:  # noqa: BLE001
-                self._loop_error(exc, "panel")
-            if rec is not None:
-                rec.phases["panel"] = (t0, time.perf_counter_ns())
-            self.loop_count += 1
-            last = frames is not None and self.loop_count >= frames
-            if last and cfg.screenshot:
-                self.screenshot_pixels = self.surface.read_pixels()
-            self.surface.present()
+            self.tick()
         if self.scheduler:
             self.scheduler.finish()
+
+    def tick(self):
+        """One loop iteration: events, resize, one frame (unless paused), panel, present.
+
+        Returns the FrameRecord of the frame run, or None while paused.
+        """
+        for ev in self.surface.poll_events():
+            if not (self.overlay and self.overlay.wants_keyboard):
+                self.handle_key(ev.key)
+        size = self.surface.framebuffer_size
+        if size != self._last_size:
+            self._last_size = size
+            try:
+                self.scene.resize(size)
+                check_gl("resize")
+            except Exception as exc:  # noqa: BLE001
+                self._loop_error(exc, "resize")
+        if self.paused and not self.step_once:
+            if self.surface.bind_target():
+                self.scene.render(size)
+            rec = None
+        else:
+            self.step_once = False
+            rec = self.step()
+        t0 = time.perf_counter_ns()
+        try:
+            self.draw_ui()
+            check_gl("panel")
+        except Exception as exc:  # noqa: BLE001
+            self._loop_error(exc, "panel")
+        if rec is not None:
+            rec.phases["panel"] = (t0, time.perf_counter_ns())
+        self.loop_count += 1
+        last = self.frames_target is not None and self.loop_count >= self.frames_target
+        if last and self.cfg.screenshot:
+            self.screenshot_pixels = self.surface.read_pixels()
+        self.surface.present()
+        return rec
 
     def scene_size_field(self):
         if self.cfg.scene == "particles":

@@ -38,6 +38,10 @@ class EglSurface:
 
     def __init__(self, size: tuple[int, int]) -> None:
         self.label = "headless EGL surface"
+        # whatever was current before (another surface, in tests and the bench) is made current
+        # again by close(); the EGLDisplay is shared, so it is never terminated here
+        self._previous = (EGL.eglGetCurrentDisplay(), EGL.eglGetCurrentSurface(EGL.EGL_DRAW),
+                          EGL.eglGetCurrentSurface(EGL.EGL_READ), EGL.eglGetCurrentContext())
         self._display = None
         self._context = None
         self._pbuffer = EGL.EGL_NO_SURFACE
@@ -136,8 +140,13 @@ class EglSurface:
                 EGL.eglDestroyContext(self._display, self._context)
             if _ptr_value(self._pbuffer):
                 EGL.eglDestroySurface(self._display, self._pbuffer)
-            EGL.eglTerminate(self._display)
+            dpy, draw, read, ctx = self._previous
+            if _ptr_value(ctx):
+                EGL.eglMakeCurrent(dpy, draw, read, ctx)
         self._display, self._context, self._pbuffer = None, None, EGL.EGL_NO_SURFACE
+
+    def make_current(self) -> None:
+        EGL.eglMakeCurrent(self._display, self._pbuffer, self._pbuffer, self._context)
 
     # -- Surface ------------------------------------------------------------------------------
     @property

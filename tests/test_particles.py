@@ -1,0 +1,66 @@
+"""The particle kernel, run through host_copy's acquire/release, against a float64 numpy reference."""
+from __future__ import annotations
+
+import numpy as np
+
+from app.config import RunConfig
+from app.scenes.particles import ParticlesScene, initial_state, reference_steps
+
+N, STEPS, SEED = 4096, 250, 3
+# float32 against float64 over up to 200 steps between resets: |error| of a position stays below
+# ~1e-4; 5e-4 is the stated tolerance. Life is compared to 1e-6 (both float32 counters).
+POS_ATOL = 5e-4
+LIFE_ATOL = 1e-6
+
+
+def test_initial_state_follows_workloads():
+    s = initial_state(1000, SEED)
+    p, v = s["position"], s["velocity"]
+    assert np.all(p[:, 2] == 0) and np.all(p[:, 3] == 1)
+    np.testing.assert_allclose(v[:, :2], 2 * p[:, :2], rtol=1e-6)
+    assert np.all(v[:, 2] == 3) and np.all((0 <= v[:, 3]) & (v[:, 3] < 1))
+    assert np.all(s["color"] == 1)
+    # the ring: x = sin(2.001 pi i/N)(0.2 + k1), y = cos(...)(0.2 + k2)
+    i = np.arange(1000)
+    rx = p[1:, 0] / np.sin(2.001 * np.pi * i[1:] / 1000)
+    assert np.ptp(rx[np.abs(np.sin(2.001 * np.pi * i[1:] / 1000)) > 0.1]) < 1e-5
+
+
+def test_kernel_matches_reference(host_copy):
+    scene = ParticlesScene(RunConfig(size=N, seed=SEED))
+    scene.build(host_copy, (64, 64))
+    try:
+        q = host_copy.queue
+        for frame in range(STEPS):
+            with host_copy.acquired(q, scene.shared) as events:
+                events.append(scene.compute(q, frame, [e for e in events if e is not None] or None))
+        q.finish()
+        pos = scene.position.gl.read().reshape(-1, 4)
+        col = scene.color.gl.read().reshape(-1, 4)
+    finally:
+        scene.teardown()
+    ref = reference_steps(initial_state(N, SEED), STEPS)
+    err = np.abs(pos - ref["position"]).max()
+    assert err < POS_ATOL, err
+    np.testing.assert_allclose(col[:, 3], ref["color"][:, 3], atol=LIFE_ATOL)
+    assert np.all(col[:, :3] == 1)
+    # something moved: the reference is not the start state
+    assert np.abs(ref["position"] - initial_state(N, SEED)["position"]).max() > 0.1
+
+
+def test_host_copy_copies_gl_to_cl_only_when_gl_changed(host_copy):
+    scene = ParticlesScene(RunConfig(size=256, seed=1))
+    scene.build(host_copy, (64, 64))
+    try:
+        q = host_copy.queue
+        before = host_copy.bytes_copied
+        host_copy.acquire(q, scene.shared)   # GL uploaded the start state: copied to CL
+        host_copy.release(q, scene.shared)   # CL -> GL
+        first = host_copy.bytes_copied - before
+        host_copy.acquire(q, scene.shared)   # GL did not write since: nothing to copy
+        host_copy.release(q, scene.shared)
+        second = host_copy.bytes_copied - before - first
+    finally:
+        scene.teardown()
+    assert first == 2 * 2 * 256 * 16  # acquire + release of two float4 buffers
+    assert second == 2 * 256 * 16     # release only

@@ -1,0 +1,195 @@
+"""GPU-only: the external_memory backend on the NVIDIA machine (marker ``gpu``; skipped elsewhere).
+
+Run there with: source .device/activate && python3 -m pytest -m gpu -v tests/test_gpu.py
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+from app.config import RunConfig
+from app.diagnostics import live
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def nvidia_env(gl):
+    from app.compute.device import select_device
+    from app.gl.context import gl_info
+    from app.sharing.base import ProbeEnv
+
+    return ProbeEnv(select_device("NVIDIA"), gl, gl_info())
+
+
+@pytest.fixture
+def extmem(nvidia_env):
+    from app.sharing.external_memory import ExternalMemory
+
+    backend = ExternalMemory(nvidia_env, strict=True)
+    yield backend
+    backend.close()
+
+
+def test_probes_on_nvidia(nvidia_env):
+    from app.sharing.registry import Registry
+
+    reg = Registry(nvidia_env)
+    assert reg.probes["external_memory"].available, reg.probes["external_memory"].reason
+    assert not reg.probes["gl_sharing"].available
+    assert "cl_khr_gl_sharing" in reg.probes["gl_sharing"].reason
+    assert reg.choose("auto") == "external_memory"
+
+
+def _run_pixels(surface, scene, size, backend, sync, frames=20):
+    from app.runtime import Runtime
+
+    cfg = RunConfig(scene=scene, size=size, backend=backend, sync=sync, headless=True, overlay=False,
+                    frames=10_000, seed=7, cl_device="NVIDIA", strict=True)
+    with Runtime(cfg, surface=surface) as rt:
+        for _ in range(frames):
+            rec = rt.tick()
+            assert rec.errors == [], rec.errors
+        rt.scheduler.finish()
+        waits = [w for r in rt.scheduler.records for w in r.waits]
+        px = rt.surface.read_pixels()
+    return px, waits
+
+
+@pytest.mark.parametrize("scene, size", [("particles", 65536), ("image", (256, 192))])
+@pytest.mark.parametrize("sync", ["finish", "semaphore"])
+def test_scene_pixels_match_host_copy(gl, scene, size, sync):
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((256, 192))
+    try:
+        ref, _ = _run_pixels(surface, scene, size, "host_copy", "finish")
+        px, waits = _run_pixels(surface, scene, size, "external_memory", sync)
+    finally:
+        surface.close()
+    assert ref[..., :3].std() > 1
+    assert np.array_equal(px, ref), (scene, sync, int(np.abs(px.astype(int) - ref).max()))
+    if sync == "semaphore":
+        assert waits == []  # no CPU wait per frame
+
+
+def _counter_frames(backend, sync_mode: str, frames: int):
+    """GL writes y[0] = t, then CL adds y[0] into every w and increments every z: exact only if
+    each frame's CL work saw that frame's GL write and GL saw CL's."""
+    from OpenGL import GL
+
+    from app.compute.kernels import KernelProgram  # noqa: F401
+
+    n = 4096
+    obj = backend.create_buffer("counter", n * 16, data=np.zeros((n, 4), np.float32))
+    sync = backend.make_sync(sync_mode)
+    prog = cl.Program(backend.context, """
+        __kernel void step(__global float4* p) {
+            const uint i = get_global_id(0);
+            const float g = p[0].y;              /* GL's value of this frame */
+            float4 v = p[i];
+            v.z += 1.0f; v.w += g;
+            if (i != 0) p[i] = v; else { p[0].z = v.z; p[0].w = v.w; }
+        }""").build()
+    knl = prog.step
+    q = backend.queue
+    waits = []
+    try:
+        for t in range(frames):
+            GL.glClearNamedBufferSubData(obj.gl.name, GL.GL_R32F, 4, 4, GL.GL_RED, GL.GL_FLOAT,
+                                         np.array([t], np.float32))
+            wait_for = sync.before_acquire(waits)
+            ev = backend.acquire(q, [obj], wait_for or None)
+            ev = knl(q, (n,), None, obj.mem, wait_for=[ev])
+            ev = backend.release(q, [obj], [ev])
+            sync.after_release(q, ev, waits)
+        GL.glFinish()
+        q.finish()
+        out = obj.gl.read().reshape(-1, 4)
+    finally:
+        sync.close()
+        backend.destroy(obj)
+    return out, waits
+
+
+@pytest.mark.parametrize("sync_mode", ["semaphore", "finish"])
+def test_1000_frames_exact(extmem, sync_mode):
+    frames = 1000
+    out, waits = _counter_frames(extmem, sync_mode, frames)
+    assert np.all(out[:, 2] == frames)
+    assert np.all(out[:, 3] == frames * (frames - 1) / 2), out[:4]
+    assert out[0, 1] == frames - 1
+    if sync_mode == "semaphore":
+        assert waits == []
+
+
+def test_lifetime_exporter_released_payload_lives(extmem):
+    """After both imports the Vulkan allocation and every fd are gone; GL and CL still share it."""
+    from OpenGL import GL
+
+    from app.sharing.clext import open_fds
+
+    n = 1 << 16
+    obj = extmem.create_buffer("lifetime", n * 4)
+    try:
+        assert live.count("vk_memory") == 0  # exporter's allocation freed right after the imports
+        q = extmem.queue
+        ev = extmem.acquire(q, [obj])
+        prog = cl.Program(extmem.context, "__kernel void f(__global float* p){uint i=get_global_id(0); p[i]=(float)i*0.5f;}").build()
+        ev = prog.f(q, (n,), None, obj.mem, wait_for=[ev])
+        extmem.release(q, [obj], [ev])
+        q.finish()
+        seen = obj.gl.read()
+        assert np.array_equal(seen, np.arange(n, dtype=np.float32) * 0.5)  # GL reads what CL wrote
+        GL.glClearNamedBufferData(obj.gl.name, GL.GL_R32F, GL.GL_RED, GL.GL_FLOAT, np.array([3.0], np.float32))
+        GL.glFinish()
+        back = np.empty(n, np.float32)
+        ev = extmem.acquire(q, [obj])
+        cl.enqueue_copy(q, back, obj.mem, wait_for=[ev])
+        extmem.release(q, [obj])
+        q.finish()
+        assert np.all(back == 3.0)  # CL reads what GL wrote
+        lt = extmem.lifetime()
+        assert lt["exporter_released"] and lt["fds_closed"] >= 2
+        assert open_fds() > 0
+    finally:
+        extmem.destroy(obj)
+
+
+def test_no_fd_leak_across_backend_switches(gl):
+    from app.runtime import Runtime
+    from app.sharing.clext import open_fds
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((128, 96))
+    try:
+        cfg = RunConfig(scene="image", size=(128, 96), backend="external_memory", sync="semaphore", headless=True,
+                        overlay=False, frames=10_000, cl_device="NVIDIA")
+        with Runtime(cfg, surface=surface) as rt:
+            rt.tick()
+            fds = open_fds()
+            objects = live.snapshot()
+            for _ in range(3):
+                assert rt.switch(backend="host_copy")
+                rt.tick()
+                assert live.count(owner="external_memory") == 0
+                assert rt.switch(backend="external_memory")
+                rt.tick()
+            assert open_fds() == fds
+            assert live.snapshot() == objects
+    finally:
+        surface.close()
+
+
+def test_info_on_nvidia(glshare):
+    res = glshare("info", "--json", "--cl-device", "NVIDIA")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    rows = {h["name"]: h for h in data["external_memory_handle_types"]}
+    assert rows["OPAQUE_FD"]["imported_by_device"] and rows["OPAQUE_FD"]["glshare"].startswith("usable")
+    assert not rows["DMA_BUF"]["imported_by_device"]
+    em = {b["name"]: b for b in data["backends"]}["external_memory"]
+    assert em["available"], em

@@ -44,3 +44,26 @@ def test_texture_and_screen_match_reference(host_copy, surface):
 
 def test_reference_animates():
     assert not np.array_equal(julia_reference(64, 64, 0), julia_reference(64, 64, 50))
+
+
+def test_buffer_kernel_matches_image_kernel(host_copy):
+    """julia_buffer (external_memory without image-from-buffer) writes what write_imagef writes."""
+    import pyopencl as cl
+
+    from app.compute.kernels import KernelProgram
+
+    w, h, pitch_px = 70, 50, 80
+    prog = KernelProgram(host_copy.context, "julia.cl")
+    q = host_copy.queue
+    img = cl.create_image(host_copy.context, cl.mem_flags.WRITE_ONLY,
+                          cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8), shape=(w, h))
+    buf = cl.Buffer(host_copy.context, cl.mem_flags.WRITE_ONLY, pitch_px * h * 4)
+    cr, ci = np.float32(0.3), np.float32(-0.6)
+    prog.kernel("julia")(q, (w, h), None, img, cr, ci)
+    prog.kernel("julia_buffer")(q, (w, h), None, buf, np.int32(w), np.int32(h), np.int32(pitch_px), cr, ci)
+    a = np.empty((h, w, 4), np.uint8)
+    cl.enqueue_copy(q, a, img, origin=(0, 0), region=(w, h))
+    b = np.empty((h, pitch_px, 4), np.uint8)
+    cl.enqueue_copy(q, b, buf)
+    prog.release()
+    assert a.std() > 1 and np.array_equal(a, b[:, :w])

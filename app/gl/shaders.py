@@ -26,12 +26,16 @@ def _quote_failing_line(log: str, source: str) -> str:
     return ""
 
 
+def _text(log) -> str:
+    return log.decode(errors="replace") if isinstance(log, bytes) else str(log or "")
+
+
 def _compile(kind: int, source: str, path: Path) -> int:
     shader = GL.glCreateShader(kind)
     GL.glShaderSource(shader, source)
     GL.glCompileShader(shader)
-    if not GL.glGetShaderiv(shader, GL.GL_COMPILE_STATUS):
-        log = GL.glGetShaderInfoLog(shader).decode(errors="replace")
+    if not int(GL.glGetShaderiv(shader, GL.GL_COMPILE_STATUS)):
+        log = _text(GL.glGetShaderInfoLog(shader))
         GL.glDeleteShader(shader)
         quoted = _quote_failing_line(log, source)
         raise ShaderError(f"{path.name} failed to compile{' at ' + quoted if quoted else ''}:\n{log.strip()}",
@@ -59,8 +63,8 @@ class Program:
         GL.glLinkProgram(program)
         GL.glDeleteShader(vs)
         GL.glDeleteShader(fs)
-        if not GL.glGetProgramiv(program, GL.GL_LINK_STATUS):
-            log = GL.glGetProgramInfoLog(program).decode(errors="replace")
+        if not int(GL.glGetProgramiv(program, GL.GL_LINK_STATUS)):
+            log = _text(GL.glGetProgramInfoLog(program)) or "(the driver gave no log)"
             GL.glDeleteProgram(program)
             raise ShaderError(f"{vertex} + {fragment} failed to link:\n{log.strip()}", where="glLinkProgram")
         self.name = int(program)

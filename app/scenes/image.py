@@ -54,6 +54,7 @@ class ImageScene(Scene):
         self._make_texture()
         self.program = KernelProgram(backend.context, "julia.cl", owner=backend.name)
         self.kernel = self.program.kernel("julia")
+        self.kernel_buffer = self.program.kernel("julia_buffer")
         self.gl_program = Program("image quad", "quad.vert", "quad.frag", owner=backend.name)
         self.vao = int(GL.glGenVertexArrays(1))
         live.created("gl_vertex_array", backend.name)
@@ -73,8 +74,15 @@ class ImageScene(Scene):
     def compute(self, queue, frame, wait_for):
         cr, ci = julia_constant(frame)
         w, h = self.image_size
-        self.kernel.set_args(self.texture.mem, np.float32(cr), np.float32(ci))
-        return cl.enqueue_nd_range_kernel(queue, self.kernel, (w, h), None, wait_for=wait_for)
+        tex = self.texture
+        if tex.is_image:
+            kernel = self.kernel
+            kernel.set_args(tex.mem, np.float32(cr), np.float32(ci))
+        else:
+            kernel = self.kernel_buffer
+            kernel.set_args(tex.mem, np.int32(w), np.int32(h), np.int32(tex.row_pitch // 4), np.float32(cr),
+                            np.float32(ci))
+        return cl.enqueue_nd_range_kernel(queue, kernel, (w, h), None, wait_for=wait_for)
 
     def render(self, size) -> None:
         GL.glClearColor(0, 0, 0, 1)

@@ -65,6 +65,12 @@ class SharedObject:
     gl_generation: int = 0  # bumped whenever GL writes the data
     synced_generation: int = -1  # the GL generation CL's copy holds (host_copy only)
     private: dict = field(default_factory=dict)  # backend's own per-object state (PBOs, imports)
+    row_pitch: int = 0  # bytes per row when a texture's CL side is a plain buffer (``is_image`` False)
+
+    @property
+    def is_image(self) -> bool:
+        """Whether kernels see a texture as an image (else as a pitched buffer of texels)."""
+        return isinstance(self.mem, cl.Image)
 
     @property
     def kind(self) -> str:

@@ -195,26 +195,44 @@ class ExternalMemory(SharingBackend):
                        access: str = "write_only") -> SharedObject:
         tex = GlTexture(label, width, height, internal_format=internal_format, fmt=fmt, dtype=dtype, owner=self.name)
         bpp = tex.bytes_per_pixel
-        align = max(1, int(getattr(self.device, "image_pitch_alignment", 0) or 1)) * bpp
+        from_buffer = "cl_khr_image2d_from_buffer" in self.env.device_extensions
+        try:
+            align = max(1, int(self.device.image_pitch_alignment)) * bpp if from_buffer else bpp
+        except cl.Error:
+            align = bpp
         pitch = -(-width * bpp // align) * align
         name, memobj, buf = self._import(f"{label}.buffer", pitch * height)
-        desc = cl.ImageDescriptor()
-        desc.image_type = cl.mem_object_type.IMAGE2D
-        desc.shape = (width, height)
-        desc.pitches = (pitch,)
-        desc.buffer = buf
-        try:
-            image = cl.Image(self.context, ACCESS_FLAGS[access], cl_image_format_for(tex), desc=desc)
-        except cl.Error as exc:
-            buf.release()
-            GL.glDeleteBuffers(1, [name])
-            memobj.release()
-            tex.release()
-            raise ClError.from_pyopencl(exc, f"image2d from buffer ({label})") from exc
-        obj = self._adopt(tex, image, access, "cl_image")
+        if from_buffer:
+            desc = cl.ImageDescriptor()
+            desc.image_type = cl.mem_object_type.IMAGE2D
+            desc.shape = (width, height)
+            desc.pitches = (pitch,)
+            desc.buffer = buf
+            try:
+                image = cl.Image(self.context, ACCESS_FLAGS[access], cl_image_format_for(tex), desc=desc)
+            except cl.Error as exc:
+                buf.release()
+                GL.glDeleteBuffers(1, [name])
+                memobj.release()
+                tex.release()
+                raise ClError.from_pyopencl(exc, f"image2d from buffer ({label})") from exc
+            kind = "cl_image"
+        else:
+            # no cl_khr_image2d_from_buffer (NVIDIA lists none): kernels write the pitched buffer
+            # itself (SharedObject.pitch tells them the row length)
+            image, kind = buf, "cl_buffer"
+        obj = self._adopt(tex, image, access, kind)
         staging = GlBuffer.wrap(f"{label}.buffer", name, pitch * height, target=GL.GL_PIXEL_UNPACK_BUFFER, owner=self.name)
         obj.private.update(gl_extra=[staging, memobj], acquire_mem=buf, pitch=pitch, staging=staging)
+        obj.row_pitch = pitch
         return obj
+
+    def _share_buffer(self, gl, access):
+        raise SharingUnavailable(self.name, "an existing GL buffer cannot be shared: its storage must come "
+                                 "from imported memory (use create_buffer)")
+
+    def _share_texture(self, gl, access):
+        raise SharingUnavailable(self.name, "an existing GL texture cannot be shared: use create_texture")
 
     def upload(self, obj: SharedObject, data) -> None:
         """Imported storage is immutable (no glBufferSubData): GL copies from a staging buffer."""

@@ -34,15 +34,17 @@ def _gl_context_properties(env: ProbeEnv) -> list:
 
 
 def _refusal(env: ProbeEnv) -> str | None:
+    """Every reason gl_sharing cannot work here, or None."""
+    reasons = []
     if not cl.have_gl():
-        return ("pyopencl was built without GL support (pyopencl.have_gl() is False); rebuild it with "
-                "PYOPENCL_ENABLE_GL=1 pip install --no-binary pyopencl pyopencl")
+        reasons.append("pyopencl was built without GL support (pyopencl.have_gl() is False); rebuild it with "
+                       "PYOPENCL_ENABLE_GL=1 pip install --no-binary pyopencl pyopencl")
     exts = env.device_extensions | frozenset(env.choice.platform.extensions.split())
     if not any(e in exts for e in GL_SHARING_EXTENSIONS):
-        return (f"device {env.choice.device.name.strip()!r} ({env.choice.platform.name.strip()}) does not list "
-                "cl_khr_gl_sharing, so no GL-sharing entry point is called (PoCL aborts the process on "
-                "clCreateFromGLBuffer)")
-    return None
+        reasons.append(f"device {env.choice.device.name.strip()!r} ({env.choice.platform.name.strip()}) does not "
+                       "list cl_khr_gl_sharing, so no GL-sharing entry point is called (PoCL aborts the process "
+                       "on clCreateFromGLBuffer)")
+    return "; and ".join(reasons) or None
 
 
 class KhrGlSharing(SharingBackend):

@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 def default_window_size(cfg: RunConfig) -> tuple[int, int]:
     if cfg.scene in ("image", "yuv"):
-        return tuple(cfg.size) if isinstance(cfg.size, tuple) and max(cfg.size) <= 2048 else (512, 512)
+        if isinstance(cfg.size, tuple) and max(cfg.size) <= 2048:
+            return tuple(cfg.size)
+        return (640, 360) if cfg.scene == "yuv" else (512, 512)  # yuv: app/scenes/yuv.py DEFAULT_YUV_SIZE
     return cfg.window_size
 
 
@@ -57,6 +59,11 @@ class Runtime:
         self.step_once = False
         self.frames_target: int | None = cfg.frames
         self.panel_state = None  # ui/panel.py keeps its own state here
+        self.clock = None  # app/trace/clock.py ClockMap: CL and GL time on the host clock
+        self.ui_actions: list = []  # panel controls, run after the ImGui frame (draw_ui)
+        self.trace_written: dict = {}  # the panel's "write trace": {"path": ..., "error": ...}
+        self._trace_request = None
+        self._panel_data = None
 
     # -- building ----------------------------------------------------------------------------
     def __enter__(self) -> "Runtime":
@@ -73,6 +80,9 @@ class Runtime:
             self.backend_name = self.registry.choose(self.cfg.backend)
             self._build(self.cfg.scene, self.backend_name, self.cfg.sync)
             self._stack.callback(self._teardown)
+            from app.trace.clock import ClockMap
+
+            self.clock = ClockMap.calibrate(self.choice.device, self.backend.queue)
             if self.cfg.overlay:
                 from app.ui.imgui_layer import ImGuiLayer
 
@@ -131,6 +141,11 @@ class Runtime:
         unless ``strict``.
         """
         old = (self.cfg.scene, self.backend_name, self.cfg.sync)
+        if backend and not sync:
+            from app.sharing.registry import backend_class
+
+            if old[2] not in backend_class(backend).sync_modes:
+                sync = "finish"  # the portable rule, when the new backend lacks the current mode
         new = (scene or old[0], backend or old[1], sync or old[2])
         what = "scene" if scene else "backend" if backend else "sync"
         try:
@@ -229,7 +244,56 @@ class Runtime:
             "frame_ms_median": float(np.median(frame_ms)) if frame_ms else 0.0,
             "error_count": sum(len(r.errors) for r in self.all_records) + len(self.loop_errors),
             "last_error": errors[-1].message if errors else "",
-        }
+        } | self._panel_snapshot()
+
+    def _panel_snapshot(self) -> dict:
+        """The full panel's keys (app/trace/panel_data.py); a failure there never stops the loop."""
+        try:
+            if self._panel_data is None:
+                from app.trace.panel_data import PanelData
+
+                self._panel_data = PanelData()
+            return self._panel_data.update(self) | {"trace_written": self.trace_written}
+        except Exception as exc:  # noqa: BLE001
+            log.debug("panel data failed: %s", exc, exc_info=True)
+            return {"panel_data_error": f"{type(exc).__name__}: {exc}"}
+
+    def request_trace(self, path=None) -> None:
+        """The panel's "write trace": written after this frame's panel, to ``path``, ``--trace`` or
+        out/glshare-trace-<time>.json."""
+        from pathlib import Path
+
+        self._trace_request = Path(path or self.cfg.trace or f"out/glshare-trace-{time.strftime('%Y%m%d-%H%M%S')}.json")
+
+    def set_size(self, size) -> bool:
+        """A new workload size (particle count, (W, H), or None for the scene's default), rebuilt like
+        a switch; on failure the old size is rebuilt and the error recorded."""
+        old_size = self.cfg.size
+        self.cfg = self.cfg.with_(size=size)
+        if self.switch(scene=self.cfg.scene):
+            self.switches[-1]["what"] = "size"
+            return True
+        if self.cfg.size != old_size:
+            self.cfg = self.cfg.with_(size=old_size)
+            self.switch(scene=self.cfg.scene)
+        return False
+
+    def _run_ui_actions(self) -> None:
+        actions, self.ui_actions = self.ui_actions, []
+        for action in actions:
+            try:
+                action()
+            except Exception as exc:  # noqa: BLE001
+                self._loop_error(exc, "panel control")
+        if self._trace_request is not None:
+            path, self._trace_request = self._trace_request, None
+            try:
+                from app.trace.chrome import write_trace
+
+                self.trace_written = {"path": str(write_trace(path, self)), "frame": self.frame}
+            except Exception as exc:  # noqa: BLE001
+                self.trace_written = {"error": f"{type(exc).__name__}: {exc}", "frame": self.frame}
+                self._loop_error(exc, "write trace")
 
     def draw_ui(self) -> None:
         if self.overlay is None or not self.surface.bind_target():
@@ -237,14 +301,19 @@ class Runtime:
         from app.ui import overlay
 
         snap = self.snapshot()
-        if self.show_panel:
-            try:
-                from app.ui.panel import draw_panel
-            except ImportError:
-                draw_panel = None
-            self.overlay.draw(lambda: draw_panel(snap, self) if draw_panel else overlay.draw_overlay(snap))
-        else:
-            self.overlay.draw(lambda: overlay.draw_overlay(snap))
+        rec = self.scheduler.records[-1] if self.scheduler and self.scheduler.records else None
+        timed = rec is not None and "panel" not in rec.phases  # this frame's record, not a paused one
+        span = self.scheduler.gl_timer.span(rec, "gl panel") if timed else contextlib.nullcontext()
+        with span:
+            if self.show_panel:
+                try:
+                    from app.ui.panel import draw_panel
+                except ImportError:
+                    draw_panel = None
+                self.overlay.draw(lambda: draw_panel(snap, self) if draw_panel else overlay.draw_overlay(snap))
+            else:
+                self.overlay.draw(lambda: overlay.draw_overlay(snap))
+        self._run_ui_actions()
 
     def run(self) -> None:
         """The loop: until the window closes, Escape, or ``cfg.frames`` loop iterations."""

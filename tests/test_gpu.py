@@ -71,7 +71,14 @@ def test_scene_pixels_match_host_copy(gl, scene, size, sync):
     finally:
         surface.close()
     assert ref[..., :3].std() > 1
-    assert np.array_equal(px, ref), (scene, sync, int(np.abs(px.astype(int) - ref).max()))
+    diff = np.abs(px.astype(int) - ref.astype(int))
+    if scene == "particles":
+        assert diff.max() == 0, (scene, sync)
+    else:
+        # NVIDIA has no cl_khr_image2d_from_buffer: on external_memory the kernel writes texels with
+        # convert_uchar4_sat_rte, host_copy's image with write_imagef; the driver's float -> unorm8
+        # rounding may differ by one step (the spec allows it): within 1 LSB.
+        assert diff.max() <= 1, (scene, sync, int(diff.max()))
     if sync == "semaphore":
         assert waits == []  # no CPU wait per frame
 

@@ -16,6 +16,7 @@ import pyopencl as cl
 from app.errors import ClError, GlshareError
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.sharing.base import SharingBackend, SyncStrategy
+from app.trace.gltimer import GlTimer
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
@@ -45,6 +46,7 @@ class FrameScheduler:
         self._pending: collections.deque[FrameRecord] = collections.deque()
         self.skip: set[str] = set()  # hazard demonstrations: "acquire", "release"
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
+        self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}")  # GL passes -> rec.gl_passes
 
     # -- one frame ---------------------------------------------------------------------------
     def run_frame(self, frame: int, render_target) -> FrameRecord:
@@ -105,7 +107,8 @@ class FrameScheduler:
             size = render_target()
             if size is not None:
                 backend.tracker.gl_use(scene.gl_uses, "draw")
-                scene.render(size)
+                with self.gl_timer.span(rec, "gl render"):
+                    scene.render(size)
             self.sync.after_gl_use(rec.waits)
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
@@ -129,7 +132,9 @@ class FrameScheduler:
 
     # -- profiling ---------------------------------------------------------------------------
     def harvest(self, wait: bool = False) -> None:
-        """Read the CL profiling of frames whose events completed; drop the event references."""
+        """Read the CL profiling of frames whose events completed; drop the event references.
+        GL timer results that arrived go onto their records too (never waiting unless ``wait``)."""
+        self.gl_timer.harvest(wait)
         while self._pending:
             rec = self._pending[0]
             for name, ev in list(rec.events.items()):
@@ -151,3 +156,4 @@ class FrameScheduler:
 
     def close(self) -> None:
         self.sync.close()
+        self.gl_timer.release()

@@ -29,9 +29,25 @@ def _vk():
     return vk
 
 
+def _keeps_gl_current(fn):
+    """Run a Vulkan call with the caller's GL context made current again afterwards (see
+    app.window.preserve_current_context: NVIDIA's driver dropped it)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from app.window import preserve_current_context
+
+        with preserve_current_context():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 class VulkanExporter:
     """A Vulkan instance and device on the GPU that CL runs on (matched by UUID where both tell it)."""
 
+    @_keeps_gl_current
     def __init__(self, cl_device_uuid: bytes | None = None) -> None:
         vk = self.vk = _vk()
         app = vk.VkApplicationInfo(sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, pApplicationName="glshare",
@@ -96,6 +112,7 @@ class VulkanExporter:
         return candidates[0][:3]
 
     # -- memory -----------------------------------------------------------------------------------
+    @_keeps_gl_current
     def allocate(self, nbytes: int) -> tuple[object, object, int]:
         """An exportable device-local allocation bound to a buffer: (buffer, memory, size)."""
         vk = self.vk
@@ -119,18 +136,21 @@ class VulkanExporter:
         live.created("vk_memory", "external_memory")
         return buf, mem, int(req.size)
 
+    @_keeps_gl_current
     def memory_fd(self, memory) -> int:
         vk = self.vk
         return int(self._get_memory_fd(self.device, vk.VkMemoryGetFdInfoKHR(
             sType=vk.VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR, memory=memory,
             handleType=vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT)))
 
+    @_keeps_gl_current
     def free(self, buffer, memory) -> None:
         self.vk.vkDestroyBuffer(self.device, buffer, None)
         self.vk.vkFreeMemory(self.device, memory, None)
         live.released("vk_memory", "external_memory")
 
     # -- semaphores -------------------------------------------------------------------------------
+    @_keeps_gl_current
     def semaphore(self) -> tuple[object, int]:
         """An exportable binary semaphore and an fd for it (the application's to hand on or close)."""
         vk = self.vk
@@ -144,10 +164,12 @@ class VulkanExporter:
         live.created("vk_semaphore", "external_memory")
         return sem, fd
 
+    @_keeps_gl_current
     def destroy_semaphore(self, sem) -> None:
         self.vk.vkDestroySemaphore(self.device, sem, None)
         live.released("vk_semaphore", "external_memory")
 
+    @_keeps_gl_current
     def close(self) -> None:
         if getattr(self, "_closed", True) is False:
             live.released("vk_device", "external_memory")

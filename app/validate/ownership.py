@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import HazardError
+from app.validate.spec import retire
 
 GL, CL = "gl", "cl"
 
@@ -60,7 +61,11 @@ class OwnershipTracker:
         self.states[id(obj)] = Ownership(obj.label, since_frame=self.frame)
 
     def remove(self, obj) -> None:
+        """``obj`` is no longer shared; its CL memory object is about to be released."""
         self.states.pop(id(obj), None)
+        mem = getattr(obj, "mem", None)
+        if mem is not None:
+            retire(mem)  # the validator refuses it from now on (CL_INVALID_MEM_OBJECT)
 
     def state(self, obj) -> Ownership:
         return self.states[id(obj)]
@@ -114,6 +119,14 @@ class OwnershipTracker:
         st = self.states.get(id(obj))
         if st is not None:
             self._flag("delete_gl_while_shared", st.label, where)
+
+    def owner_of(self, obj) -> str | None:
+        st = self.states.get(id(obj))
+        return st.owner if st is not None else None
+
+    def flagged(self, case: str) -> int:
+        """How many times ``case`` was flagged."""
+        return self.counts.get(case, 0)
 
     def snapshot(self) -> list[dict]:
         return [{"label": s.label, "owner": s.owner, "since_frame": s.since_frame,

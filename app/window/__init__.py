@@ -5,6 +5,7 @@ PyOpenGL binds its platform (GLX or EGL) once, at its first import, from ``PYOPE
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -42,6 +43,35 @@ class Surface(Protocol):
     def gl_sharing_properties(self) -> list[tuple[str, int]]:
         """(pyopencl context_properties name, value) pairs naming the current GL context."""
     def close(self) -> None: ...
+
+
+@contextlib.contextmanager
+def preserve_current_context():
+    """Keep this thread's current GL context across a call that may change it.
+
+    Seen on NVIDIA 580 (headless EGL): creating or destroying a Vulkan instance/device in the
+    process left no GL context current, so later GL calls went nowhere (links failed without a
+    log, extension entry points looked absent). Vulkan work is wrapped in this.
+    """
+    if os.environ.get("PYOPENGL_PLATFORM") == "egl":
+        from OpenGL import EGL
+
+        saved = (EGL.eglGetCurrentDisplay(), EGL.eglGetCurrentSurface(EGL.EGL_DRAW),
+                 EGL.eglGetCurrentSurface(EGL.EGL_READ), EGL.eglGetCurrentContext())
+        try:
+            yield
+        finally:
+            if EGL.eglGetCurrentContext() != saved[3] and saved[3]:
+                EGL.eglMakeCurrent(*saved)
+    else:
+        from OpenGL import GLX
+
+        saved = (GLX.glXGetCurrentDisplay(), GLX.glXGetCurrentDrawable(), GLX.glXGetCurrentContext())
+        try:
+            yield
+        finally:
+            if saved[2] and GLX.glXGetCurrentContext() != saved[2]:
+                GLX.glXMakeCurrent(*saved)
 
 
 def has_display() -> bool:

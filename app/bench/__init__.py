@@ -1,0 +1,178 @@
+"""``glshare bench``: frame times and copy costs of every backend x sync mode over a size sweep,
+as ratios against baselines measured in the same run (issue 8).
+
+Prints a table (a progress bar on stderr while it runs), and writes JSON (``--json``) and a PNG
+plot (``--plot``); a directory given to either gets a file named for the date and the machine
+(``bench/results/2026-12-01-cpu-2core-pocl.json``). Speed is measured here, never in tests.
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from app import __version__
+from app.config import ROOT, SCENES, SYNC_MODES
+
+log = logging.getLogger(__name__)
+SCHEMA = "glshare.bench/1"
+BENCH_SCENES = tuple(s for s in SCENES if s in ("particles", "image"))
+
+
+def main(args) -> int:
+    from app.bench.report import print_table, write_json
+    from app.bench.sweep import choose_sweep
+
+    sweep = choose_sweep(bool(getattr(args, "quick", False)))
+    cl_device = _selector(getattr(args, "cl_device", None))
+    probe = probe_machine(cl_device)
+    if any(b in probe["backends_available"] for b in ("external_memory", "gl_sharing")):
+        sweep = sweep.with_zero_copy_size()
+    result = run_sweep(sweep, cl_device, probe)
+    print_table(result, sys.stdout)
+    json_path = _output_path(getattr(args, "json_path", None), result, ".json")
+    plot_path = _output_path(getattr(args, "plot", None), result, ".png")
+    if plot_path is not None:
+        from app.bench.plot import write_plot
+
+        write_plot(plot_path, result)
+        result["plot"] = str(plot_path)
+    if json_path is not None:
+        write_json(json_path, result)
+        print(f"glshare: wrote bench JSON {json_path}")
+    if plot_path is not None:
+        print(f"glshare: wrote bench plot {plot_path}")
+    return 0
+
+
+def _selector(value):
+    from app.config import cl_device_selector
+
+    return cl_device_selector(value)
+
+
+def _output_path(path, result: dict, suffix: str) -> Path | None:
+    if path is None:
+        return None
+    path = Path(path)
+    if path.is_dir() or str(path).endswith(os.sep):
+        return path / f"{result['run_name']}{suffix}"
+    return path
+
+
+# -- the machine ------------------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git(*argv: str) -> str:
+    try:
+        return subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def probe_machine(cl_device: str | None) -> dict:
+    """Backends, sync modes, GL and CL of this machine, from one headless context (as ``info`` does)."""
+    from app.compute.device import select_device
+    from app.gl.context import gl_info
+    from app.sharing.base import ProbeEnv
+    from app.sharing.registry import Registry
+    from app.window import open_surface
+
+    choice = select_device(cl_device)
+    surface = open_surface(True, (64, 64))
+    try:
+        info = gl_info()
+        registry = Registry(ProbeEnv(choice, surface, info))
+        gl = {k: info.as_dict()[k] for k in ("vendor", "renderer", "version")}
+    finally:
+        surface.close()
+    device = choice.device
+    import pyopencl as cl
+
+    kind = "gpu" if device.type & cl.device_type.GPU else "cpu"
+    return {"backends": registry.as_list(), "backends_available": registry.available, "gl": gl,
+            "cl": {"platform": choice.platform.name.strip(), "device": device.name.strip(),
+                   "version": device.version.strip(), "type": kind}}
+
+
+def _run_name(date: str, probe: dict) -> str:
+    cores = os.cpu_count() or 0
+    platform_word = probe["cl"]["platform"].split()[0].lower()
+    short = {"portable": "pocl", "nvidia": "nvidia", "amd": "amd", "intel(r)": "intel", "rusticl": "rusticl"}
+    return f"{date}-{probe['cl']['type']}-{cores}core-{short.get(platform_word, platform_word)}"
+
+
+# -- the sweep --------------------------------------------------------------------------------------
+def run_sweep(sweep, cl_device: str | None, probe: dict) -> dict:
+    from app.bench.cells import measure_backend
+    from app.bench.ratios import compute_ratios
+    from app.bench.report import Progress
+
+    t0 = time.perf_counter()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    backends = probe["backends_available"]
+    groups = [(scene, size, b) for scene in BENCH_SCENES
+              for size in (sweep.particles if scene == "particles" else sweep.images) for b in backends]
+    # cells per group: finish + every other mode the backend offers (learnt from each group's Runtime;
+    # the estimate here only sizes the progress bar)
+    per_backend: dict[str, int] = {}
+    progress = Progress(len(groups) * 2, sys.stderr)
+    result: dict = {"cells": [], "baselines": [], "panels": [], "failures": [], "sync": {}}
+    for scene, size, backend in groups:
+        try:
+            got = measure_backend(scene, size, backend, sweep, cl_device, progress.tick)
+        except Exception as exc:  # noqa: BLE001 - one cell that cannot be built does not end the bench
+            log.warning("bench %s %s %s failed: %s", scene, size, backend, exc)
+            result["failures"].append({"scene": scene, "size": size if scene == "particles" else list(size),
+                                       "backend": backend, "error": f"{type(exc).__name__}: {exc}"})
+            progress.tick(f"{scene} {backend}: failed")
+            continue
+        result["cells"] += got["cells"]
+        result["baselines"] += got["baselines"]
+        if got["panel"]:
+            result["panels"].append(got["panel"])
+        result["sync"].setdefault(backend, got["sync"])
+        per_backend[backend] = len(got["cells"])
+        progress.total = sum(per_backend.get(b, 2) for _, _, b in groups)
+    progress.close()
+    ratios, missing = compute_ratios(result, sweep, backends)
+    date = now.date().isoformat()
+    commit = _git("rev-parse", "HEAD")
+    return {
+        "schema": SCHEMA,
+        "run_name": _run_name(date, probe),
+        "date": now.isoformat(timespec="seconds"),
+        "glshare": __version__,
+        "commit": commit,
+        "worktree_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
+                    "python": platform.python_version()},
+        "gl": probe["gl"],
+        "cl": probe["cl"],
+        "sweep": {"name": sweep.name, "particles": list(sweep.particles), "images": [list(s) for s in sweep.images],
+                  "warmup_frames": sweep.warmup, "timed_frames": sweep.frames, "rounds": sweep.rounds,
+                  "cell_budget_s": sweep.cell_budget_s, "default_particles": sweep.default_particles,
+                  "efficiency_min_bytes": sweep.efficiency_min_bytes},
+        "backends": probe["backends"],
+        "sync_modes": {b: result["sync"].get(b, {m: "not measured" for m in SYNC_MODES}) for b in backends},
+        "cells": result["cells"],
+        "baselines": result["baselines"],
+        "panels": result["panels"],
+        "failures": result["failures"],
+        "ratios": ratios,
+        "not_measurable": missing,
+        "duration_s": round(time.perf_counter() - t0, 1),
+    }

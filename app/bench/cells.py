@@ -1,0 +1,187 @@
+"""Measure one scene x size x backend: every sync mode's cell, with its baselines interleaved.
+
+A cell is built exactly as ``glshare run --headless`` builds it (app/runtime.Runtime: EGL surface,
+device, Registry, backend, scene, FrameScheduler, ImGui layer). The finish cell's timed frames
+alternate, frame by frame, with the bare loop's; for host_copy each round adds glshare copy frames
+alternating with memcpy-floor frames; at the default particle count a block of frames with the
+panel drawn follows. Other sync modes switch the same Runtime (Runtime.switch) and time glshare's
+frames alone.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from app.bench.loops import BareLoop, Sample, glshare_copy_frame, glshare_frame, glshare_panel_frame
+from app.bench.sweep import Sweep, shared_bytes, size_label
+from app.config import SYNC_MODES, RunConfig
+from app.trace.stats import summary
+
+log = logging.getLogger(__name__)
+
+
+def _ms(values_ns) -> dict:
+    s = summary(v / 1e6 for v in values_ns)
+    return {"median": s["median"], "p95": s["p95"]}
+
+
+def _us(values) -> dict:
+    s = summary(values)
+    return {"median": s["median"], "p95": s["p95"]}
+
+
+def _gbps(nbytes: int, ms: float) -> float:
+    return round(nbytes / (ms * 1e6), 3) if ms > 0 else 0.0
+
+
+def sample_stats(samples: list[Sample]) -> dict:
+    return {"frame_ms": _ms(s.wall for s in samples),
+            "cpu_ms": {"main_thread": _ms(s.thread for s in samples), "process": _ms(s.process for s in samples)}}
+
+
+def record_stats(records: list) -> dict:
+    """Per-phase host times, CPU waits and CL device times of glshare's frame records (us)."""
+    phases = {p: _us(r.phase_us(p) for r in records) for p in ("acquire", "compute", "release", "render")}
+    waits = _us(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in records)
+    device = {}
+    for name in ("acquire", "compute", "release"):
+        spans = [(r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3 for r in records if name in r.cl_profile]
+        if spans:
+            device[name] = _us(spans)
+    errors = [e for r in records for e in r.errors]
+    return {"phases_us": phases, "waits_us": waits, "cl_device_us": device, "errors": len(errors),
+            "first_error": errors[0].message if errors else ""}
+
+
+class _Clock:
+    def __init__(self, budget_s: float) -> None:
+        self.t0, self.budget = time.perf_counter(), budget_s
+
+    @property
+    def over(self) -> bool:
+        return time.perf_counter() - self.t0 > self.budget
+
+
+def panel_name() -> str:
+    """What ``Runtime.draw_ui`` draws: the full panel once ui/panel.py exists, else the overlay."""
+    try:
+        from app.ui.panel import draw_panel  # noqa: F401
+    except ImportError:
+        return "overlay (app/ui/overlay.py; no app/ui/panel.py here)"
+    return "panel (app/ui/panel.py)"
+
+
+def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str | None, tick) -> dict:
+    """All cells of ``backend`` at ``size``. ``tick(label)`` is called once per cell done.
+
+    Returns {"cells": [...], "baselines": [...], "panel": {...} or None, "sync": {mode: reason},
+    "gl": {...}, "cl": {...}}.
+    """
+    from app.runtime import Runtime
+
+    cfg = RunConfig(scene=scene, backend=backend, sync="finish", headless=True, size=size, cl_device=cl_device,
+                    panel=True)
+    out: dict = {"cells": [], "baselines": [], "panel": None}
+    base = {"scene": scene, "size": size if scene == "particles" else size_label(scene, size), "backend": backend}
+    nbytes = shared_bytes(scene, size)
+    with Runtime(cfg) as rt:
+        out["gl"] = {k: rt.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")}
+        out["cl"] = {"platform": rt.choice.platform.name.strip(), "device": rt.choice.device.name.strip(),
+                     "version": rt.choice.device.version.strip()}
+        reasons = {m: rt.backend.sync_unavailable_reason(m) for m in SYNC_MODES}
+        out["sync"] = {m: r or "available" for m, r in reasons.items()}
+        with_panel = scene == "particles" and size == sweep.default_particles
+        out["cells"].append(_finish_cell(rt, base, nbytes, sweep, with_panel, out))
+        tick(f"{scene} {size_label(scene, size)} {backend}/finish")
+        for mode in SYNC_MODES:
+            if mode == "finish" or reasons[mode] is not None:
+                continue
+            if not rt.switch(sync=mode):
+                err = rt.loop_errors[-1].message if rt.loop_errors else "switch refused"
+                out["cells"].append({**base, "sync": mode, "frames": 0, "errors": 1, "first_error": err})
+            else:
+                out["cells"].append(_plain_cell(rt, base, nbytes, sweep))
+            tick(f"{scene} {size_label(scene, size)} {backend}/{mode}")
+    return out
+
+
+def _moved(rt, nbytes: int) -> int:
+    return 0 if rt.backend.zero_copy else nbytes
+
+
+def _cell(rt, base: dict, nbytes: int, samples: list[Sample], records: list) -> dict:
+    rt.scheduler.finish()  # the last frames' CL profiles
+    stats = sample_stats(samples)
+    median = stats["frame_ms"]["median"]
+    return {**base, "sync": rt.cfg.sync, "frames": len(samples), **stats, **record_stats(records),
+            "bytes_shared_per_frame": nbytes, "bytes_moved_per_frame": _moved(rt, nbytes),
+            "bandwidth_gbps": _gbps(nbytes, median)}
+
+
+def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
+    clock = _Clock(sweep.cell_budget_s)
+    records: list = []
+    for _ in range(sweep.warmup):
+        glshare_frame(rt, [])
+    samples = []
+    per_round = math.ceil(sweep.frames / sweep.rounds)
+    for r in range(sweep.rounds):
+        samples += [glshare_frame(rt, records) for _ in range(per_round)]
+        if clock.over and r >= 1:
+            break
+    return _cell(rt, base, nbytes, samples, records)
+
+
+def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, out: dict) -> dict:
+    clock = _Clock(sweep.cell_budget_s)
+    bare = BareLoop(rt)
+    copies = rt.backend_name == "host_copy"
+    g, b, c, f, p = [], [], [], [], []
+    records: list = []
+    try:
+        for _ in range(sweep.warmup):
+            glshare_frame(rt, [])
+            bare.frame()
+            if copies:
+                glshare_copy_frame(rt)
+                bare.floor_frame()
+        per_round = math.ceil(sweep.frames / sweep.rounds)
+        per_copy = max(2, per_round // 2)
+        for r in range(sweep.rounds):
+            for j in range(per_round):  # alternate which goes first, so neither always follows the other
+                if j % 2:
+                    b.append(bare.frame())
+                    g.append(glshare_frame(rt, records))
+                else:
+                    g.append(glshare_frame(rt, records))
+                    b.append(bare.frame())
+            if copies:
+                for _ in range(per_copy):
+                    c.append(glshare_copy_frame(rt))
+                    f.append(bare.floor_frame())
+            if with_panel:
+                glshare_panel_frame(rt, [])  # its wait pays for the frame before, which drew no panel
+                p += [glshare_panel_frame(rt, []) for _ in range(per_round)]
+            if clock.over and r >= 1:
+                break
+    finally:
+        bare.close()
+    cell = _cell(rt, base, nbytes, g, records)
+    bare_stats = sample_stats(b)
+    cell["vs_bare"] = round(cell["frame_ms"]["median"] / bare_stats["frame_ms"]["median"], 4)
+    out["baselines"].append({"kind": "bare_loop", **base, "sync": "finish", "frames": len(b), **bare_stats})
+    if copies:
+        copy_ms = _ms(s.extra["copy"] for s in c)
+        floor_ms = _ms(s.extra["floor"] for s in f)
+        cell["copy"] = {"frames": len(c), "ms": copy_ms, "gbps": _gbps(nbytes, copy_ms["median"]),
+                        "what": "acquire + release phases, kernel finished first (one copy CL -> GL)"}
+        out["baselines"].append({"kind": "memcpy_floor", **base, "frames": len(f), "bytes": 2 * nbytes,
+                                 "ms": floor_ms, "gbps": _gbps(2 * nbytes, floor_ms["median"]),
+                                 "what": "numpy copies CL -> host -> GL of the same bytes, after the same kernel"})
+    if with_panel and p:
+        panel = sample_stats(p)
+        out["panel"] = {**base, "sync": "finish", "frames": len(p), "drawn": panel_name(),
+                        "with_panel": panel, "without_panel": sample_stats(g),
+                        "draw_ui_ms": _ms(s.extra["draw_ui"] for s in p)}
+    return cell

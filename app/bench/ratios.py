@@ -1,0 +1,149 @@
+"""The bench's verdict: ratios against the baselines, each with its target (issue 8) and met or missed.
+
+2-core CPU machine: scheduler_overhead <= 1.05 at the default size and <= 30 us a frame at the
+smallest; host_copy_efficiency >= 0.8 from 4 MiB up; panel_cost_ms <= 1. GPU machine (only where
+external_memory exists): external_memory's frame at 64 MiB <= 0.2 ms with finish sync,
+zero_copy_speedup >= 100, semaphore no slower than finish. A ratio that cannot be measured here is
+listed under ``not_measurable`` with the reason, never given a made-up value.
+"""
+from __future__ import annotations
+
+import operator
+
+from app.bench.sweep import ZERO_COPY_BYTES, Sweep, size_label
+
+TARGETS = {
+    "scheduler_overhead": ("<=", 1.05),
+    "scheduler_overhead_us": ("<=", 30.0),
+    "host_copy_efficiency": (">=", 0.8),
+    "panel_cost_ms": ("<=", 1.0),
+    "external_memory_frame_ms": ("<=", 0.2),
+    "zero_copy_speedup": (">=", 100.0),
+    "semaphore_vs_finish": (">=", 1.0),
+}
+_OPS = {"<=": operator.le, ">=": operator.ge}
+
+
+def _entry(name: str, value: float, measured_at: str, what: str, **detail) -> dict:
+    op, limit = TARGETS[name]
+    return {"value": round(float(value), 4), "target": f"{op} {limit:g}", "met": bool(_OPS[op](value, limit)),
+            "measured_at": measured_at, "what": what, **detail}
+
+
+def _find(items, **kw):
+    for it in items:
+        if all(it.get(k) == v for k, v in kw.items()) and it.get("frames", 0) > 0:
+            return it
+    return None
+
+
+def _median(d: dict, *path) -> float:
+    for key in path:
+        d = d[key]
+    return float(d["median"])
+
+
+def compute_ratios(result: dict, sweep: Sweep, backends: list[str]) -> tuple[dict, dict]:
+    """Returns (ratios, not_measurable) from the cells, baselines and panel blocks of one run."""
+    cells, baselines, panels = result["cells"], result["baselines"], result["panels"]
+    ratios: dict = {}
+    missing: dict = {}
+    default = backends[0] if backends else "host_copy"
+
+    # scheduler_overhead: glshare's frame against the bare loop at the default size
+    sizes = sorted({c["size"] for c in cells if c["scene"] == "particles"})
+    by_size = {}
+    for n in sizes:
+        cell = _find(cells, scene="particles", size=n, backend=default, sync="finish")
+        bare = _find(baselines, kind="bare_loop", scene="particles", size=n, backend=default)
+        if cell and bare:
+            by_size[n] = (cell, bare)
+    n0 = sweep.default_particles
+    if n0 in by_size:
+        cell, bare = by_size[n0]
+        ratios["scheduler_overhead"] = _entry(
+            "scheduler_overhead", _median(cell, "frame_ms") / _median(bare, "frame_ms"),
+            f"particles {size_label('particles', n0)}, {default}, finish",
+            "median frame time of glshare (Runtime.step + present) / the bare loop's, frames interleaved",
+            glshare_ms=_median(cell, "frame_ms"), bare_ms=_median(bare, "frame_ms"),
+            by_size={str(n): round(_median(c, "frame_ms") / _median(b, "frame_ms"), 4) for n, (c, b) in by_size.items()})
+    else:
+        missing["scheduler_overhead"] = f"no particles {n0} cell with a bare loop for {default}"
+    if by_size:
+        n1 = min(by_size)
+        cell, bare = by_size[n1]
+        cpu = (_median(cell, "cpu_ms", "main_thread") - _median(bare, "cpu_ms", "main_thread")) * 1e3
+        wall = (_median(cell, "frame_ms") - _median(bare, "frame_ms")) * 1e3
+        ratios["scheduler_overhead_us"] = _entry(
+            "scheduler_overhead_us", cpu, f"particles {size_label('particles', n1)}, {default}, finish",
+            "main-thread CPU time glshare adds to a frame over the bare loop (us; the scheduler's cost is "
+            "CPU work on the calling thread, so this is its measure with the least noise)",
+            wall_difference_us=round(wall, 1))
+
+    # host_copy_efficiency: the memcpy floor against glshare's copy, from 4 MiB up
+    per = {}
+    for cell in cells:
+        if cell.get("backend") != "host_copy" or cell.get("sync") != "finish" or "copy" not in cell:
+            continue
+        if cell["bytes_shared_per_frame"] < sweep.efficiency_min_bytes:
+            continue
+        floor = _find(baselines, kind="memcpy_floor", scene=cell["scene"], size=cell["size"], backend="host_copy")
+        if floor:
+            key = f"{cell['scene']} {size_label(cell['scene'], cell['size']) if cell['scene'] == 'particles' else cell['size']}"
+            per[key] = (round(_median(floor, "ms") / _median(cell["copy"], "ms"), 4), cell["bytes_shared_per_frame"])
+    if per:
+        worst = min(per, key=lambda k: per[k][0])
+        ratios["host_copy_efficiency"] = _entry(
+            "host_copy_efficiency", per[worst][0], f"{worst} (the lowest of {len(per)} sizes >= "
+            f"{sweep.efficiency_min_bytes / (1 << 20):g} MiB)",
+            "memcpy floor (numpy, CL -> host -> GL, same bytes) / glshare's acquire + release time",
+            by_size={k: v[0] for k, v in per.items()})
+    elif "host_copy" in backends:
+        missing["host_copy_efficiency"] = f"no host_copy cell of >= {sweep.efficiency_min_bytes} bytes"
+
+    # panel_cost_ms: the same frames with and without the panel
+    panel = next((p for p in panels if p["backend"] == default), None)
+    if panel:
+        cpu = _median(panel["with_panel"], "cpu_ms", "process") - _median(panel["without_panel"], "cpu_ms", "process")
+        wall = _median(panel["with_panel"], "frame_ms") - _median(panel["without_panel"], "frame_ms")
+        ratios["panel_cost_ms"] = _entry(
+            "panel_cost_ms", cpu, f"particles {size_label('particles', panel['size'])}, {default}, finish; "
+            f"drawn: {panel['drawn']}",
+            "process CPU time per frame (all threads: ImGui on the main thread, llvmpipe rasterizing it) with the "
+            "panel drawn minus without", wall_difference_ms=round(wall, 4),
+            draw_ui_ms=_median(panel, "draw_ui_ms"))
+    else:
+        missing["panel_cost_ms"] = "no panel block (the default particle count is not in this sweep)"
+
+    # GPU machine: zero-copy against host_copy at 64 MiB, semaphore against finish
+    zc = [b for b in backends if b in ("external_memory", "gl_sharing")]
+    if "external_memory" not in backends:
+        why = "external_memory is not available here (no GPU with Vulkan-exported memory)"
+        for name in ("external_memory_frame_ms", "zero_copy_speedup", "semaphore_vs_finish"):
+            missing[name] = why
+    at = [c for c in cells if c.get("bytes_shared_per_frame") == ZERO_COPY_BYTES and c.get("frames", 0) > 0]
+    at.sort(key=lambda c: c["scene"] != "particles")  # particles first
+    for backend in zc:
+        ext = next((c for c in at if c["backend"] == backend and c["sync"] == "finish"), None)
+        host = next((c for c in at if c["backend"] == "host_copy" and c["sync"] == "finish" and ext
+                     and c["scene"] == ext["scene"]), None)
+        if ext is None:
+            missing.setdefault("zero_copy_speedup", f"no {backend} cell at 64 MiB")
+            continue
+        where = f"{ext['scene']} {ext['size']}, finish"
+        if backend == "external_memory":
+            ratios["external_memory_frame_ms"] = _entry(
+                "external_memory_frame_ms", _median(ext, "frame_ms"), where, "median frame time of external_memory")
+            sem = next((c for c in at if c["backend"] == backend and c["sync"] == "semaphore"
+                        and c["scene"] == ext["scene"]), None)
+            if sem:
+                ratios["semaphore_vs_finish"] = _entry(
+                    "semaphore_vs_finish", _median(ext, "frame_ms") / _median(sem, "frame_ms"),
+                    f"{ext['scene']} {ext['size']}", "finish frame time / semaphore frame time (>= 1: no slower)")
+            else:
+                missing["semaphore_vs_finish"] = "no external_memory x semaphore cell at 64 MiB"
+        if host and "zero_copy_speedup" not in ratios:
+            ratios["zero_copy_speedup"] = _entry(
+                "zero_copy_speedup", _median(host, "frame_ms") / _median(ext, "frame_ms"), where,
+                f"host_copy frame time / {backend} frame time", zero_copy_backend=backend)
+    return ratios, missing

@@ -1,0 +1,112 @@
+"""The bench's terminal output (progress bar on stderr, tables on stdout) and its JSON file."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MIB = 1 << 20
+
+
+class Progress:
+    """``[#####-----] 3/10 label`` redrawn in place on a terminal; one line per cell otherwise."""
+
+    def __init__(self, total: int, stream) -> None:
+        self.total, self.done, self.stream = max(total, 1), 0, stream
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self._draw("starting")
+
+    def _draw(self, label: str) -> None:
+        total = max(self.total, self.done, 1)
+        width = 24
+        filled = int(width * self.done / total)
+        bar = f"[{'#' * filled}{'-' * (width - filled)}] {self.done}/{total} {label}"
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + bar)
+        else:
+            self.stream.write("glshare bench: " + bar + "\n")
+        self.stream.flush()
+
+    def tick(self, label: str) -> None:
+        self.done += 1
+        self._draw(label)
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _f(x, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _size(cell: dict) -> str:
+    s = cell["size"]
+    return f"{s:,}" if isinstance(s, int) else str(s)
+
+
+def _numeric(text: str) -> bool:
+    return text == "-" or text.replace(",", "").replace(".", "", 1).lstrip("-").isdigit()
+
+
+def _rows(out, header: list[str], rows: list[list[str]]) -> None:
+    """A plain-text table: numbers right-aligned, words left-aligned."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    numeric = [bool(rows) and all(_numeric(r[i]) for r in rows) for i in range(len(header))]
+    line = "  ".join(h.rjust(w) if n else h.ljust(w) for h, w, n in zip(header, widths, numeric))
+    out.write(line.rstrip() + "\n" + "-" * len(line.rstrip()) + "\n")
+    for r in rows:
+        out.write("  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(r, widths, numeric)).rstrip() + "\n")
+
+
+def print_table(result: dict, out) -> None:
+    m, gl, cl = result["machine"], result["gl"], result["cl"]
+    out.write(f"glshare bench ({result['sweep']['name']}) {result['date']}  glshare {result['glshare']} "
+              f"commit {result['commit'][:10] or '?'}\n")
+    out.write(f"machine: {m['cpu']}, {m['cores']} cores | GL: {gl['renderer']} | CL: {cl['platform']}: {cl['device']}\n\n")
+    rows = []
+    for c in result["cells"]:
+        if not c.get("frames"):
+            rows.append([c["scene"], _size(c), c["backend"], c["sync"], "0", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                         "error: " + c.get("first_error", "")[:40]])
+            continue
+        ph = c["phases_us"]
+        rows.append([c["scene"], _size(c), c["backend"], c["sync"], str(c["frames"]), _f(c["frame_ms"]["median"]),
+                     _f(c["frame_ms"]["p95"]), *(_f(ph[p]["median"], 0) for p in ("acquire", "compute", "release", "render")),
+                     _f(c["bytes_moved_per_frame"] / MIB), _f(c["bandwidth_gbps"], 3),
+                     _f(c.get("copy", {}).get("ms", {}).get("median")), _f(c.get("vs_bare"), 3),
+                     f"{c['errors']} errors" if c.get("errors") else ""])
+    _rows(out, ["scene", "size", "backend", "sync", "frames", "med ms", "p95 ms", "acq us", "comp us", "rel us",
+                "draw us", "MiB moved", "GB/s", "copy ms", "x bare", ""], rows)
+    out.write("\nbaselines (interleaved with the cells above)\n")
+    rows = []
+    for b in result["baselines"]:
+        if b["kind"] == "bare_loop":
+            rows.append([b["kind"], b["scene"], _size(b), b["backend"], _f(b["frame_ms"]["median"]), _f(b["frame_ms"]["p95"]),
+                         _f(b["cpu_ms"]["main_thread"]["median"], 3), "-"])
+        else:
+            rows.append([b["kind"], b["scene"], _size(b), b["backend"], _f(b["ms"]["median"], 3), _f(b["ms"]["p95"], 3), "-",
+                         _f(b["gbps"], 2)])
+    _rows(out, ["baseline", "scene", "size", "backend", "med ms", "p95 ms", "cpu ms", "GB/s"], rows)
+    for p in result["panels"]:
+        out.write(f"\npanel ({p['drawn']}), particles {_size(p)}, {p['backend']}: frame {_f(p['with_panel']['frame_ms']['median'])}"
+                  f" ms with, {_f(p['without_panel']['frame_ms']['median'])} ms without; draw_ui "
+                  f"{_f(p['draw_ui_ms']['median'], 3)} ms\n")
+    out.write("\nratios\n")
+    rows = [[name, _f(r["value"], 3), r["target"], "met" if r["met"] else "MISSED", r["measured_at"]]
+            for name, r in result["ratios"].items()]
+    _rows(out, ["ratio", "value", "target", "verdict", "measured at"], rows)
+    for name, why in result["not_measurable"].items():
+        out.write(f"  {name}: not measurable here ({why})\n")
+    for f in result["failures"]:
+        out.write(f"  FAILED {f['scene']} {f['size']} {f['backend']}: {f['error']}\n")
+    out.write(f"\n{len(result['cells'])} cells in {result['duration_s']} s\n")
+
+
+def write_json(path: str | Path, result: dict) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,62 @@
+"""What ``glshare bench`` measures: the sizes of each scene, frame counts and the thresholds of the ratios.
+
+Three sweeps: ``full`` (particles 16K ... 16M, image 256^2 ... 4096^2), ``quick`` (under a minute on
+the 2-core machine) and ``tiny`` (``GLSHARE_BENCH_TINY=1``: for tests, a few seconds). Sizes follow
+../shared/WORKLOADS.md: particles share 32 bytes each (position + color), images 4 bytes a pixel.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from app.config import DEFAULT_PARTICLES
+
+MIB = 1 << 20
+ZERO_COPY_BYTES = 64 * MIB  # where zero_copy_speedup and semaphore_vs_finish are read (issue 8)
+ZERO_COPY_PARTICLES = ZERO_COPY_BYTES // 32
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str
+    particles: tuple[int, ...]
+    images: tuple[tuple[int, int], ...]
+    warmup: int  # frames before timing (each kind of frame)
+    frames: int  # timed frames of glshare per cell (and as many bare-loop frames)
+    rounds: int  # the timed frames are split into rounds, interleaved with the baselines
+    cell_budget_s: float  # stop adding rounds to a cell after this long (large sizes)
+    default_particles: int = DEFAULT_PARTICLES  # scheduler_overhead and panel_cost_ms are read here
+    efficiency_min_bytes: int = 4 * MIB  # host_copy_efficiency from this size up
+
+    def with_zero_copy_size(self) -> "Sweep":
+        """Add the 64 MiB particle count where a zero-copy backend exists (zero_copy_speedup)."""
+        if ZERO_COPY_PARTICLES in self.particles:
+            return self
+        sizes = tuple(sorted(self.particles + (ZERO_COPY_PARTICLES,)))
+        return Sweep(self.name, sizes, self.images, self.warmup, self.frames, self.rounds, self.cell_budget_s,
+                     self.default_particles, self.efficiency_min_bytes)
+
+
+FULL = Sweep("full", particles=(16_384, 65_536, 262_144, 1 << 20, ZERO_COPY_PARTICLES, 4 << 20, 16 << 20),
+             images=((256, 256), (512, 512), (1024, 1024), (2048, 2048), (4096, 4096)),
+             warmup=5, frames=60, rounds=4, cell_budget_s=25.0)
+QUICK = Sweep("quick", particles=(16_384, 65_536, 262_144), images=((256, 256), (1024, 1024)),
+              warmup=5, frames=30, rounds=3, cell_budget_s=8.0)
+TINY = Sweep("tiny", particles=(4_096, 8_192), images=((64, 64),), warmup=2, frames=6, rounds=2,
+             cell_budget_s=2.0, default_particles=8_192, efficiency_min_bytes=0)
+
+
+def choose_sweep(quick: bool) -> Sweep:
+    """``GLSHARE_BENCH_TINY=1`` (tests) wins over ``--quick``."""
+    if os.environ.get("GLSHARE_BENCH_TINY") == "1":
+        return TINY
+    return QUICK if quick else FULL
+
+
+def size_label(scene: str, size) -> str:
+    return f"{size:,}" if scene == "particles" else f"{size[0]}x{size[1]}"
+
+
+def shared_bytes(scene: str, size) -> int:
+    """Bytes shared with GL per frame (WORKLOADS.md: 32 x N for particles, RGBA8 for images)."""
+    return 32 * size if scene == "particles" else 4 * size[0] * size[1]

@@ -1,0 +1,189 @@
+"""The yuv scene: a moving NV12 / P010 test pattern, uploaded by GL, converted to RGBA by CL.
+
+Each frame GL holds two textures (integer formats: GL never samples them, CL reads exact codes):
+    Y   width x height      GL_R8UI  / GL_R16UI   (GL_RED_INTEGER)  shared read_only
+    UV  width/2 x height/2  GL_RG8UI / GL_RG16UI  (GL_RG_INTEGER)   shared read_only
+and an RGBA8 texture CL writes (shared write_only), drawn on a full-window quad. Integer GL formats
+because cl_amd_planar_yuv's table gives the planes CL_UNSIGNED_INT8 / CL_UNSIGNED_INT16, which is
+what cl_khr_gl_sharing maps GL_R8UI / GL_RG8UI / GL_R16UI / GL_RG16UI to. On a device without
+two-channel images (PoCL 3.1) the UV texture is GL_R8UI / GL_R16UI of width x height/2 with the
+same interleaved bytes (app/compute/planar.py says why).
+
+The planes reach the textures through pixel-unpack buffers (glBufferSubData into the PBO, then
+glTexSubImage2D from it). GL may write them only while it owns them, that is outside the
+acquire/release bracket, so ``render`` uploads the *next* frame after drawing this one (the first
+frame is uploaded by ``build``); host_copy's acquire then copies GL -> CL because GL changed them.
+After a runtime switch the first frame shows frame 0's pattern. Matrix BT.709, limited range
+(the HD default); ``matrix`` and ``range_`` may be changed between frames.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+
+import numpy as np
+from OpenGL import GL
+
+from app.compute.planar import YuvImage, plane_layout
+from app.diagnostics import live
+from app.gl.objects import GlBuffer
+from app.gl.shaders import Program
+from app.scenes.base import Scene
+from app.yuv.converter import YuvConverter, planes_of
+from app.yuv.formats import yuv_format
+from app.yuv.pattern import pattern_frame
+
+log = logging.getLogger(__name__)
+
+DEFAULT_YUV_SIZE = (640, 360)
+
+# (internal format, pixel format, pixel type) per word size and channel count
+GL_FORMATS = {
+    (1, 1): (GL.GL_R8UI, GL.GL_RED_INTEGER, GL.GL_UNSIGNED_BYTE),
+    (1, 2): (GL.GL_RG8UI, GL.GL_RG_INTEGER, GL.GL_UNSIGNED_BYTE),
+    (2, 1): (GL.GL_R16UI, GL.GL_RED_INTEGER, GL.GL_UNSIGNED_SHORT),
+    (2, 2): (GL.GL_RG16UI, GL.GL_RG_INTEGER, GL.GL_UNSIGNED_SHORT),
+}
+
+
+class YuvScene(Scene):
+    name = "yuv"
+
+    def build(self, backend, size) -> None:
+        self.backend = backend
+        self._built: list = []  # what teardown undoes, in reverse
+        try:
+            self._build(backend)
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _build(self, backend) -> None:
+        self.fmt = yuv_format(self.cfg.yuv_format)
+        self.matrix, self.range_ = "bt709", "limited"
+        self.image_size = tuple(self.cfg.size) if isinstance(self.cfg.size, tuple) else DEFAULT_YUV_SIZE
+        w, h = self.image_size
+        self.layout = plane_layout(backend.context, self.fmt, w, h)
+        wb = self.fmt.word_bytes
+        y_if, y_fmt, y_type = GL_FORMATS[(wb, 1)]
+        uv_if, uv_fmt, uv_type = GL_FORMATS[(wb, 1 if self.layout.uv_pairs else 2)]
+        self.y = backend.create_texture("yuv.y", *self.layout.y_shape, internal_format=y_if, fmt=y_fmt,
+                                        dtype=y_type, access="read_only")
+        self._built.append(("shared", self.y))
+        self.uv = backend.create_texture("yuv.uv", *self.layout.uv_shape, internal_format=uv_if, fmt=uv_fmt,
+                                         dtype=uv_type, access="read_only")
+        self._built.append(("shared", self.uv))
+        self.out = backend.create_texture("yuv.rgba", w, h, access="write_only")
+        self._built.append(("shared", self.out))
+        self.shared = [self.y, self.uv, self.out]
+        self.yuv = YuvImage.wrap(backend.context, self.fmt, w, h, self.y.mem, self.uv.mem, label="yuv.frame")
+        self._built.append(("release", self.yuv))
+        self.planes = planes_of(backend.context, self.yuv)
+        self._built.extend(("release", p) for p in self.planes)
+        self.converter = YuvConverter(backend.context, self.layout, owner=backend.name)
+        self._built.append(("release", self.converter))
+        self.pbos = {}
+        for obj in (self.y, self.uv):
+            pbo = GlBuffer(f"{obj.label}.unpack", self._staged_nbytes(obj), target=GL.GL_PIXEL_UNPACK_BUFFER,
+                           usage=GL.GL_STREAM_DRAW, owner=backend.name)
+            self.pbos[obj.label] = pbo
+            self._built.append(("release", pbo))
+        self.gl_program = Program("yuv quad", "quad.vert", "quad.frag", owner=backend.name)
+        self._built.append(("release", self.gl_program))
+        self.vao = int(GL.glGenVertexArrays(1))
+        live.created("gl_vertex_array", backend.name)
+        self._built.append(("vao", self.vao))
+        self.uploaded_frame: int | None = None  # the pattern frame GL's Y/UV textures hold
+        self.shown_frame: int | None = None  # the pattern frame the RGBA texture shows
+        self._last_computed = -1
+        self.upload(0)
+
+    # -- GL upload ---------------------------------------------------------------------------
+    @staticmethod
+    def _pitch(obj) -> int:
+        """Bytes per row of the memory CL reads (external_memory pads rows to its pitch)."""
+        return int(obj.private.get("pitch", obj.gl.width * obj.gl.bytes_per_pixel))
+
+    def _staged_nbytes(self, obj) -> int:
+        return self._pitch(obj) * obj.gl.height
+
+    def upload(self, frame: int) -> None:
+        """Write frame ``frame`` of the pattern into the Y and UV textures through their PBOs.
+
+        GL must own the textures (outside acquire/release); marks them changed for the backend.
+        """
+        w, h = self.image_size
+        y, uv = pattern_frame(self.fmt, w, h, frame)
+        self.backend.tracker.gl_use([self.y, self.uv], "upload")
+        for obj, words in ((self.y, y), (self.uv, uv)):
+            tex, pbo = obj.gl, self.pbos[obj.label]
+            rows = np.ascontiguousarray(words).view(np.uint8).reshape(tex.height, -1)
+            pitch = self._pitch(obj)
+            if pitch != rows.shape[1]:
+                padded = np.zeros((tex.height, pitch), np.uint8)
+                padded[:, :rows.shape[1]] = rows
+                rows = padded
+            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, pbo.name)
+            GL.glBufferData(GL.GL_PIXEL_UNPACK_BUFFER, pbo.nbytes, None, GL.GL_STREAM_DRAW)  # orphan
+            GL.glBufferSubData(GL.GL_PIXEL_UNPACK_BUFFER, 0, rows.nbytes, rows)
+            GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
+            GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, pitch // tex.bytes_per_pixel)
+            GL.glBindTexture(GL.GL_TEXTURE_2D, tex.name)
+            GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, tex.width, tex.height, tex.format, tex.dtype,
+                               ctypes.c_void_p(0))
+            GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+            GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, 0)
+            staging = obj.private.get("staging")  # external_memory: CL reads this imported buffer
+            if staging is not None:
+                GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, staging.name)
+                GL.glCopyBufferSubData(GL.GL_PIXEL_UNPACK_BUFFER, GL.GL_COPY_WRITE_BUFFER, 0, 0, rows.nbytes)
+                GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, 0)
+            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
+            obj.gl_wrote()
+        self.uploaded_frame = frame
+
+    # -- the frame -----------------------------------------------------------------------------
+    def compute(self, queue, frame, wait_for):
+        if self.uploaded_frame != frame:
+            log.debug("frame %d converts pattern frame %s (first frame after a build)", frame, self.uploaded_frame)
+        self._last_computed = frame
+        self.shown_frame = self.uploaded_frame
+        return self.converter.enqueue(queue, self.planes[0], self.planes[1], self.out.mem, self.fmt,
+                                      self.matrix, self.range_, wait_for)
+
+    def render(self, size) -> None:
+        GL.glClearColor(0, 0, 0, 1)
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+        self.gl_program.use()
+        GL.glActiveTexture(GL.GL_TEXTURE0)
+        GL.glBindTexture(GL.GL_TEXTURE_2D, self.out.gl.name)
+        GL.glUniform1i(self.gl_program.uniform("image"), 0)
+        GL.glBindVertexArray(self.vao)
+        GL.glDrawArrays(GL.GL_TRIANGLE_STRIP, 0, 4)
+        GL.glBindVertexArray(0)
+        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+        GL.glUseProgram(0)
+        upcoming = self._last_computed + 1
+        if self.uploaded_frame != upcoming:  # GL owns the planes now: stage the next frame
+            self.upload(upcoming)
+
+    def teardown(self) -> None:
+        """Plane images, the YUV image and the converter, then each shared object CL side first."""
+        backend, self.backend = self.backend, None
+        if backend is None:
+            return
+        for kind, thing in reversed(self._built):
+            if kind == "shared":
+                backend.destroy(thing)
+            elif kind == "vao":
+                GL.glDeleteVertexArrays(1, [thing])
+                live.released("gl_vertex_array", backend.name)
+            else:
+                thing.release()
+        self._built = []
+        self.shared = []
+
+    def describe(self) -> str:
+        w, h = self.image_size
+        matrix = {"bt601": "BT.601", "bt709": "BT.709"}[self.matrix]
+        return f"yuv ({self.fmt.name.upper()} test pattern), {w}x{h}, {matrix} {self.range_}"

@@ -1,0 +1,128 @@
+"""GL pass timing with GL_TIMESTAMP queries, read back frames later without ever stalling.
+
+``with timer.span(record, "gl render"): scene.render(size)`` puts ``glQueryCounter(GL_TIMESTAMP)``
+before and after the pass. The query pairs come from a small ring; ``harvest()`` (once a frame)
+reads only the pairs whose result is already there (``GL_QUERY_RESULT_AVAILABLE``), oldest first,
+and appends ``(name, start, end)`` in GL time to ``FrameRecord.gl_passes``. When every pair of the
+ring is still in flight, the pass goes untimed (``dropped`` counts it) instead of waiting for the
+GPU. ``harvest(wait=True)`` (end of a run) waits for all of them. Timer queries are core in GL 3.3
+(ARB_timer_query). A GL error in here turns the timer off with one warning: timing never stops the
+loop. ``app/trace/clock.py`` maps GL time onto the host clock.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import logging
+
+log = logging.getLogger(__name__)
+
+GL_TIMESTAMP = 0x8E28
+GL_QUERY_RESULT = 0x8866
+GL_QUERY_RESULT_AVAILABLE = 0x8867
+
+
+class GlTimer:
+    """A ring of GL_TIMESTAMP query pairs. Needs the GL context current; ``release()`` is idempotent."""
+
+    def __init__(self, label: str = "gl timer", slots: int = 16) -> None:
+        self.label = label
+        self.dropped = 0
+        self.timed = 0
+        self.enabled = False
+        self.reason = ""
+        self._free: list[tuple[int, int]] = []
+        self._all: list[int] = []
+        self._pending: collections.deque = collections.deque()  # (record, name, q_start, q_end)
+        self._ival = ctypes.c_int()
+        self._uval = ctypes.c_uint64()
+        try:
+            from OpenGL import GL
+
+            self._gl = GL
+            major, minor = int(GL.glGetIntegerv(GL.GL_MAJOR_VERSION)), int(GL.glGetIntegerv(GL.GL_MINOR_VERSION))
+            if (major, minor) < (3, 3):
+                self.reason = f"GL {major}.{minor} has no timer queries (core in 3.3)"
+                return
+            names = [int(q) for q in GL.glGenQueries(2 * slots)]
+            self._all = names
+            self._free = [(names[2 * i], names[2 * i + 1]) for i in range(slots)]
+            self.enabled = True
+        except Exception as exc:  # noqa: BLE001 - no context, or no query support: run untimed
+            self.reason = f"timer queries unavailable: {type(exc).__name__}: {exc}"
+            log.info("%s: %s", self.label, self.reason)
+
+    def _disable(self, exc: BaseException) -> None:
+        self.enabled = False
+        self.reason = f"turned off after {type(exc).__name__}: {exc}"
+        log.warning("%s %s", self.label, self.reason)
+        self._pending.clear()
+
+    @contextlib.contextmanager
+    def span(self, rec, name: str):
+        """Time the GL commands issued inside the block as one pass of ``rec``."""
+        pair = None
+        if self.enabled and rec is not None:
+            if self._free:
+                pair = self._free.pop()
+                try:
+                    self._gl.glQueryCounter(pair[0], GL_TIMESTAMP)
+                except Exception as exc:  # noqa: BLE001
+                    self._disable(exc)
+                    pair = None
+            else:
+                self.dropped += 1
+        try:
+            yield
+        finally:
+            if pair is not None and self.enabled:
+                try:
+                    self._gl.glQueryCounter(pair[1], GL_TIMESTAMP)
+                    self._pending.append((rec, name, pair[0], pair[1]))
+                except Exception as exc:  # noqa: BLE001
+                    self._disable(exc)
+
+    def _available(self, query: int) -> bool:
+        self._gl.glGetQueryObjectiv(query, GL_QUERY_RESULT_AVAILABLE, ctypes.byref(self._ival))
+        return bool(self._ival.value)
+
+    def _result(self, query: int) -> int:
+        self._gl.glGetQueryObjectui64v(query, GL_QUERY_RESULT, ctypes.byref(self._uval))
+        return int(self._uval.value)
+
+    def harvest(self, wait: bool = False) -> None:
+        """Move finished results onto their records, oldest first; ``wait`` blocks for all of them."""
+        if not self.enabled:
+            return
+        try:
+            while self._pending:
+                rec, name, q0, q1 = self._pending[0]
+                if not wait and not (self._available(q1) and self._available(q0)):
+                    return
+                rec.gl_passes.append((name, self._result(q0), self._result(q1)))
+                self.timed += 1
+                self._pending.popleft()
+                self._free.append((q0, q1))
+        except Exception as exc:  # noqa: BLE001
+            self._disable(exc)
+
+    @property
+    def oldest_pending_frame(self) -> int | None:
+        """The frame index of the oldest pass still in flight (its record's gl_passes are not final)."""
+        return self._pending[0][0].index if self._pending else None
+
+    def release(self) -> None:
+        """Delete the queries (context current). Results still in flight are dropped."""
+        names, self._all = self._all, []
+        self._pending.clear()
+        self._free = []
+        self.enabled = False
+        if names:
+            try:
+                self._gl.glDeleteQueries(len(names), names)
+            except Exception as exc:  # noqa: BLE001
+                log.info("%s: glDeleteQueries failed: %s", self.label, exc)
+
+    def __repr__(self) -> str:
+        return f"<GlTimer {self.label!r} {'on' if self.enabled else 'off: ' + self.reason}>"

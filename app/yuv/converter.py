@@ -1,0 +1,80 @@
+"""The CL conversion of a YUV frame to RGBA8 (kernels/yuv.cl), used by the yuv scene and ``convert``.
+
+Both callers go through the same steps: plane images from ``plane_image`` (cl_amd_planar_yuv's
+contract), one kernel launch per frame into an RGBA8 (CL_RGBA, CL_UNORM_INT8) image.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from app.compute.kernels import KernelProgram
+from app.compute.planar import CL_YUV_IMAGE_UV_PLANE_AMD, CL_YUV_IMAGE_Y_PLANE_AMD, PlaneLayout, YuvImage, plane_image
+from app.yuv.formats import MATRICES, YuvFormat, check_choice, range_params
+
+RGBA8 = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8)
+
+
+class YuvConverter:
+    """The built kernel for one plane layout; ``enqueue`` converts one frame."""
+
+    def __init__(self, context: cl.Context, layout: PlaneLayout, owner: str = "") -> None:
+        self.layout = layout
+        self.label = f"yuv converter ({layout.fmt.name})"
+        self.program = KernelProgram(context, "yuv.cl", layout.kernel_options, owner=owner)
+        self.kernel = self.program.kernel("yuv420_to_rgba")
+
+    def enqueue(self, queue: cl.CommandQueue, y_plane: cl.Image, uv_plane: cl.Image, out: cl.Image,
+                fmt: YuvFormat, matrix: str, range_: str, wait_for=None) -> cl.Event:
+        """Convert the planes into ``out`` (RGBA8, the frame's size); returns the kernel's event."""
+        check_choice(matrix, range_)
+        kr, kb = MATRICES[matrix]
+        y_off, y_scale, c_off, c_scale = range_params(fmt, range_)
+        self.kernel.set_args(y_plane, uv_plane, out, np.uint32(fmt.shift), np.float32(kr), np.float32(kb),
+                             np.float32(y_off), np.float32(y_scale), np.float32(c_off), np.float32(c_scale))
+        w, h = self.layout.width, self.layout.height
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, (w // 2, h // 2), None, wait_for=wait_for)
+
+    def release(self) -> None:
+        self.program.release()
+
+    def __repr__(self) -> str:
+        return f"<YuvConverter {self.label!r}>"
+
+
+def planes_of(context: cl.Context, image: YuvImage) -> tuple[cl.Image, cl.Image]:
+    """(Y, UV) plane images of ``image``; the caller releases both."""
+    y = plane_image(context, image, CL_YUV_IMAGE_Y_PLANE_AMD)
+    try:
+        uv = plane_image(context, image, CL_YUV_IMAGE_UV_PLANE_AMD)
+    except BaseException:
+        y.release()
+        raise
+    return y, uv
+
+
+def convert_frame(context: cl.Context, queue: cl.CommandQueue, fmt: YuvFormat, y: np.ndarray, uv: np.ndarray,
+                  matrix: str, range_: str) -> np.ndarray:
+    """One frame through the CL path on a plain context: uint8 H x W x 4 (RGBA), row 0 first."""
+    height, width = y.shape
+    image = YuvImage.create(context, fmt, width, height, label="convert input")
+    converter = None
+    planes: tuple = ()
+    out = None
+    try:
+        image.write(queue, y, uv)
+        planes = planes_of(context, image)
+        converter = YuvConverter(context, image.layout, owner="convert")
+        out = cl.create_image(context, cl.mem_flags.WRITE_ONLY, RGBA8, shape=(width, height))
+        ev = converter.enqueue(queue, planes[0], planes[1], out, fmt, matrix, range_)
+        rgba = np.empty((height, width, 4), np.uint8)
+        cl.enqueue_copy(queue, rgba, out, origin=(0, 0), region=(width, height), wait_for=[ev], is_blocking=True)
+        return rgba
+    finally:
+        if out is not None:
+            out.release()
+        for p in planes:
+            p.release()
+        if converter is not None:
+            converter.release()
+        image.release()

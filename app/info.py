@@ -66,12 +66,7 @@ def gather(selector: str | None) -> dict:
 
 def _sync_reason(cls, name: str, mode: str, registry) -> str | None:
     """A sync mode's verdict for an available backend, without building the backend."""
-    if mode in ("finish", "none"):
-        return None
-    if mode not in cls.sync_modes:
-        return f"{mode} is not a sync mode of {name}"
-    checker = getattr(cls, "sync_probe", None)
-    return checker(registry.env, mode) if checker else None
+    return cls.sync_probe(registry.env, mode)
 
 
 def render_text(data: dict) -> str:

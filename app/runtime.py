@@ -18,8 +18,10 @@ from app.gl.context import check_gl, gl_info
 from app.scenes import scene_class
 from app.schedule.frame import ErrorRecord
 from app.schedule.scheduler import FrameScheduler, error_record
+from app.schedule.teach import TeachingStepper
 from app.sharing.base import ProbeEnv
 from app.sharing.registry import Registry
+from app.validate.demos import HazardDemos
 from app.window import open_surface
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,8 @@ class Runtime:
         self.step_once = False
         self.frames_target: int | None = cfg.frames
         self.panel_state = None  # ui/panel.py keeps its own state here
+        self.stepper = TeachingStepper()  # teaching mode: one phase per step (app/schedule/teach.py)
+        self.demos = HazardDemos()  # hazard demonstrations, keys 1-4 (app/validate/demos.py)
         self.clock = None  # app/trace/clock.py ClockMap: CL and GL time on the host clock
         self.ui_actions: list = []  # panel controls, run after the ImGui frame (draw_ui)
         self.trace_written: dict = {}  # the panel's "write trace": {"path": ..., "error": ...}
@@ -116,6 +120,8 @@ class Runtime:
 
     def _teardown(self) -> None:
         """Reverse build order; CL memory objects before their GL objects (scene.teardown)."""
+        with contextlib.suppress(Exception):
+            self.stepper.finish_frame(self)  # teaching: release what the stepped frame acquired
         if self.scheduler is not None:
             with contextlib.suppress(Exception):
                 self.scheduler.finish()
@@ -218,8 +224,14 @@ class Runtime:
         elif key == "v":
             self.cfg = self.cfg.with_(vsync=not self.cfg.vsync)
             self.surface.set_vsync(self.cfg.vsync)
-        elif key == "right" and self.paused:
-            self.step_once = True
+        elif key in ("right", "n") and self.paused:
+            self.step_once = True  # teaching mode: the next phase (see step())
+        elif key == "t":
+            self.stepper.toggle(self)
+        elif key == "f" and self.stepper.active:
+            self.stepper.finish_frame(self)
+        elif self.demos.handle(self, key):  # 1 skip acquire, 2 skip release, 3 sync none, 4 delete GL first
+            pass
 
     def request_close(self) -> None:
         self._close_requested = True
@@ -228,7 +240,10 @@ class Runtime:
         return self.surface.framebuffer_size if self.surface.bind_target() else None
 
     def step(self):
-        """Advance one simulation frame (acquire -> compute -> release -> render)."""
+        """Advance one simulation frame (acquire -> compute -> release -> render); in teaching
+        mode one phase of it (the record is returned when the frame completes, else None)."""
+        if self.stepper.active:
+            return self.stepper.step(self)
         rec = self.scheduler.run_frame(self.frame, self._render_target)
         self.frame += 1
         return rec
@@ -344,7 +359,7 @@ class Runtime:
                 self._loop_error(exc, "resize")
         if self.paused and not self.step_once:
             if self.surface.bind_target():
-                self.scene.render(size)
+                self.stepper.idle_render(self.scene, size)  # not the scene while a stepped frame's CL owns it
             rec = None
         else:
             self.step_once = False

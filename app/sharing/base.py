@@ -186,16 +186,21 @@ class SharingBackend(abc.ABC):
         """GL's part of the hand-over after the release is ordered (external_memory: buffer -> texture)."""
         return None
 
-    def sync_unavailable_reason(self, mode: str) -> str | None:
-        """None when ``mode`` works with this backend here, else the reason."""
+    @classmethod
+    def sync_probe(cls, env: ProbeEnv, mode: str) -> str | None:
+        """None when sync ``mode`` works with this backend here, else the reason (no backend built)."""
         if mode in ("finish", "none"):
             return None
         if mode == "gl_event":
-            return (f"gl_event needs cl_khr_gl_event on a CL context created from the GL context; {self.name} "
+            return (f"gl_event needs cl_khr_gl_event on a CL context created from the GL context; {cls.name} "
                     "uses a plain context (and clCreateEventFromGLsyncKHR crashed NVIDIA's driver on one)")
         if mode == "semaphore":
             return "semaphore sync needs the external_memory backend (Vulkan-exported semaphores)"
         return f"unknown sync mode {mode!r}"
+
+    def sync_unavailable_reason(self, mode: str) -> str | None:
+        """None when ``mode`` works with this backend here, else the reason."""
+        return type(self).sync_probe(self.env, mode)
 
     def make_sync(self, mode: str) -> SyncStrategy:
         reason = self.sync_unavailable_reason(mode)

@@ -122,8 +122,11 @@ class ExternalMemory(SharingBackend):
 
     @classmethod
     def sync_probe(cls, env: ProbeEnv, mode: str) -> str | None:
+        if mode == "gl_event":
+            return ("gl_event needs a CL context created from the GL context (cl_khr_gl_sharing); external_memory "
+                    "uses a plain one, where clCreateEventFromGLsyncKHR crashed NVIDIA's driver")
         if mode != "semaphore":
-            return None
+            return super().sync_probe(env, mode)
         missing = [e for e in CL_SEMAPHORE_EXTENSIONS if e not in env.device_extensions]
         missing += [e for e in GL_SEMAPHORE_EXTENSIONS if not env.gl_info.has(e)]
         if missing:
@@ -283,14 +286,6 @@ class ExternalMemory(SharingBackend):
         for obj in objects:
             out.append(obj.private["staging"].name if "staging" in obj.private else obj.gl.name)
         return out
-
-    def sync_unavailable_reason(self, mode: str) -> str | None:
-        if mode == "semaphore":
-            return self.sync_probe(self.env, mode)
-        if mode == "gl_event":
-            return ("gl_event needs a CL context created from the GL context (cl_khr_gl_sharing); external_memory "
-                    "uses a plain one, where clCreateEventFromGLsyncKHR crashed NVIDIA's driver")
-        return super().sync_unavailable_reason(mode)
 
     def make_sync(self, mode: str) -> SyncStrategy:
         if mode == "semaphore":

@@ -98,12 +98,13 @@ class KhrGlSharing(SharingBackend):
     def _enqueue_release(self, queue, objects, wait_for):
         return cl.enqueue_release_gl_objects(queue, [o.mem for o in objects], wait_for=wait_for)
 
-    def sync_unavailable_reason(self, mode: str) -> str | None:
+    @classmethod
+    def sync_probe(cls, env: ProbeEnv, mode: str) -> str | None:
         if mode == "gl_event":
-            if "cl_khr_gl_event" not in self.env.device_extensions:
-                return "the device does not list cl_khr_gl_event"
-            return None
-        return super().sync_unavailable_reason(mode)
+            return None if "cl_khr_gl_event" in env.device_extensions else "the device does not list cl_khr_gl_event"
+        if mode == "semaphore":
+            return "semaphore sync needs the external_memory backend (Vulkan-exported semaphores)"
+        return super().sync_probe(env, mode)
 
     def make_sync(self, mode: str) -> SyncStrategy:
         if mode == "gl_event" and not self.sync_unavailable_reason(mode):

@@ -58,31 +58,42 @@ class KhrGlSharing(SharingBackend):
         if reason:
             return Probe(cls.name, False, reason)
         try:
-            ctx = cls._make_context(env)
+            cls._make_context(env)  # dropped at once: the backend makes its own
         except SharingUnavailable as exc:
             return Probe(cls.name, False, exc.reason)
-        ctx = None  # noqa: F841 - the probe context is dropped; the backend makes its own
         return Probe(cls.name, True, f"cl_khr_gl_sharing with a {env.surface.gl_platform.upper()} context, zero-copy")
 
     @staticmethod
-    def _make_context(env: ProbeEnv) -> cl.Context:
-        props = _gl_context_properties(env)
-        device = env.choice.device
+    def _gl_device(env: ProbeEnv, props: list) -> cl.Device:
+        """The device clGetGLContextInfoKHR names for the current GL context (where it answers),
+        else the chosen one. Only reached when the device lists cl_khr_gl_sharing."""
         try:
-            devices = cl._cl.get_gl_context_info_khr(props, cl.gl_context_info.CURRENT_DEVICE_FOR_GL_CONTEXT_KHR,
-                                                     env.choice.platform)
-            if devices and device not in (devices if isinstance(devices, list) else [devices]):
-                log.warning("GL context runs on %s, not the chosen %s", devices, device.name)
+            named = cl._cl.get_gl_context_info_khr(props, cl.gl_context_info.CURRENT_DEVICE_FOR_GL_CONTEXT_KHR,
+                                                   env.choice.platform)
         except cl.Error as exc:
-            log.info("clGetGLContextInfoKHR: %s", cl_error_name(exc.code))
+            log.info("clGetGLContextInfoKHR: %s; using the chosen device", cl_error_name(exc.code))
+            return env.choice.device
+        named = named[0] if isinstance(named, list) and named else named
+        if isinstance(named, cl.Device):
+            if named != env.choice.device:
+                log.warning("the GL context runs on %s, not the chosen %s: sharing needs the GL device",
+                            named.name.strip(), env.choice.device.name.strip())
+            return named
+        return env.choice.device
+
+    @classmethod
+    def _make_context(cls, env: ProbeEnv) -> tuple[cl.Context, cl.Device]:
+        props = _gl_context_properties(env)
+        device = cls._gl_device(env, props)
         try:
-            return cl.Context(devices=[device], properties=props)
+            return cl.Context(devices=[device], properties=props), device
         except cl.Error as exc:
             raise SharingUnavailable("gl_sharing", f"clCreateContext with {env.surface.gl_platform.upper()} GL "
                                      f"properties failed: {cl_error_name(exc.code)} ({exc.code})") from exc
 
     def _create_context(self) -> cl.Context:
-        return self._make_context(self.env)
+        context, self.device = self._make_context(self.env)
+        return context
 
     def _share_buffer(self, gl: GlBuffer, access: str):
         GL.glFinish()

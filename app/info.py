@@ -49,6 +49,14 @@ def gather(selector: str | None) -> dict:
                 per[name] = _sync_reason(backend_class(name), name, mode, registry) or "available"
             sync.append({"name": mode, "backends": per})
         import_types = import_handle_types(choice.device)
+        lifetime = None
+        if registry.probes["external_memory"].available:
+            from app.sharing.lifetime import run_lifetime_demo
+
+            try:
+                lifetime = run_lifetime_demo(registry.env)
+            except Exception as exc:  # noqa: BLE001 - shown, not fatal
+                lifetime = {"ok": False, "steps": [], "error": f"{type(exc).__name__}: {exc}"}
         return {
             "glshare": __version__,
             "pyopencl": {"version": cl.VERSION_TEXT, "have_gl": bool(cl.have_gl())},
@@ -59,6 +67,7 @@ def gather(selector: str | None) -> dict:
             "sync_modes": sync,
             "external_memory_import_types": [f"0x{t:04X}" for t in (import_types or [])],
             "external_memory_handle_types": handle_table(import_types),
+            "external_memory_lifetime_demo": lifetime,
         }
     finally:
         surface.close()
@@ -96,4 +105,14 @@ def render_text(data: dict) -> str:
         out.append(f"  {h['hex']} {h['name']:<18} {'NT ' if h['nt_handle'] else '   '}"
                    f"owns ref: {'yes' if h['owns_reference'] else 'no '}  closes: {h['who_closes']}")
         out.append(f"         invalid when: {h['becomes_invalid_when']}; {h['glshare']}")
+    demo = data.get("external_memory_lifetime_demo")
+    out += ["", "External-memory lifetime demonstration:"]
+    if demo is None:
+        out.append("  not run: external_memory is unavailable here (see its reason above)")
+    else:
+        for st in demo.get("steps", []):
+            out.append(f"  {'ok  ' if st['ok'] else 'FAIL'} {st['step']}: {st['detail']}")
+        if demo.get("error"):
+            out.append(f"  FAIL {demo['error']}")
+        out.append(f"  {demo.get('kmt_note', '')}")
     return "\n".join(out)

@@ -200,3 +200,6 @@ def test_info_on_nvidia(glshare):
     assert not rows["DMA_BUF"]["imported_by_device"]
     em = {b["name"]: b for b in data["backends"]}["external_memory"]
     assert em["available"], em
+    demo = data["external_memory_lifetime_demo"]
+    assert demo["ok"], demo
+    assert [s["step"] for s in demo["steps"]][1:3] == ["CL writes, GL reads", "GL writes, CL reads"]

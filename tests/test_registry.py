@@ -75,5 +75,6 @@ def test_info_json_names_pocl_and_every_backend(glshare):
     assert not table["D3D11_TEXTURE_KMT"]["owns_reference"]
     assert "destroyed" in table["D3D11_TEXTURE_KMT"]["becomes_invalid_when"]
     assert not any(h["imported_by_device"] for h in table.values())  # PoCL imports nothing
+    assert data["external_memory_lifetime_demo"] is None
     text = glshare("info")
     assert text.returncode == 0 and "host_copy" in text.stdout and "external_memory" in text.stdout

@@ -10,10 +10,12 @@ returns a new 2D image of the Y plane (CL_R, width x height) or of the interleav
     CL_INVALID_MEM_OBJECT   if mem is not a valid cl_mem object.
 The extension only takes images made by clCreateFromD3D11Texture2DKHR, so glshare keeps a
 ``YuvImage`` (both plane images, the format, the size) and ``plane_image`` gives the same contract
-for it everywhere: the same checks, in the spec's order, then either the real entry point (only
-when the platform lists cl_amd_planar_yuv and the image carries such a D3D11 interop ``native``
-cl_mem; glshare makes none itself) or a new reference to the stored plane image. Either way the
-caller owns the returned image and releases it; the YuvImage stays valid.
+for it everywhere: the same checks, in the spec's order (context, then plane and NULL, then the
+object; whether a context is the image's own can only be asked of a valid image), then either
+the real entry point (only when the platform lists cl_amd_planar_yuv and the image carries such
+a D3D11 interop ``native`` cl_mem; glshare makes none itself) or a new reference to the stored
+plane image. Either way the caller owns the returned image and releases it; the YuvImage stays
+valid.
 
 What CL_INVALID_D3D11_RESOURCE_KHR covers (a valid cl_mem that is not a YUV interop image) is
 CL_INVALID_MEM_OBJECT here: the argument must be a live YuvImage, and a released pyopencl image
@@ -86,7 +88,9 @@ class PlaneLayout:
 
     @property
     def kernel_options(self) -> list[str]:
-        return ["-DGLSHARE_UV_PAIRS=1"] if self.uv_pairs else []
+        """Build options of kernels/yuv.cl for this layout."""
+        word = "uchar" if self.fmt.word_bytes == 1 else "ushort"
+        return [f"-DGLSHARE_WORD={word}"] + (["-DGLSHARE_UV_PAIRS=1"] if self.uv_pairs else [])
 
     def describe(self) -> str:
         uv = "CL_R pairs (no CL_RG on this device)" if self.uv_pairs else "CL_RG"
@@ -123,26 +127,26 @@ class YuvImage:
     """
 
     def __init__(self, context: cl.Context, layout: PlaneLayout, y: cl.Image, uv: cl.Image, *,
-                 label: str, owns: bool, native: cl.MemoryObjectHolder | None = None) -> None:
-        self.context, self.layout, self.label, self.owns = context, layout, label, owns
+                 label: str, owns: bool, native: cl.MemoryObjectHolder | None = None, owner: str = "") -> None:
+        self.context, self.layout, self.label, self.owns, self.owner = context, layout, label, owns, owner
         self.native = native  # a D3D11 interop image clGetPlaneFromImageAMD accepts (never made here)
         self._planes: tuple[cl.Image, cl.Image] | None = (y, uv)
-        live.created("yuv_image", label)
+        live.created("yuv_image", owner)
 
     @classmethod
     def create(cls, context: cl.Context, fmt: YuvFormat, width: int, height: int, *,
-               flags: int = cl.mem_flags.READ_ONLY, label: str = "yuv image") -> "YuvImage":
+               flags: int = cl.mem_flags.READ_ONLY, label: str = "yuv image", owner: str = "") -> "YuvImage":
         layout = plane_layout(context, fmt, width, height, flags)
         try:
             y = cl.create_image(context, flags, layout.y_format, shape=layout.y_shape)
             uv = cl.create_image(context, flags, layout.uv_format, shape=layout.uv_shape)
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"create {label}") from exc
-        return cls(context, layout, y, uv, label=label, owns=True)
+        return cls(context, layout, y, uv, label=label, owns=True, owner=owner)
 
     @classmethod
     def wrap(cls, context: cl.Context, fmt: YuvFormat, width: int, height: int, y: cl.Image, uv: cl.Image, *,
-             label: str = "yuv image") -> "YuvImage":
+             label: str = "yuv image", owner: str = "") -> "YuvImage":
         """Adopt existing plane images; raises ClError when their formats or sizes are not a layout's."""
         check_size(width, height)
         uv_pairs = uv.format.channel_order == cl.channel_order.R
@@ -156,7 +160,7 @@ class YuvImage:
                 raise ClError(CL_INVALID_IMAGE_SIZE, where=f"YuvImage.wrap({label})",
                               detail=f"{name} plane is {img.width}x{img.height}, {width}x{height} "
                                      f"{fmt.name.upper()} needs {want_shape[0]}x{want_shape[1]}")
-        return cls(context, layout, y, uv, label=label, owns=False)
+        return cls(context, layout, y, uv, label=label, owns=False, owner=owner)
 
     @property
     def fmt(self) -> YuvFormat:
@@ -190,7 +194,7 @@ class YuvImage:
         if self.owns:
             for img in planes:
                 img.release()
-        live.released("yuv_image", self.label)
+        live.released("yuv_image", self.owner)
 
     def __repr__(self) -> str:
         state = self.layout.describe() if self.valid else "released"

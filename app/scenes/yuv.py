@@ -7,7 +7,10 @@ and an RGBA8 texture CL writes (shared write_only), drawn on a full-window quad.
 because cl_amd_planar_yuv's table gives the planes CL_UNSIGNED_INT8 / CL_UNSIGNED_INT16, which is
 what cl_khr_gl_sharing maps GL_R8UI / GL_RG8UI / GL_R16UI / GL_RG16UI to. On a device without
 two-channel images (PoCL 3.1) the UV texture is GL_R8UI / GL_R16UI of width x height/2 with the
-same interleaved bytes (app/compute/planar.py says why).
+same interleaved bytes (app/compute/planar.py says why). Where the backend gives textures to CL
+as pitched buffers (external_memory without cl_khr_image2d_from_buffer, NVIDIA), there are no
+plane images to take: the scene runs the buffer variant of the same kernel on the Y, UV and RGBA
+buffers (``buffer_planes``).
 
 The planes reach the textures through pixel-unpack buffers (glBufferSubData into the PBO, then
 glTexSubImage2D from it). GL may write them only while it owns them, that is outside the
@@ -76,10 +79,14 @@ class YuvScene(Scene):
         self.out = backend.create_texture("yuv.rgba", w, h, access="write_only")
         self._built.append(("shared", self.out))
         self.shared = [self.y, self.uv, self.out]
-        self.yuv = YuvImage.wrap(backend.context, self.fmt, w, h, self.y.mem, self.uv.mem, label="yuv.frame")
-        self._built.append(("release", self.yuv))
-        self.planes = planes_of(backend.context, self.yuv)
-        self._built.extend(("release", p) for p in self.planes)
+        self.buffer_planes = not all(o.is_image for o in self.shared)
+        self.yuv, self.planes = None, ()
+        if not self.buffer_planes:
+            self.yuv = YuvImage.wrap(backend.context, self.fmt, w, h, self.y.mem, self.uv.mem, label="yuv.frame",
+                                     owner=backend.name)
+            self._built.append(("release", self.yuv))
+            self.planes = planes_of(backend.context, self.yuv)
+            self._built.extend(("release", p) for p in self.planes)
         self.converter = YuvConverter(backend.context, self.layout, owner=backend.name)
         self._built.append(("release", self.converter))
         self.pbos = {}
@@ -102,7 +109,7 @@ class YuvScene(Scene):
     @staticmethod
     def _pitch(obj) -> int:
         """Bytes per row of the memory CL reads (external_memory pads rows to its pitch)."""
-        return int(obj.private.get("pitch", obj.gl.width * obj.gl.bytes_per_pixel))
+        return int(obj.row_pitch or obj.private.get("pitch") or obj.gl.width * obj.gl.bytes_per_pixel)
 
     def _staged_nbytes(self, obj) -> int:
         return self._pitch(obj) * obj.gl.height
@@ -148,6 +155,10 @@ class YuvScene(Scene):
             log.debug("frame %d converts pattern frame %s (first frame after a build)", frame, self.uploaded_frame)
         self._last_computed = frame
         self.shown_frame = self.uploaded_frame
+        if self.buffer_planes:
+            return self.converter.enqueue_buffers(queue, self.y.mem, self._pitch(self.y), self.uv.mem,
+                                                  self._pitch(self.uv), self.out.mem, self._pitch(self.out),
+                                                  self.fmt, self.matrix, self.range_, wait_for)
         return self.converter.enqueue(queue, self.planes[0], self.planes[1], self.out.mem, self.fmt,
                                       self.matrix, self.range_, wait_for)
 
@@ -186,4 +197,5 @@ class YuvScene(Scene):
     def describe(self) -> str:
         w, h = self.image_size
         matrix = {"bt601": "BT.601", "bt709": "BT.709"}[self.matrix]
-        return f"yuv ({self.fmt.name.upper()} test pattern), {w}x{h}, {matrix} {self.range_}"
+        planes = ", planes as buffers" if self.buffer_planes else ""
+        return f"yuv ({self.fmt.name.upper()} test pattern), {w}x{h}, {matrix} {self.range_}{planes}"

@@ -1,7 +1,9 @@
 """The CL conversion of a YUV frame to RGBA8 (kernels/yuv.cl), used by the yuv scene and ``convert``.
 
 Both callers go through the same steps: plane images from ``plane_image`` (cl_amd_planar_yuv's
-contract), one kernel launch per frame into an RGBA8 (CL_RGBA, CL_UNORM_INT8) image.
+contract), one kernel launch per frame into an RGBA8 (CL_RGBA, CL_UNORM_INT8) image. Where a
+backend gives textures to CL as pitched buffers (external_memory on NVIDIA), ``enqueue_buffers``
+runs the same arithmetic (one inline function in kernels/yuv.cl) on the buffers.
 """
 from __future__ import annotations
 
@@ -35,6 +37,22 @@ class YuvConverter:
         w, h = self.layout.width, self.layout.height
         return cl.enqueue_nd_range_kernel(queue, self.kernel, (w // 2, h // 2), None, wait_for=wait_for)
 
+    def enqueue_buffers(self, queue: cl.CommandQueue, y_plane: cl.Buffer, y_pitch: int, uv_plane: cl.Buffer,
+                        uv_pitch: int, out: cl.Buffer, out_pitch: int, fmt: YuvFormat, matrix: str, range_: str,
+                        wait_for=None) -> cl.Event:
+        """The same conversion on pitched buffers (pitches in bytes): for textures whose CL side
+        is a buffer (external_memory without cl_khr_image2d_from_buffer). Returns the kernel's event."""
+        check_choice(matrix, range_)
+        kr, kb = MATRICES[matrix]
+        y_off, y_scale, c_off, c_scale = range_params(fmt, range_)
+        w, h = self.layout.width, self.layout.height
+        word = fmt.word_bytes
+        kernel = self.program.kernel("yuv420_to_rgba_buffer")
+        kernel.set_args(y_plane, np.int32(y_pitch // word), uv_plane, np.int32(uv_pitch // word), out,
+                        np.int32(out_pitch // 4), np.int32(w), np.int32(h), np.uint32(fmt.shift), np.float32(kr),
+                        np.float32(kb), np.float32(y_off), np.float32(y_scale), np.float32(c_off), np.float32(c_scale))
+        return cl.enqueue_nd_range_kernel(queue, kernel, (w // 2, h // 2), None, wait_for=wait_for)
+
     def release(self) -> None:
         self.program.release()
 
@@ -57,7 +75,7 @@ def convert_frame(context: cl.Context, queue: cl.CommandQueue, fmt: YuvFormat, y
                   matrix: str, range_: str) -> np.ndarray:
     """One frame through the CL path on a plain context: uint8 H x W x 4 (RGBA), row 0 first."""
     height, width = y.shape
-    image = YuvImage.create(context, fmt, width, height, label="convert input")
+    image = YuvImage.create(context, fmt, width, height, label="convert input", owner="convert")
     converter = None
     planes: tuple = ()
     out = None

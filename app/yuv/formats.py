@@ -40,7 +40,10 @@ class YuvFormat:
 
     def words(self, samples: np.ndarray) -> np.ndarray:
         """Sample codes (0 .. max_code) -> storage words."""
-        return (np.asarray(samples, np.int64) << self.shift).astype(self.dtype)
+        samples = np.asarray(samples)
+        if not np.issubdtype(samples.dtype, np.integer):
+            samples = samples.astype(np.int64)
+        return (samples << self.shift).astype(self.dtype) if self.shift else samples.astype(self.dtype)
 
     def samples(self, words: np.ndarray) -> np.ndarray:
         """Storage words -> sample codes (int64)."""

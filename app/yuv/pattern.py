@@ -36,12 +36,14 @@ def _triangle(pos: np.ndarray, max_code: int) -> np.ndarray:
 
 
 def pattern_codes(width: int, height: int, frame: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sample codes of frame ``frame``: (Y: H x W, UV: H/2 x W/2 x 2), int64 in 0 .. 2^bits - 1."""
+    """Sample codes of frame ``frame``: (Y: H x W, UV: H/2 x W/2 x 2), int32 in 0 .. 2^bits - 1."""
     check_size(width, height)
     top = (1 << bits) - 1
     xs = np.arange(width, dtype=np.int64) * STEPS // width
     ys = np.arange(height, dtype=np.int64) * STEPS // height
-    y = (_triangle(xs[None, :] + 8 * frame, top) * 3 + _triangle(ys[:, None] * 2 + 5 * frame, top)) // 4
+    across = (_triangle(xs + 8 * frame, top) * 3).astype(np.int32)  # 1-D ramps, then one broadcast add
+    down = _triangle(ys * 2 + 5 * frame, top).astype(np.int32)
+    y = (across[None, :] + down[:, None]) >> 2
     bw, bh = max(1, width // 8), max(1, height // 6)
     span = max(1, width - bw)
     x0 = (3 * frame) % span
@@ -50,9 +52,10 @@ def pattern_codes(width: int, height: int, frame: int, bits: int) -> tuple[np.nd
     y[height // 2:height // 2 + bh, x1:x1 + bw] = 0
     cx = np.arange(width // 2, dtype=np.int64) * STEPS // (width // 2)
     cy = np.arange(height // 2, dtype=np.int64) * STEPS // (height // 2)
-    u = _triangle(cx[None, :] + 3 * frame, top) + 0 * cy[:, None]
-    v = _triangle(cy[:, None] + STEPS // 4 - 2 * frame, top) + 0 * cx[None, :]
-    return y, np.stack([u, v], -1)
+    uv = np.empty((height // 2, width // 2, 2), np.int32)
+    uv[..., 0] = _triangle(cx + 3 * frame, top)[None, :]
+    uv[..., 1] = _triangle(cy + STEPS // 4 - 2 * frame, top)[:, None]
+    return y, uv
 
 
 def pattern_frame(fmt: YuvFormat, width: int, height: int, frame: int) -> tuple[np.ndarray, np.ndarray]:

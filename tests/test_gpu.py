@@ -59,7 +59,7 @@ def _run_pixels(surface, scene, size, backend, sync, frames=20):
     return px, waits
 
 
-@pytest.mark.parametrize("scene, size", [("particles", 65536), ("image", (256, 192))])
+@pytest.mark.parametrize("scene, size", [("particles", 65536), ("image", (256, 192)), ("yuv", (256, 192))])
 @pytest.mark.parametrize("sync", ["finish", "semaphore"])
 def test_scene_pixels_match_host_copy(gl, scene, size, sync):
     from app.window.egl_headless import EglSurface

@@ -172,11 +172,10 @@ class DriverRunner:
                           a.num_events, ctypes.addressof(evs) if evs is not None else None, event_out)
         if event_out is not None and code == 0 and evs[0] and evs[0] != first_event:
             cl.Event.from_int_ptr(evs[0], retain=False)  # the event the driver wrote: released with the wrapper
-        noop = a.num_objects == 0 or a.mem_objects is NULL
-        if call == "acquire" and code == 0 and not noop:
-            self._valid("release")  # hand it back to GL
-        elif call == "release" and code != 0:
-            self._valid("release")
+        ours = a.mem_objects is not NULL and any(m is self.lab.shared.mem for m in a.mem_objects[:a.num_objects])
+        handed_over = code == 0 and ours  # the call acquired (or released) the shared buffer
+        if handed_over == (call == "acquire"):
+            self._valid("release")  # back to GL: an acquire that took it, or a release that did not
         with contextlib.suppress(cl.Error):
             self.lab.backend.queue.finish()
         return code, note

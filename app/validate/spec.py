@@ -89,6 +89,9 @@ def retire(mem: Any) -> None:
         RETIRED.popitem(last=False)
 
 
+_NO_QUEUE = object()  # never a queue (None is NULL, which must be checked)
+
+
 def _live(obj: Any, cls: type) -> bool:
     """A pyopencl object of that class with a non-NULL handle, not released by glshare."""
     return isinstance(obj, cls) and bool(obj.int_ptr) and id(obj) not in RETIRED
@@ -117,7 +120,7 @@ class SpecValidator:
         self.is_shared = is_shared
         self.checked = 0
         self.refused = 0
-        self._queue_ok: Any = None  # the last queue found to belong to sharing_context
+        self._queue_ok: Any = _NO_QUEUE  # the last queue found to belong to sharing_context
         self._shared: dict[int, Any] = {}  # id -> memory objects is_shared() accepted, until a retire()
         self._retires = _RETIRE_COUNT[0]
 
@@ -132,16 +135,19 @@ class SpecValidator:
         """
         self.checked += 1
         # 1. the queue
+        in_context = True
         if queue is not self._queue_ok:
             if not _live(queue, cl.CommandQueue):
                 self._fail("invalid_queue", call)
-            if queue.context != self.sharing_context:
-                self._fail("context_not_from_gl", call)
-            self._queue_ok = queue
+            in_context = queue.context == self.sharing_context
+            if in_context:
+                self._queue_ok = queue
         # 2. the spec's no-op
         if num_objects == 0 and mem_objects is NULL:
             return NOOP
         # 3. the arguments
+        if not in_context:
+            self._fail("context_not_from_gl", call)
         if num_objects == 0:
             self._fail("num_zero_list_given", call)
         if mem_objects is NULL:

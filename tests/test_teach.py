@@ -1,0 +1,192 @@
+"""Teaching mode: a stepped frame visits the phases in order, hands the objects GL -> CL -> GL, and
+leaves the same GL buffers and pixels as a normal frame; the runtime's keys drive it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.config import RunConfig
+from app.scenes import scene_class
+from app.scenes.particles import initial_state, reference_steps
+from app.schedule.scheduler import FrameScheduler
+from app.schedule.teach import TeachingStepper
+from app.validate.ownership import CL, GL
+
+N = 512
+
+
+def _build(backend, surface):
+    scene = scene_class("particles")(RunConfig(size=N, seed=11))
+    scene.build(backend, surface.framebuffer_size)
+    return scene, FrameScheduler(backend, scene, backend.make_sync("finish"), strict=True)
+
+
+def _target(surface):
+    return lambda: surface.framebuffer_size if surface.bind_target() else None
+
+
+def test_stepping_visits_phases_in_order_and_matches_a_normal_frame(host_copy, surface):
+    frames = 3
+    stepped, sched_a = _build(host_copy, surface)
+    normal, sched_b = _build(host_copy, surface)
+    stepper = TeachingStepper()
+    owners = []
+    try:
+        for f in range(frames):
+            # the stepped scene, one phase at a time
+            for expected in ("acquire", "compute", "release", "render"):
+                phase, rec = stepper.advance(sched_a, f, _target(surface))
+                assert phase == expected
+                assert (rec is not None) == (phase == "render")
+                owners.append({host_copy.tracker.owner_of(o) for o in stepped.shared})
+            assert stepper.visited == ["acquire", "compute", "release", "render"] and not stepper.mid_frame
+            sched_a.finish()
+            px_stepped = surface.read_pixels()
+            # the same frame, run normally
+            rec = sched_b.run_frame(f, _target(surface))
+            assert rec.errors == [] and rec.hazards == []
+            sched_b.finish()
+            px_normal = surface.read_pixels()
+            np.testing.assert_array_equal(px_stepped, px_normal)
+        assert px_normal.std() > 1  # something was drawn
+        assert owners[:4] == [{CL}, {CL}, {GL}, {GL}]
+        for name in ("position", "color"):
+            a, b = getattr(stepped, name).gl.read(), getattr(normal, name).gl.read()
+            np.testing.assert_array_equal(a, b)  # same kernel, same inputs: bit for bit
+        ref = reference_steps(initial_state(N, 11), frames)
+        got = stepped.position.gl.read().reshape(N, 4)
+        np.testing.assert_allclose(got, ref["position"], atol=1e-4)  # float32 kernel vs float64 numpy
+        assert [r.counts for r in sched_a.records] == [r.counts for r in sched_b.records]
+    finally:
+        for sched, scene in ((sched_a, stepped), (sched_b, normal)):
+            sched.finish()
+            sched.close()
+            scene.teardown()
+
+
+def test_a_phase_that_raises_abandons_the_frame(host_copy, surface):
+    scene, sched = _build(host_copy, surface)
+    stepper = TeachingStepper()
+    try:
+        sched.skip = {"acquire"}
+        from app.errors import HazardError
+
+        assert stepper.advance(sched, 0, _target(surface))[0] == "acquire"
+        with pytest.raises(HazardError):  # strict: the kernel on an object CL does not own
+            stepper.advance(sched, 0, _target(surface))
+        assert not stepper.mid_frame
+        sched.skip = set()
+        host_copy.tracker.strict = sched.strict = False
+        assert [stepper.advance(sched, 1, _target(surface))[0] for _ in range(4)] == [
+            "acquire", "compute", "release", "render"]
+    finally:
+        sched.finish()
+        sched.close()
+        scene.teardown()
+
+
+def test_runtime_keys_drive_teaching_and_hazard_demos(gl):
+    from app.runtime import Runtime
+    from app.schedule.teach import teaching_snapshot
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((96, 72))
+    try:
+        cfg = RunConfig(scene="particles", size=1024, headless=True, overlay=True, frames=10_000, seed=2)
+        with Runtime(cfg, surface=surface) as rt:
+            rt.tick()
+            frame = rt.frame
+            rt.handle_key("t")
+            assert rt.paused and rt.stepper.active
+            rt.tick()  # paused: nothing runs
+            assert rt.frame == frame and not rt.stepper.mid_frame
+            snap = teaching_snapshot(rt)
+            assert snap["step_index"] == 0 and snap["next"] == "acquire"
+            seen = []
+            for _ in range(4):
+                rt.handle_key("n")
+                rec = rt.tick()
+                snap = teaching_snapshot(rt)
+                seen.append((snap["last"], snap["step_index"], {o["owner"] for o in snap["objects"]},
+                             snap["gl_may_draw"], rec is not None))
+            assert seen == [("acquire", 1, {"cl"}, False, False), ("compute", 2, {"cl"}, False, False),
+                            ("release", 3, {"gl"}, True, False), ("render", 4, {"gl"}, True, True)]
+            assert rt.frame == frame + 1
+            rt.handle_key("right")
+            rt.tick()
+            assert rt.stepper.mid_frame
+            rt.handle_key("t")  # leaving finishes the frame in progress
+            assert not rt.stepper.active and not rt.paused and not rt.stepper.mid_frame
+            assert rt.frame == frame + 2
+            # hazard demonstrations: 2 skips the release, and the next frames are flagged
+            rt.handle_key("2")
+            assert rt.scheduler.skip == {"release"}
+            rec = rt.tick()
+            rec = rt.tick()
+            assert {"double_acquire", "gl_use_while_acquired"} <= {h.case for h in rec.hazards}
+            rt.handle_key("2")
+            rt.handle_key("3")  # sync none, skips kept across that switch
+            assert rt.cfg.sync == "none" and rt.scheduler.skip == set()
+            rt.handle_key("1")
+            rt.handle_key("3")
+            assert rt.cfg.sync == "finish" and rt.scheduler.skip == {"acquire"}
+            rt.handle_key("1")
+            rt.handle_key("4")
+            rec = rt.tick()
+            assert "delete_gl_while_shared" in {h.case for h in rec.hazards}
+            state = rt.demos.state(rt)
+            assert [d["key"] for d in state["demos"]] == ["1", "2", "3", "4"] and state["deletes"] == 1
+            assert "Frozen frame" in state["demos"][1]["effect"]
+    finally:
+        surface.close()
+
+
+def test_teaching_panel_draws_headless(gl):
+    from app.ui.imgui_layer import ImGuiLayer
+    from app.ui.teaching import draw_teaching
+
+    snap = {"active": True, "frame": 4, "mid_frame": True, "last": "acquire", "last_title": "acquire",
+            "next": "compute", "next_title": "kernel", "steps": ["GL draw", "acquire", "kernel", "release", "GL draw"],
+            "step_index": 1, "objects": [{"label": "particles.position", "kind": "buffer", "owner": "cl"}],
+            "gl_may_draw": False, "spec": "These objects need to be acquired", "does": "copied", "backend": "host_copy",
+            "sync": "finish", "skip": []}
+    layer = ImGuiLayer(gl)
+    try:
+        from imgui_bundle import imgui
+
+        got = []
+
+        def build():
+            imgui.begin("teach")
+            got.append(draw_teaching(snap))
+            got.append(draw_teaching({"active": False}))
+            imgui.end()
+
+        gl.bind_target()
+        layer.draw(build)
+        assert got == [None, None]
+    finally:
+        layer.close()
+
+
+def test_strict_runtime_stops_on_the_first_hazard(gl):
+    """--strict: the demonstration's first flag is raised out of the loop (the CLI prints it, exit 1)."""
+    from app.errors import HazardError
+    from app.runtime import Runtime
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((64, 48))
+    try:
+        cfg = RunConfig(scene="image", size=(32, 24), headless=True, overlay=False, frames=10_000, strict=True)
+        with Runtime(cfg, surface=surface) as rt:
+            assert rt.tick().hazards == []
+            rt.handle_key("1")
+            with pytest.raises(HazardError) as err:
+                rt.tick()
+            assert err.value.case == "use_without_acquire" and err.value.label == "image.julia"
+            assert err.value.one_line().startswith("kernel: use_without_acquire on image.julia")
+            with pytest.raises(HazardError) as err:
+                rt.handle_key("4")
+            assert err.value.case == "delete_gl_while_shared"
+    finally:
+        surface.close()

@@ -30,10 +30,16 @@ def main(args) -> int:
 
     sweep = choose_sweep(bool(getattr(args, "quick", False)))
     cl_device = _selector(getattr(args, "cl_device", None))
-    probe = probe_machine(cl_device)
-    if any(b in probe["backends_available"] for b in ("external_memory", "gl_sharing")):
-        sweep = sweep.with_zero_copy_size()
-    result = run_sweep(sweep, cl_device, probe)
+    from app.window import open_surface
+
+    surface = open_surface(True, (64, 64))  # one EGL context for every cell (Runtime(cfg, surface=...))
+    try:
+        probe = probe_machine(cl_device, surface)
+        if any(b in probe["backends_available"] for b in ("external_memory", "gl_sharing")):
+            sweep = sweep.with_zero_copy_size()
+        result = run_sweep(sweep, cl_device, probe, surface)
+    finally:
+        surface.close()
     print_table(result, sys.stdout)
     json_path = _output_path(getattr(args, "json_path", None), result, ".json")
     plot_path = _output_path(getattr(args, "plot", None), result, ".png")
@@ -41,7 +47,8 @@ def main(args) -> int:
         from app.bench.plot import write_plot
 
         write_plot(plot_path, result)
-        result["plot"] = str(plot_path)
+        same_dir = json_path is not None and json_path.parent.resolve() == plot_path.parent.resolve()
+        result["plot"] = plot_path.name if same_dir else str(plot_path)
     if json_path is not None:
         write_json(json_path, result)
         print(f"glshare: wrote bench JSON {json_path}")
@@ -83,22 +90,17 @@ def _git(*argv: str) -> str:
         return ""
 
 
-def probe_machine(cl_device: str | None) -> dict:
-    """Backends, sync modes, GL and CL of this machine, from one headless context (as ``info`` does)."""
+def probe_machine(cl_device: str | None, surface) -> dict:
+    """Backends, GL and CL of this machine, probed on the bench's headless surface (as ``info`` does)."""
     from app.compute.device import select_device
     from app.gl.context import gl_info
     from app.sharing.base import ProbeEnv
     from app.sharing.registry import Registry
-    from app.window import open_surface
 
     choice = select_device(cl_device)
-    surface = open_surface(True, (64, 64))
-    try:
-        info = gl_info()
-        registry = Registry(ProbeEnv(choice, surface, info))
-        gl = {k: info.as_dict()[k] for k in ("vendor", "renderer", "version")}
-    finally:
-        surface.close()
+    info = gl_info()
+    registry = Registry(ProbeEnv(choice, surface, info))
+    gl = {k: info.as_dict()[k] for k in ("vendor", "renderer", "version")}
     device = choice.device
     import pyopencl as cl
 
@@ -108,15 +110,17 @@ def probe_machine(cl_device: str | None) -> dict:
                    "version": device.version.strip(), "type": kind}}
 
 
-def _run_name(date: str, probe: dict) -> str:
+def _run_name(date: str, probe: dict, sweep_name: str) -> str:
+    """``2026-12-01-cpu-2core-pocl`` (a full sweep), ``...-pocl-quick`` (a quick one)."""
     cores = os.cpu_count() or 0
     platform_word = probe["cl"]["platform"].split()[0].lower()
     short = {"portable": "pocl", "nvidia": "nvidia", "amd": "amd", "intel(r)": "intel", "rusticl": "rusticl"}
-    return f"{date}-{probe['cl']['type']}-{cores}core-{short.get(platform_word, platform_word)}"
+    tail = "" if sweep_name == "full" else f"-{sweep_name}"
+    return f"{date}-{probe['cl']['type']}-{cores}core-{short.get(platform_word, platform_word)}{tail}"
 
 
 # -- the sweep --------------------------------------------------------------------------------------
-def run_sweep(sweep, cl_device: str | None, probe: dict) -> dict:
+def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
     from app.bench.cells import measure_backend
     from app.bench.ratios import compute_ratios
     from app.bench.report import Progress
@@ -133,9 +137,10 @@ def run_sweep(sweep, cl_device: str | None, probe: dict) -> dict:
     result: dict = {"cells": [], "baselines": [], "panels": [], "failures": [], "sync": {}}
     for scene, size, backend in groups:
         try:
-            got = measure_backend(scene, size, backend, sweep, cl_device, progress.tick)
+            got = measure_backend(scene, size, backend, sweep, cl_device, progress.tick, surface)
         except Exception as exc:  # noqa: BLE001 - one cell that cannot be built does not end the bench
             log.warning("bench %s %s %s failed: %s", scene, size, backend, exc)
+            log.debug("bench failure", exc_info=True)
             result["failures"].append({"scene": scene, "size": size if scene == "particles" else list(size),
                                        "backend": backend, "error": f"{type(exc).__name__}: {exc}"})
             progress.tick(f"{scene} {backend}: failed")
@@ -153,7 +158,7 @@ def run_sweep(sweep, cl_device: str | None, probe: dict) -> dict:
     commit = _git("rev-parse", "HEAD")
     return {
         "schema": SCHEMA,
-        "run_name": _run_name(date, probe),
+        "run_name": _run_name(date, probe, sweep.name),
         "date": now.isoformat(timespec="seconds"),
         "glshare": __version__,
         "commit": commit,

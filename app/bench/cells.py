@@ -13,12 +13,15 @@ import logging
 import math
 import time
 
+import numpy as np
+
 from app.bench.loops import BareLoop, Sample, glshare_copy_frame, glshare_frame, glshare_panel_frame
 from app.bench.sweep import Sweep, shared_bytes, size_label
 from app.config import SYNC_MODES, RunConfig
 from app.trace.stats import summary
 
 log = logging.getLogger(__name__)
+MIN_FRAMES = 5  # timed frames of each kind a cell gets even past its time budget
 
 
 def _ms(values_ns) -> dict:
@@ -59,8 +62,12 @@ class _Clock:
         self.t0, self.budget = time.perf_counter(), budget_s
 
     @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    @property
     def over(self) -> bool:
-        return time.perf_counter() - self.t0 > self.budget
+        return self.elapsed > self.budget
 
 
 def panel_name() -> str:
@@ -72,20 +79,22 @@ def panel_name() -> str:
     return "panel (app/ui/panel.py)"
 
 
-def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str | None, tick) -> dict:
-    """All cells of ``backend`` at ``size``. ``tick(label)`` is called once per cell done.
+def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str | None, tick, surface) -> dict:
+    """All cells of ``backend`` at ``size`` on the bench's headless ``surface`` (resized to what
+    ``glshare run --headless`` would open). ``tick(label)`` is called once per cell done.
 
     Returns {"cells": [...], "baselines": [...], "panel": {...} or None, "sync": {mode: reason},
     "gl": {...}, "cl": {...}}.
     """
-    from app.runtime import Runtime
+    from app.runtime import Runtime, default_window_size
 
     cfg = RunConfig(scene=scene, backend=backend, sync="finish", headless=True, size=size, cl_device=cl_device,
                     panel=True)
+    surface.resize(*default_window_size(cfg))
     out: dict = {"cells": [], "baselines": [], "panel": None}
     base = {"scene": scene, "size": size if scene == "particles" else size_label(scene, size), "backend": backend}
     nbytes = shared_bytes(scene, size)
-    with Runtime(cfg) as rt:
+    with Runtime(cfg, surface=surface) as rt:
         out["gl"] = {k: rt.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")}
         out["cl"] = {"platform": rt.choice.platform.name.strip(), "device": rt.choice.device.name.strip(),
                      "version": rt.choice.device.version.strip()}
@@ -124,20 +133,32 @@ def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
     records: list = []
     for _ in range(sweep.warmup):
         glshare_frame(rt, [])
-    samples = []
+        if clock.elapsed > sweep.cell_budget_s / 4:
+            break
+    samples: list = []
     per_round = math.ceil(sweep.frames / sweep.rounds)
-    for r in range(sweep.rounds):
-        samples += [glshare_frame(rt, records) for _ in range(per_round)]
-        if clock.over and r >= 1:
+    for _ in range(sweep.rounds):
+        samples += _take(per_round, clock, len(samples), lambda: glshare_frame(rt, records))
+        if clock.over:
             break
     return _cell(rt, base, nbytes, samples, records)
+
+
+def _take(n: int, clock: _Clock, have: int, fn, least: int = MIN_FRAMES) -> list:
+    """Up to ``n`` results of ``fn()``; fewer once the cell's time is spent and ``least`` are in."""
+    out = []
+    for _ in range(n):
+        if clock.over and have + len(out) >= least:
+            break
+        out.append(fn())
+    return out
 
 
 def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, out: dict) -> dict:
     clock = _Clock(sweep.cell_budget_s)
     bare = BareLoop(rt)
     copies = rt.backend_name == "host_copy"
-    g, b, c, f, p = [], [], [], [], []
+    g, b, c, f, p, o = [], [], [], [], [], []
     records: list = []
     try:
         for _ in range(sweep.warmup):
@@ -146,10 +167,15 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
             if copies:
                 glshare_copy_frame(rt)
                 bare.floor_frame()
-        per_round = math.ceil(sweep.frames / sweep.rounds)
+            if clock.elapsed > sweep.cell_budget_s / 4:  # large sizes: a frame or two warms them
+                break
+        headline = base["scene"] == "particles" and base["size"] in (sweep.default_particles, min(sweep.particles))
+        per_round = math.ceil(sweep.frames * (2 if headline else 1) / sweep.rounds)  # the ratios are read there
         per_copy = max(2, per_round // 2)
-        for r in range(sweep.rounds):
+        for _ in range(sweep.rounds):
             for j in range(per_round):  # alternate which goes first, so neither always follows the other
+                if clock.over and len(g) >= MIN_FRAMES:
+                    break
                 if j % 2:
                     b.append(bare.frame())
                     g.append(glshare_frame(rt, records))
@@ -158,19 +184,37 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
                     b.append(bare.frame())
             if copies:
                 for _ in range(per_copy):
+                    if clock.over and len(c) >= 3:
+                        break
                     c.append(glshare_copy_frame(rt))
                     f.append(bare.floor_frame())
             if with_panel:
                 glshare_panel_frame(rt, [])  # its wait pays for the frame before, which drew no panel
-                p += [glshare_panel_frame(rt, []) for _ in range(per_round)]
-            if clock.over and r >= 1:
+                p += _take(per_round, clock, len(p), lambda: glshare_panel_frame(rt, []))
+                rt.show_panel = False  # the minimal overlay instead (the "h" key), for comparison
+                glshare_panel_frame(rt, [])
+                o += _take(per_round, clock, len(o), lambda: glshare_panel_frame(rt, []))
+                rt.show_panel = True
+            if clock.over:
                 break
     finally:
         bare.close()
     cell = _cell(rt, base, nbytes, g, records)
+    if base["scene"] == "particles" and base["size"] == min(sweep.particles):
+        from app.bench.overhead import overhead_breakdown
+
+        cell["overhead_breakdown"] = overhead_breakdown(rt, reps=max(50, 10 * sweep.frames))
     bare_stats = sample_stats(b)
     cell["vs_bare"] = round(cell["frame_ms"]["median"] / bare_stats["frame_ms"]["median"], 4)
-    out["baselines"].append({"kind": "bare_loop", **base, "sync": "finish", "frames": len(b), **bare_stats})
+    ratio = np.array([x.wall / y.wall for x, y in zip(g, b)])
+    diff = np.array([(x.thread - y.thread) / 1e3 for x, y in zip(g, b)])
+    cell["paired"] = {  # each glshare frame against the bare frame next to it: drift of the machine cancels
+        "pairs": len(ratio), "wall_ratio_median": round(float(np.median(ratio)), 4),
+        "wall_ratio_iqr": [round(float(q), 4) for q in np.percentile(ratio, [25, 75])],
+        "main_thread_diff_us_median": round(float(np.median(diff)), 1),
+        "main_thread_diff_us_iqr": [round(float(q), 1) for q in np.percentile(diff, [25, 75])]}
+    out["baselines"].append({"kind": "bare_loop", **base, "sync": "finish", "frames": len(b),
+                             "bytes_shared_per_frame": nbytes, **bare_stats})
     if copies:
         copy_ms = _ms(s.extra["copy"] for s in c)
         floor_ms = _ms(s.extra["floor"] for s in f)
@@ -181,7 +225,13 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
                                  "what": "numpy copies CL -> host -> GL of the same bytes, after the same kernel"})
     if with_panel and p:
         panel = sample_stats(p)
+        snaps = []
+        for _ in range(10):
+            t0 = time.perf_counter_ns()
+            rt.snapshot()
+            snaps.append(time.perf_counter_ns() - t0)
         out["panel"] = {**base, "sync": "finish", "frames": len(p), "drawn": panel_name(),
                         "with_panel": panel, "without_panel": sample_stats(g),
-                        "draw_ui_ms": _ms(s.extra["draw_ui"] for s in p)}
+                        "draw_ui_ms": _ms(s.extra["draw_ui"] for s in p), "snapshot_ms": _ms(snaps),
+                        "with_overlay": sample_stats(o), "overlay_draw_ui_ms": _ms(s.extra["draw_ui"] for s in o)}
     return cell

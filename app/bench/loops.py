@@ -6,8 +6,9 @@ frame's sync wait pays for this frame's GL work in every kind of frame alike.
 The bare loop is what a user writes by hand on the same device, the same GL objects and the same
 kernel: acquire, kernel, release, finish, draw, with no scheduler, validator, ownership tracker,
 profiling queue or frame record. For host_copy that is the same copies as the backend's (map the
-GL buffer, ``enqueue_copy`` into the mapping, unmap; a pixel-unpack buffer and glTexSubImage2D for
-a texture). The memcpy floor is numpy copying the same bytes twice, CL -> host -> GL, from the
+GL buffer, ``enqueue_copy`` into the mapping, unmap; for a texture a pixel-unpack buffer and
+glTexSubImage2D, or, where CL memory is host memory, the mapped CL image handed to
+glTexSubImage2D). The memcpy floor is numpy copying the same bytes twice, CL -> host -> GL, from the
 same CL memory into the same GL memory, right after the kernel, as glshare's copy would.
 """
 from __future__ import annotations
@@ -77,17 +78,19 @@ def glshare_copy_frame(rt) -> Sample:
     its own bookkeeping. Returns that time in ``extra["copy"]`` (ns)."""
 
     def frame():
+        GL.glFinish()  # the frame before (a floor frame, say) drew: not this frame's wait
         steps = rt.scheduler.frame_phases(rt.frame, lambda: render_target(rt))
         next(steps)  # acquire
         next(steps)  # compute
         rt.backend.queue.finish()
+        resumed = ns()  # the release phase's clock ran while the kernel finished: start it here
         for _ in steps:  # release, render
             pass
         rt.frame += 1
         GL.glFinish()
         rec = rt.scheduler.records[-1]
-        spans = [rec.phases[p] for p in ("acquire", "release")]
-        return {"copy": sum(b - a for a, b in spans), "errors": len(rec.errors)}
+        acquire, release = rec.phases["acquire"], rec.phases["release"]
+        return {"copy": (acquire[1] - acquire[0]) + (release[1] - resumed), "errors": len(rec.errors)}
 
     return timed(frame)
 
@@ -141,6 +144,18 @@ class BareLoop:
                 cl.enqueue_copy(q, view, obj.mem, wait_for=[kernel_event], is_blocking=True)
                 GL.glUnmapBuffer(GL.GL_COPY_WRITE_BUFFER)
                 GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, 0)
+            elif getattr(self.backend, "unified_memory", False):  # as HostCopy does where CL memory is host memory
+                mapped, _, pitch, _ = cl.enqueue_map_image(
+                    q, obj.mem, cl.map_flags.READ, (0, 0), (gl.width, gl.height),
+                    (gl.height, gl.width, gl.bytes_per_pixel), np.uint8, wait_for=[kernel_event], is_blocking=True)
+                GL.glBindTexture(GL.GL_TEXTURE_2D, gl.name)
+                GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
+                GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, pitch // gl.bytes_per_pixel)
+                GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, gl.width, gl.height, gl.format, gl.dtype,
+                                   ctypes.c_void_p(mapped.ctypes.data))
+                GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, 0)
+                GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+                mapped.base.release(queue=q)
             else:
                 GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, self._pbo(obj).name)
                 view = _map(GL.GL_PIXEL_UNPACK_BUFFER, gl.nbytes, write)
@@ -214,9 +229,9 @@ class BareLoop:
                                            is_blocking=True)
             target, name = GL.GL_COPY_WRITE_BUFFER, gl.name
         else:
-            src, _ = cl.enqueue_map_image(q, obj.mem, cl.map_flags.READ, (0, 0), (gl.width, gl.height),
-                                          (gl.height, gl.width, gl.nbytes // (gl.width * gl.height)), np.uint8,
-                                          is_blocking=True)
+            src = cl.enqueue_map_image(q, obj.mem, cl.map_flags.READ, (0, 0), (gl.width, gl.height),
+                                       (gl.height, gl.width, gl.nbytes // (gl.width * gl.height)), np.uint8,
+                                       is_blocking=True)[0]  # (array, event, row pitch...)
             target, name = GL.GL_PIXEL_UNPACK_BUFFER, self._pbo(obj).name
         GL.glBindBuffer(target, name)
         dst = _map(target, gl.nbytes, GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT)

@@ -61,10 +61,13 @@ def compute_ratios(result: dict, sweep: Sweep, backends: list[str]) -> tuple[dic
     n0 = sweep.default_particles
     if n0 in by_size:
         cell, bare = by_size[n0]
+        paired = cell.get("paired", {})
         ratios["scheduler_overhead"] = _entry(
-            "scheduler_overhead", _median(cell, "frame_ms") / _median(bare, "frame_ms"),
+            "scheduler_overhead", paired.get("wall_ratio_median") or _median(cell, "frame_ms") / _median(bare, "frame_ms"),
             f"particles {size_label('particles', n0)}, {default}, finish",
-            "median frame time of glshare (Runtime.step + present) / the bare loop's, frames interleaved",
+            "median over frame pairs of glshare's frame time (Runtime.step + present) / the bare loop frame next "
+            "to it (frames interleaved one by one)", iqr=paired.get("wall_ratio_iqr"),
+            ratio_of_medians=round(_median(cell, "frame_ms") / _median(bare, "frame_ms"), 4),
             glshare_ms=_median(cell, "frame_ms"), bare_ms=_median(bare, "frame_ms"),
             by_size={str(n): round(_median(c, "frame_ms") / _median(b, "frame_ms"), 4) for n, (c, b) in by_size.items()})
     else:
@@ -72,13 +75,17 @@ def compute_ratios(result: dict, sweep: Sweep, backends: list[str]) -> tuple[dic
     if by_size:
         n1 = min(by_size)
         cell, bare = by_size[n1]
-        cpu = (_median(cell, "cpu_ms", "main_thread") - _median(bare, "cpu_ms", "main_thread")) * 1e3
+        paired = cell.get("paired", {})
+        cpu = paired.get("main_thread_diff_us_median")
+        if cpu is None:
+            cpu = (_median(cell, "cpu_ms", "main_thread") - _median(bare, "cpu_ms", "main_thread")) * 1e3
         wall = (_median(cell, "frame_ms") - _median(bare, "frame_ms")) * 1e3
         ratios["scheduler_overhead_us"] = _entry(
             "scheduler_overhead_us", cpu, f"particles {size_label('particles', n1)}, {default}, finish",
-            "main-thread CPU time glshare adds to a frame over the bare loop (us; the scheduler's cost is "
-            "CPU work on the calling thread, so this is its measure with the least noise)",
-            wall_difference_us=round(wall, 1))
+            "main-thread CPU time glshare adds to a frame over the bare loop frame next to it, median of the "
+            "pairs (us; the scheduler's cost is CPU work on the calling thread: the measure with the least noise)",
+            iqr=paired.get("main_thread_diff_us_iqr"), wall_difference_us=round(wall, 1),
+            breakdown=cell.get("overhead_breakdown"))
 
     # host_copy_efficiency: the memcpy floor against glshare's copy, from 4 MiB up
     per = {}
@@ -105,13 +112,19 @@ def compute_ratios(result: dict, sweep: Sweep, backends: list[str]) -> tuple[dic
     panel = next((p for p in panels if p["backend"] == default), None)
     if panel:
         cpu = _median(panel["with_panel"], "cpu_ms", "process") - _median(panel["without_panel"], "cpu_ms", "process")
+        main = (_median(panel["with_panel"], "cpu_ms", "main_thread")
+                - _median(panel["without_panel"], "cpu_ms", "main_thread"))
         wall = _median(panel["with_panel"], "frame_ms") - _median(panel["without_panel"], "frame_ms")
         ratios["panel_cost_ms"] = _entry(
             "panel_cost_ms", cpu, f"particles {size_label('particles', panel['size'])}, {default}, finish; "
             f"drawn: {panel['drawn']}",
             "process CPU time per frame (all threads: ImGui on the main thread, llvmpipe rasterizing it) with the "
             "panel drawn minus without", wall_difference_ms=round(wall, 4),
-            draw_ui_ms=_median(panel, "draw_ui_ms"))
+            main_thread_ms=round(main, 4), other_threads_ms=round(cpu - main, 4),
+            draw_ui_ms=_median(panel, "draw_ui_ms"), snapshot_ms=_median(panel, "snapshot_ms"),
+            overlay_cost_ms=round(_median(panel["with_overlay"], "cpu_ms", "process")
+                                  - _median(panel["without_panel"], "cpu_ms", "process"), 4)
+            if "with_overlay" in panel else None)
     else:
         missing["panel_cost_ms"] = "no panel block (the default particle count is not in this sweep)"
 

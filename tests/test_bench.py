@@ -1,0 +1,234 @@
+"""glshare bench: behaviour, never timings. A tiny sweep end to end (GLSHARE_BENCH_TINY=1), and the
+ratio and plot logic on made-up results (the GPU machine's ratios included, so they are tested here)."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from app.bench.sweep import MIB, TINY, ZERO_COPY_BYTES, Sweep, shared_bytes
+from app.trace.png import read_png
+
+CELL_FIELDS = ("scene", "size", "backend", "sync", "frames", "frame_ms", "cpu_ms", "phases_us", "waits_us",
+               "bytes_shared_per_frame", "bytes_moved_per_frame", "bandwidth_gbps", "errors")
+TOP_FIELDS = ("schema", "run_name", "date", "glshare", "commit", "machine", "gl", "cl", "sweep", "backends",
+              "sync_modes", "cells", "baselines", "panels", "failures", "ratios", "not_measurable", "duration_s")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from tests.conftest import run_glshare
+
+    out = tmp_path_factory.mktemp("bench")
+    res = run_glshare("bench", "--quick", "--json", str(out / "b.json"), "--plot", str(out / "b.png"),
+                      env={"GLSHARE_BENCH_TINY": "1"})
+    return res, out
+
+
+def test_tiny_bench_exits_0_and_writes_both(tiny_run):
+    res, out = tiny_run
+    assert res.returncode == 0, res.stderr
+    assert "ratios" in res.stdout and "scheduler_overhead" in res.stdout
+    assert "glshare bench: [" in res.stderr  # the progress bar (one line per cell off a terminal)
+    assert (out / "b.json").is_file() and (out / "b.png").is_file()
+
+
+def test_json_has_every_field(tiny_run):
+    r = json.loads((tiny_run[1] / "b.json").read_text())
+    for key in TOP_FIELDS:
+        assert key in r, key
+    assert r["schema"] == "glshare.bench/1" and r["sweep"]["name"] == "tiny"
+    assert r["machine"]["cores"] >= 1 and r["machine"]["cpu"]
+    assert r["gl"]["renderer"] and r["cl"]["device"] and len(r["commit"]) in (0, 40)
+    assert r["failures"] == []
+    for cell in r["cells"]:
+        for key in CELL_FIELDS:
+            assert key in cell, (key, cell)
+        assert cell["errors"] == 0, cell.get("first_error")
+        assert cell["frames"] > 0
+        assert 0 < cell["frame_ms"]["median"] <= cell["frame_ms"]["p95"]
+        for phase in ("acquire", "compute", "release", "render"):
+            assert cell["phases_us"][phase]["median"] > 0, phase
+
+
+def test_every_available_sync_mode_has_cells(tiny_run):
+    r = json.loads((tiny_run[1] / "b.json").read_text())
+    for backend, modes in r["sync_modes"].items():
+        wanted = {m for m, why in modes.items() if why == "available"}
+        assert "finish" in wanted
+        for scene, sizes in (("particles", TINY.particles), ("image", [f"{w}x{h}" for w, h in TINY.images])):
+            for size in sizes:
+                got = {c["sync"] for c in r["cells"] if c["backend"] == backend and c["scene"] == scene
+                       and c["size"] == size}
+                assert got == wanted, (backend, scene, size, got)
+
+
+def test_bytes_and_bandwidth(tiny_run):
+    r = json.loads((tiny_run[1] / "b.json").read_text())
+    hc = [c for c in r["cells"] if c["backend"] == "host_copy"]
+    assert hc
+    for c in hc:
+        n = c["size"]
+        expect = 32 * n if c["scene"] == "particles" else 4 * math.prod(int(x) for x in n.split("x"))
+        assert c["bytes_shared_per_frame"] == expect  # WORKLOADS.md: float4 position + float4 color
+        assert c["bytes_moved_per_frame"] == expect  # host_copy copies all of it each frame
+        assert c["bandwidth_gbps"] == pytest.approx(expect / (c["frame_ms"]["median"] * 1e6), rel=0.01, abs=2e-3)
+        if c["sync"] == "finish":
+            assert c["copy"]["gbps"] == pytest.approx(expect / (c["copy"]["ms"]["median"] * 1e6), rel=0.01, abs=2e-3)
+
+
+def test_baselines_interleaved_per_size(tiny_run):
+    r = json.loads((tiny_run[1] / "b.json").read_text())
+    for c in (c for c in r["cells"] if c["backend"] == "host_copy" and c["sync"] == "finish"):
+        kinds = {b["kind"]: b for b in r["baselines"] if b["scene"] == c["scene"] and b["size"] == c["size"]}
+        assert set(kinds) == {"bare_loop", "memcpy_floor"}
+        assert kinds["bare_loop"]["frames"] == c["frames"]  # one bare frame next to each glshare frame
+        assert kinds["memcpy_floor"]["bytes"] == 2 * c["bytes_shared_per_frame"]  # CL -> host -> GL
+        assert kinds["memcpy_floor"]["ms"]["median"] > 0
+        assert c["vs_bare"] == pytest.approx(c["frame_ms"]["median"] / kinds["bare_loop"]["frame_ms"]["median"],
+                                             rel=0.01)
+
+
+def test_ratios_carry_targets_and_verdicts(tiny_run):
+    r = json.loads((tiny_run[1] / "b.json").read_text())
+    ratios = r["ratios"]
+    for name in ("scheduler_overhead", "scheduler_overhead_us", "host_copy_efficiency", "panel_cost_ms"):
+        entry = ratios[name]
+        assert isinstance(entry["value"], float) and math.isfinite(entry["value"]), name
+        assert entry["target"].split()[0] in ("<=", ">=") and isinstance(entry["met"], bool)
+        assert entry["measured_at"]
+    for name in ("scheduler_overhead", "host_copy_efficiency"):
+        assert ratios[name]["value"] > 0
+    assert ratios["scheduler_overhead"]["measured_at"].startswith(f"particles {TINY.default_particles:,}")
+    parts = ratios["scheduler_overhead_us"]["breakdown"]["in_frame"]["parts_us"]
+    assert "validator" in parts and all(v >= 0 for v in parts.values())
+    if "external_memory" not in [b["name"] for b in r["backends"] if b["available"]]:
+        for name in ("zero_copy_speedup", "semaphore_vs_finish", "external_memory_frame_ms"):
+            assert name not in ratios and r["not_measurable"][name]
+
+
+def test_plot_is_readable_and_not_flat(tiny_run):
+    from app.bench.plot import PALETTE
+
+    px = read_png(tiny_run[1] / "b.png")
+    assert px.shape == (720, 1280, 3)
+    assert px.std() > 10
+    colors = {tuple(c) for c in px.reshape(-1, 3)[::7]}
+    assert len(colors) >= 5
+    assert (px == np.array(PALETTE[0], np.uint8)).all(axis=-1).sum() > 50  # the first series' line and marks
+
+
+# -- the logic on made-up results -------------------------------------------------------------------
+def _cell(scene, size, backend, sync, ms, copy_ms=None, cpu=1.0):
+    nbytes = shared_bytes(scene, size)
+    c = {"scene": scene, "size": size if scene == "particles" else f"{size[0]}x{size[1]}", "backend": backend,
+         "sync": sync, "frames": 10, "frame_ms": {"median": ms, "p95": ms * 1.2},
+         "cpu_ms": {"main_thread": {"median": cpu, "p95": cpu}, "process": {"median": cpu * 2, "p95": cpu * 2}},
+         "bytes_shared_per_frame": nbytes, "bytes_moved_per_frame": 0 if backend == "external_memory" else nbytes,
+         "bandwidth_gbps": nbytes / (ms * 1e6)}
+    if copy_ms is not None:
+        c["copy"] = {"ms": {"median": copy_ms, "p95": copy_ms}}
+    return c
+
+
+def _bare(scene, size, backend, ms, cpu):
+    return {"kind": "bare_loop", "scene": scene, "size": size, "backend": backend, "frames": 10,
+            "bytes_shared_per_frame": shared_bytes(scene, size), "frame_ms": {"median": ms, "p95": ms},
+            "cpu_ms": {"main_thread": {"median": cpu, "p95": cpu}, "process": {"median": cpu, "p95": cpu}}}
+
+
+def _floor(scene, size, ms):
+    return {"kind": "memcpy_floor", "scene": scene, "size": size, "backend": "host_copy", "frames": 5,
+            "bytes": 2 * shared_bytes(scene, size), "ms": {"median": ms, "p95": ms}}
+
+
+SWEEP = Sweep("t", particles=(16_384, 65_536, 2 << 20), images=(), warmup=1, frames=2, rounds=1, cell_budget_s=1)
+
+
+def _made_up(gpu: bool) -> tuple[dict, list[str]]:
+    cells = [_cell("particles", 16_384, "host_copy", "finish", 2.0, cpu=1.02),
+             _cell("particles", 65_536, "host_copy", "finish", 10.2, copy_ms=0.5),
+             _cell("particles", 2 << 20, "host_copy", "finish", 40.0, copy_ms=20.0)]
+    baselines = [_bare("particles", 16_384, "host_copy", 1.9, 1.0), _bare("particles", 65_536, "host_copy", 10.0, 5),
+                 _floor("particles", 65_536, 0.2), _floor("particles", 2 << 20, 18.0)]
+    backends = ["host_copy"]
+    if gpu:
+        backends = ["external_memory", "host_copy"]
+        cells += [_cell("particles", 65_536, "external_memory", "finish", 0.11),
+                  _cell("particles", 2 << 20, "external_memory", "finish", 0.16),
+                  _cell("particles", 2 << 20, "external_memory", "semaphore", 0.1)]
+        baselines += [_bare("particles", 65_536, "external_memory", 0.1, 0.05)]
+    panels = [{"backend": backends[0], "size": 65_536, "drawn": "overlay", "with_panel": cells[1] | {
+        "cpu_ms": {"main_thread": {"median": 1.5}, "process": {"median": 2.5}}, "frame_ms": {"median": 10.6}},
+        "without_panel": cells[1], "draw_ui_ms": {"median": 0.4}, "snapshot_ms": {"median": 0.1}}]
+    return {"cells": cells, "baselines": baselines, "panels": panels}, backends
+
+
+def test_ratios_on_cpu_results():
+    from app.bench.ratios import compute_ratios
+
+    result, backends = _made_up(gpu=False)
+    ratios, missing = compute_ratios(result, SWEEP, backends)
+    assert ratios["scheduler_overhead"]["value"] == pytest.approx(10.2 / 10.0)
+    assert ratios["scheduler_overhead"]["met"] is True and ratios["scheduler_overhead"]["target"] == "<= 1.05"
+    assert ratios["scheduler_overhead_us"]["value"] == pytest.approx(20.0)  # (1.02 - 1.0) ms of main thread
+    assert ratios["scheduler_overhead_us"]["met"] is True
+    # 65,536 particles share 2 MiB (< 4 MiB): only the 64 MiB cell counts
+    assert ratios["host_copy_efficiency"]["value"] == pytest.approx(18.0 / 20.0)
+    assert list(ratios["host_copy_efficiency"]["by_size"]) == ["particles 2,097,152"]
+    assert ratios["panel_cost_ms"]["value"] == pytest.approx(0.5) and ratios["panel_cost_ms"]["met"] is True
+    assert ratios["panel_cost_ms"]["main_thread_ms"] == pytest.approx(0.5)
+    assert set(missing) == {"external_memory_frame_ms", "zero_copy_speedup", "semaphore_vs_finish"}
+    assert all("external_memory" in why for why in missing.values())
+
+
+def test_ratios_on_gpu_results():
+    from app.bench.ratios import compute_ratios
+
+    result, backends = _made_up(gpu=True)
+    ratios, missing = compute_ratios(result, SWEEP, backends)
+    assert ZERO_COPY_BYTES == 32 * (2 << 20) == 64 * MIB
+    assert ratios["zero_copy_speedup"]["value"] == pytest.approx(40.0 / 0.16)
+    assert ratios["zero_copy_speedup"]["met"] is True
+    assert ratios["external_memory_frame_ms"]["value"] == pytest.approx(0.16)
+    assert ratios["external_memory_frame_ms"]["met"] is True
+    assert ratios["semaphore_vs_finish"]["value"] == pytest.approx(0.16 / 0.1)
+    assert ratios["scheduler_overhead"]["value"] == pytest.approx(0.11 / 0.1)  # the default backend: first available
+    assert ratios["scheduler_overhead"]["met"] is False
+    assert missing == {}
+
+
+def test_plot_of_made_up_results_draws_every_series():
+    from app.bench.plot import PALETTE, render_plot
+
+    result, _ = _made_up(gpu=True)
+    result.update({"machine": {"cpu": "test cpu", "cores": 2}, "sweep": {"name": "t"}, "date": "2026-12-01T00:00",
+                   "cl": {"device": "dev"}, "gl": {"renderer": "llvmpipe (LLVM)"},
+                   "backends": [{"name": "external_memory", "available": True}]})
+    img = render_plot(result)
+    assert img.shape == (720, 1280, 3) and img.dtype == np.uint8
+    for color in PALETTE[:3]:  # external_memory finish, host_copy finish, external_memory semaphore
+        assert (img == np.array(color, np.uint8)).all(axis=-1).sum() > 30, color
+
+
+def test_font_draws_known_and_unknown_glyphs():
+    from app.bench.font import draw_text, text_width
+
+    img = np.zeros((20, 60, 3), np.uint8)
+    draw_text(img, 1, 1, "A1", (255, 255, 255))
+    assert 10 < (img[..., 0] > 0).sum() < 70
+    box = np.zeros((9, 8, 3), np.uint8)
+    draw_text(box, 0, 0, "~", (255, 0, 0))  # no glyph: a box
+    assert box[0, :5, 0].all() and box[:7, 0, 0].all()
+    assert text_width("abc", 2) == 36
+
+
+def test_output_path_for_a_directory(tmp_path):
+    from app.bench import _output_path
+
+    result = {"run_name": "2026-12-01-cpu-2core-pocl"}
+    assert _output_path(tmp_path, result, ".json") == tmp_path / "2026-12-01-cpu-2core-pocl.json"
+    assert _output_path(tmp_path / "x.png", result, ".png") == tmp_path / "x.png"
+    assert _output_path(None, result, ".png") is None

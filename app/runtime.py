@@ -6,7 +6,9 @@ sync mode tears down the scene and the backend (CL objects before GL objects) an
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import statistics
 import time
 
 import numpy as np
@@ -250,19 +252,30 @@ class Runtime:
 
     def snapshot(self) -> dict:
         """Plain data for the panel: no GL or CL object crosses into ui/."""
-        recent = list(self.scheduler.records)[-120:] if self.scheduler else []
-        errors = [e for r in recent for e in r.errors] + self.loop_errors[-5:]
-        frame_ms = [r.frame_us / 1e3 for r in recent]
-        return {
-            "scene": self.cfg.scene, "scene_desc": self.scene.describe() if self.scene else "",
-            "backend": self.backend_name, "sync": self.cfg.sync, "frame": self.frame, "paused": self.paused,
-            "frame_ms_median": float(np.median(frame_ms)) if frame_ms else 0.0,
-            "error_count": sum(len(r.errors) for r in self.all_records) + len(self.loop_errors),
-            "last_error": errors[-1].message if errors else "",
-        } | self._panel_snapshot()
+        panel = self._panel_snapshot()
+        snap = {"scene": self.cfg.scene, "scene_desc": self.scene.describe() if self.scene else "",
+                "backend": self.backend_name, "sync": self.cfg.sync, "frame": self.frame, "paused": self.paused}
+        if "timing" in panel:  # the panel data's running figures: no pass over the records per frame
+            errors = panel["errors"]
+            snap |= {"frame_ms_median": panel["timing"]["stats"]["frame"][0], "error_count": panel["errors_total"],
+                     "last_error": errors[0]["message"] if errors else ""}
+        else:  # the minimal overlay (--no-panel): a few figures, cheap enough for every frame
+            records = self.scheduler.records if self.scheduler else ()
+            recent = [r.frame_us / 1e3 for r in itertools.islice(reversed(records), 120)]
+            last = self.loop_errors[-1] if self.loop_errors else next(
+                (r.errors[-1] for r in itertools.islice(reversed(records), 120) if r.errors), None)
+            if len(self.records_done) != getattr(self, "_done_errors", (-1, 0))[0]:
+                self._done_errors = (len(self.records_done), sum(len(r.errors) for r in self.records_done))
+            snap |= {"frame_ms_median": statistics.median(recent) if recent else 0.0,
+                     "error_count": self._done_errors[1] + sum(len(r.errors) for r in records) + len(self.loop_errors),
+                     "last_error": last.message if last else ""}
+        return snap | panel
 
     def _panel_snapshot(self) -> dict:
-        """The full panel's keys (app/trace/panel_data.py); a failure there never stops the loop."""
+        """The full panel's keys (app/trace/panel_data.py), only while the panel is shown; a failure
+        there never stops the loop."""
+        if not self.show_panel:
+            return {}
         try:
             if self._panel_data is None:
                 from app.trace.panel_data import PanelData

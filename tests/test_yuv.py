@@ -174,6 +174,7 @@ def test_scene_on_every_available_backend(probe_env, gl, name):
         before = live.snapshot()
         backend = registry.open(backend_name, strict=True)
         scene = YuvScene(RunConfig(scene="yuv", size=size, yuv_format=name, strict=True))
+        scheduler = None
         try:
             scene.build(backend, gl.framebuffer_size)
             assert scene.image_size == size
@@ -193,6 +194,8 @@ def test_scene_on_every_available_backend(probe_env, gl, name):
             assert scene.bytes_per_frame == sum(o.nbytes for o in scene.shared)
             assert scene.bytes_per_frame == 64 * 36 * 3 // 2 * fmt.word_bytes + 64 * 36 * 4  # Y + UV + RGBA8
         finally:
+            if scheduler is not None:
+                scheduler.close()  # its GL timer queries
             scene.teardown()
             scene.teardown()  # idempotent
             backend.close()

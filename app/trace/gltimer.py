@@ -7,7 +7,12 @@ and appends ``(name, start, end)`` in GL time to ``FrameRecord.gl_passes``. When
 ring is still in flight, the pass goes untimed (``dropped`` counts it) instead of waiting for the
 GPU. ``harvest(wait=True)`` (end of a run) waits for all of them. Timer queries are core in GL 3.3
 (ARB_timer_query). A GL error in here turns the timer off with one warning: timing never stops the
-loop. ``app/trace/clock.py`` maps GL time onto the host clock.
+loop. ``live`` counts each ring as one ``gl_query`` object. ``app/trace/clock.py`` maps GL time
+onto the host clock.
+
+What the stamps mean depends on the driver: on a GPU, when the GPU reached the command; Mesa
+llvmpipe stamps them as it processes its command stream, so there a pass looks almost instant and
+the rasterization cost shows up in the next glFinish or buffer swap instead.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ import collections
 import contextlib
 import ctypes
 import logging
+
+from app.diagnostics import live
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +33,8 @@ GL_QUERY_RESULT_AVAILABLE = 0x8867
 class GlTimer:
     """A ring of GL_TIMESTAMP query pairs. Needs the GL context current; ``release()`` is idempotent."""
 
-    def __init__(self, label: str = "gl timer", slots: int = 16) -> None:
-        self.label = label
+    def __init__(self, label: str = "gl timer", slots: int = 16, owner: str = "") -> None:
+        self.label, self.owner = label, owner
         self.dropped = 0
         self.timed = 0
         self.enabled = False
@@ -49,6 +56,7 @@ class GlTimer:
             self._all = names
             self._free = [(names[2 * i], names[2 * i + 1]) for i in range(slots)]
             self.enabled = True
+            live.created("gl_query", owner)
         except Exception as exc:  # noqa: BLE001 - no context, or no query support: run untimed
             self.reason = f"timer queries unavailable: {type(exc).__name__}: {exc}"
             log.info("%s: %s", self.label, self.reason)
@@ -119,6 +127,7 @@ class GlTimer:
         self._free = []
         self.enabled = False
         if names:
+            live.released("gl_query", self.owner)
             try:
                 self._gl.glDeleteQueries(len(names), names)
             except Exception as exc:  # noqa: BLE001

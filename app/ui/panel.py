@@ -3,7 +3,7 @@
 Drawn with imgui-bundle (ImGui + ImPlot) from ``Runtime.snapshot()`` only: no GL or CL call in
 here. Controls never act in the middle of the ImGui frame: they queue a call on
 ``runtime.ui_actions`` (run by ``Runtime.draw_ui`` after the frame) or set a plain flag
-(``runtime.paused``). The window sits at a fixed place on the right (``layout``), so the screenshot
+(``runtime.paused``). The window sits at a fixed place on the left (``layout``), so the screenshot
 tests know where the plot and the timeline are. Kept cheap (target: under 1 ms of CPU a frame):
 series arrive as numpy arrays, the timeline is a few dozen rectangles, and the capability tab is
 only built while it is shown.
@@ -15,8 +15,7 @@ import logging
 import numpy as np
 from imgui_bundle import imgui, imgui_ctx, implot, implot_ctx
 
-from app.trace.panel_data import (KIND_GL, KIND_QUEUED, KIND_RUN, KIND_SUBMITTED, KIND_WAIT, ROWS,
-                                  SERIES)
+from app.trace.panel_data import KIND_GL, KIND_QUEUED, KIND_SUBMITTED, KIND_WAIT, ROWS, SERIES
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +27,21 @@ HEADER_H = 82  # two text lines + two rows of controls
 PLOT_H = 150
 STATS_H = 58
 TIMELINE_H = 104
-LABEL_W = 58
+LABEL_W = 64
+
+# ImGui flags as plain ints, computed once (an enum "|" costs ~20 us in Python)
+WINDOW_FLAGS = int(imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_saved_settings
+                   | imgui.WindowFlags_.no_scrollbar | imgui.WindowFlags_.no_scroll_with_mouse)
+PLOT_FLAGS = int(implot.Flags_.no_menus | implot.Flags_.no_box_select | implot.Flags_.no_mouse_text)
+LEGEND_LOC = int(implot.Location_.north_west)
+LEGEND_FLAGS = int(implot.LegendFlags_.horizontal | implot.LegendFlags_.no_buttons | implot.LegendFlags_.outside)
+OWN_TABLE = int(imgui.TableFlags_.borders_inner_h | imgui.TableFlags_.sizing_stretch_prop)
+DISABLED = int(imgui.SelectableFlags_.disabled)
+HOVER_DISABLED = int(imgui.HoveredFlags_.allow_when_disabled)
+ALWAYS = int(imgui.Cond_.always)
+AXIS_X, AXIS_Y = int(implot.ImAxis_.x1), int(implot.ImAxis_.y1)
+LOG10 = int(implot.Scale_.log10)
+Y_FLOOR_MS = 0.01  # the timing plot's floor (log scale); shorter phases sit on it
 
 
 def _col(r: int, g: int, b: int, a: int = 255) -> int:
@@ -38,10 +51,12 @@ def _col(r: int, g: int, b: int, a: int = 255) -> int:
 PHASE_COLORS = {"acquire": (0.98, 0.62, 0.20), "compute": (0.35, 0.82, 0.35), "release": (0.30, 0.60, 1.00),
                 "render": (0.80, 0.45, 0.95), "panel": (0.62, 0.62, 0.62), "frame": (0.95, 0.95, 0.95)}
 BAR_COLORS = {name: _col(*(int(c * 255) for c in rgb)) for name, rgb in PHASE_COLORS.items()}
+DIM_U32 = _col(158, 163, 178)
 GL_COLORS = {"gl render": _col(235, 90, 140), "gl panel": _col(150, 120, 130)}
 WAIT_COLOR = _col(230, 70, 60)
 OTHER_COLOR = _col(180, 180, 100)
-TIMELINE_BG = _col(22, 24, 32, 235)
+ROW_LINE = _col(60, 62, 78, 255)
+CLEAR = (0.0, 0.0, 0.0, 0.0)  # a zero-alpha fill is skipped by ImGui: no pixels for llvmpipe to shade
 GRID = _col(90, 90, 110, 255)
 TEXT = _col(220, 220, 230, 255)
 DIM = (0.62, 0.64, 0.70, 1.0)
@@ -53,7 +68,7 @@ def layout(width: int, height: int) -> dict[str, tuple[int, int, int, int]]:
     """Screen rectangles (x0, y0, x1, y1) of the panel window, its timing plot and its timeline
     for a framebuffer of ``width`` x ``height`` (the panel enforces them with fixed positions)."""
     w = min(PANEL_WIDTH, max(width - 2 * MARGIN, 200))
-    x0, y0 = max(width - w - MARGIN, 0), MARGIN
+    x0, y0 = MARGIN, MARGIN  # top left, where the minimal overlay sits too
     window = (x0, y0, x0 + w, max(height - MARGIN, y0 + 200))
     cx0, cx1 = x0 + PAD, x0 + w - PAD
     plot_y = y0 + TITLE_H + PAD + HEADER_H
@@ -70,6 +85,10 @@ class PanelState:
     def __init__(self) -> None:
         self.failures = 0
         self.last_failure = ""
+        self.tab = "ownership"  # the tab shown: panel_data builds the teach / lab data only then
+        self.lab_results: dict | None = None  # the error lab's last run (app/ui/lab_tab.py)
+        self.select: str | None = None  # a tab to bring to front on the next frame (tests, teaching)
+        self._was_teaching = False
 
 
 def draw_panel(snap: dict, runtime) -> None:
@@ -80,11 +99,10 @@ def draw_panel(snap: dict, runtime) -> None:
     io = imgui.get_io()
     rects = layout(int(io.display_size.x), int(io.display_size.y))
     x0, y0, x1, y1 = rects["window"]
-    imgui.set_next_window_pos((x0, y0), imgui.Cond_.always.value)
-    imgui.set_next_window_size((x1 - x0, y1 - y0), imgui.Cond_.always.value)
+    imgui.set_next_window_pos((x0, y0), ALWAYS)
+    imgui.set_next_window_size((x1 - x0, y1 - y0), ALWAYS)
     imgui.set_next_window_bg_alpha(0.88)
-    flags = imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_saved_settings
-    with imgui_ctx.begin("glshare##panel", None, int(flags)) as window:
+    with imgui_ctx.begin("glshare##panel", None, WINDOW_FLAGS) as window:
         if not window:
             return
         try:
@@ -92,7 +110,7 @@ def draw_panel(snap: dict, runtime) -> None:
             _controls(snap, runtime)
             _timing(snap, rects)
             _timeline(snap, rects)
-            _tabs(snap, rects)
+            _tabs(snap, rects, runtime, state)
         except Exception as exc:  # noqa: BLE001 - the panel never stops the loop
             state.failures += 1
             if state.last_failure != str(exc):
@@ -106,18 +124,21 @@ def _header(snap: dict) -> None:
     timing = snap.get("timing", {})
     med = timing.get("stats", {}).get("frame", (snap.get("frame_ms_median", 0.0), 0.0))[0]
     paused = "  PAUSED" if snap.get("paused") else ""
-    imgui.text(f"{snap.get('scene_desc', '')}  |  {snap.get('backend')}  |  sync {snap.get('sync')}"
-               f"  |  frame {snap.get('frame')}{paused}")
+    imgui.text(f"{snap.get('scene_desc', '')} | {snap.get('backend')} | {snap.get('sync')} | frame {snap.get('frame')}{paused}")
     clock = snap.get("clock", {})
     cl_u = clock.get("cl", {}).get("uncertainty_ns", 0) / 1e3
     gl_u = clock.get("gl", {}).get("uncertainty_ns", 0) / 1e3
     fps = 1000.0 / med if med > 0 else 0.0
-    imgui.text(f"{med:.2f} ms/frame ({fps:.0f} fps)   clocks: CL +/-{cl_u:.0f} us, GL +/-{gl_u:.0f} us")
+    imgui.text(f"{med:.2f} ms/frame ({fps:.0f} fps)  clock CL\u00b1{cl_u:.0f} GL\u00b1{gl_u:.0f} us")
+    if imgui.is_item_hovered():
+        imgui.set_tooltip("CL device time and GL time are put on the host clock; +/- is how well (Capabilities)")
+    if snap.get("panel_data_error"):
+        imgui.text_colored(RED, f"panel data: {snap['panel_data_error']}")
     n_err = snap.get("errors_total", snap.get("error_count", 0))
     n_haz = snap.get("hazards_total", 0)
     if n_err or n_haz:
         imgui.same_line()
-        imgui.text_colored(RED, f"  {n_err} err, {n_haz} hazards")
+        imgui.text_colored(RED, f" {n_err} err {n_haz} haz")
 
 
 def _combo(label: str, width: float, current: str, options: list[tuple[str, bool, str]]) -> str | None:
@@ -128,9 +149,8 @@ def _combo(label: str, width: float, current: str, options: list[tuple[str, bool
         return None
     try:
         for name, ok, reason in options:
-            flags = 0 if ok else int(imgui.SelectableFlags_.disabled)
-            clicked, _ = imgui.selectable(name, name == current, flags)
-            if reason and imgui.is_item_hovered(int(imgui.HoveredFlags_.allow_when_disabled)):
+            clicked, _ = imgui.selectable(name, name == current, 0 if ok else DISABLED)
+            if reason and imgui.is_item_hovered(HOVER_DISABLED):
                 imgui.set_tooltip(reason)
             if clicked and ok and name != current:
                 chosen = name
@@ -144,7 +164,7 @@ def _controls(snap: dict, runtime) -> None:
     if not ctl:
         return
     actions = runtime.ui_actions
-    scene = _combo("scene", 82, snap["scene"], [(s, True, "") for s in ctl["scenes"]])
+    scene = _combo("scene", 90, snap["scene"], [(s, True, "") for s in ctl["scenes"]])
     if scene:
         actions.append(lambda: runtime.switch(scene=scene))
     imgui.same_line()
@@ -178,6 +198,20 @@ def _controls(snap: dict, runtime) -> None:
 
 
 # -- timing -----------------------------------------------------------------------------------
+_SPECS: dict = {}
+
+
+def _specs() -> dict:
+    """One ImPlot line style per series, made once (needs no context)."""
+    if not _SPECS:
+        for name in SERIES:
+            spec = implot.Spec()
+            spec.line_color = (*PHASE_COLORS[name], 1.0)
+            spec.line_weight = 1.5 if name == "frame" else 1.0
+            _SPECS[name] = spec
+    return _SPECS
+
+
 def _timing(snap: dict, rects: dict) -> None:
     timing = snap.get("timing")
     x0, y0, x1, y1 = rects["plot"]
@@ -188,38 +222,34 @@ def _timing(snap: dict, rects: dict) -> None:
     else:
         xs = timing["frames"]
         series = timing["series"]
-        top = max(timing["stats"]["frame"][1], 0.1) * 1.35
-        flags = implot.Flags_.no_menus | implot.Flags_.no_box_select | implot.Flags_.no_mouse_text
-        with implot_ctx.begin_plot("##timing", (x1 - x0, y1 - y0), int(flags)) as plot:
+        top = max(timing["stats"]["frame"][1], 0.1) * 2.0
+        # no plot backgrounds over the window's own: on llvmpipe every covered pixel costs CPU time
+        with implot_ctx.push_style_color(implot.Col_.frame_bg, CLEAR), \
+                implot_ctx.push_style_color(implot.Col_.plot_bg, CLEAR), \
+                implot_ctx.begin_plot("##timing", (x1 - x0, y1 - y0), PLOT_FLAGS) as plot:
             if plot:
-                implot.setup_axes("frame", "ms", 0, 0)
-                implot.setup_axis_limits(implot.ImAxis_.x1.value, float(xs[0]), float(xs[-1]), imgui.Cond_.always.value)
-                implot.setup_axis_limits(implot.ImAxis_.y1.value, 0.0, top, imgui.Cond_.always.value)
-                implot.setup_legend(int(implot.Location_.north_west),
-                                    int(implot.LegendFlags_.horizontal | implot.LegendFlags_.no_buttons))
-                for name in SERIES:
-                    spec = implot.Spec()
-                    spec.line_color = (*PHASE_COLORS[name], 1.0)
-                    spec.line_weight = 1.5 if name == "frame" else 1.0
+                implot.setup_axis(AXIS_X, None, 0)  # frames; the table below says ms
+                implot.setup_axis(AXIS_Y, None, 0)
+                implot.setup_axis_scale(AXIS_Y, LOG10)  # phases span 10 us .. 100 ms: all of them readable
+                implot.setup_axis_limits(AXIS_X, float(xs[0]), float(xs[-1]), ALWAYS)
+                implot.setup_axis_limits(AXIS_Y, Y_FLOOR_MS, top, ALWAYS)
+                implot.setup_legend(LEGEND_LOC, LEGEND_FLAGS)
+                for name, spec in _specs().items():
                     implot.plot_line(name, xs, series[name], spec=spec)
-    imgui.set_cursor_screen_pos((x0, y1 + 2))
+    # median / p95 under the plot: plain text at fixed columns (an ImGui table costs ~10x more here)
     stats = (timing or {}).get("stats", {})
-    tflags = imgui.TableFlags_.borders_inner_v | imgui.TableFlags_.sizing_stretch_same
-    with imgui_ctx.begin_table("##stats", len(SERIES) + 1, int(tflags)) as table:
-        if table:
-            imgui.table_next_row()
-            imgui.table_set_column_index(0)
-            imgui.text_disabled("ms")
-            for k, name in enumerate(SERIES):
-                imgui.table_set_column_index(k + 1)
-                imgui.text_colored((*PHASE_COLORS[name], 1.0), name)
-            for label, idx in (("median", 0), ("p95", 1)):
-                imgui.table_next_row()
-                imgui.table_set_column_index(0)
-                imgui.text_disabled(label)
-                for k, name in enumerate(SERIES):
-                    imgui.table_set_column_index(k + 1)
-                    imgui.text(f"{stats.get(name, (0.0, 0.0))[idx]:.2f}")
+    dl = imgui.get_window_draw_list()
+    col_w = (x1 - x0) / (len(SERIES) + 1)
+    ty = y1 + 4
+    line = imgui.get_text_line_height_with_spacing()
+    for r, label in enumerate(("ms", "median", "p95")):
+        dl.add_text((x0, ty + r * line), DIM_U32, label)
+    for k, name in enumerate(SERIES):
+        cx = x0 + (k + 1) * col_w
+        med, p95 = stats.get(name, (0.0, 0.0))
+        dl.add_text((cx, ty), BAR_COLORS[name], name)
+        dl.add_text((cx, ty + line), TEXT, f"{med:.2f}")
+        dl.add_text((cx, ty + 2 * line), TEXT, f"{p95:.2f}")
 
 
 # -- timeline ---------------------------------------------------------------------------------
@@ -236,70 +266,139 @@ def _bar_color(kind: int, name: str) -> int:
     return col
 
 
+_COLOR_CACHE: dict = {}
+# bar height as a fraction of the row: full for what ran, less for a command waiting in its queue
+_HEIGHT = {KIND_QUEUED: 0.15, KIND_SUBMITTED: 0.45}
+
+
 def _timeline(snap: dict, rects: dict) -> None:
     """The last frames on the host clock: CPU phases, CPU waits, the CL queue, GL passes."""
     tl = snap.get("timeline") or {}
     x0, y0, x1, y1 = rects["timeline"]
     dl = imgui.get_window_draw_list()
-    dl.add_rect_filled((x0, y0), (x1, y1), TIMELINE_BG)
-    bars, span = tl.get("bars", []), tl.get("span_ms", 0.0)
+    span = tl.get("span_ms", 0.0)
     row_h = (y1 - y0 - 16) / len(ROWS)
     for r, name in enumerate(ROWS):
         dl.add_text((x0 + 4, y0 + r * row_h + row_h / 2 - 7), TEXT, name)
+        dl.add_line((x0, y0 + (r + 1) * row_h), (x1, y0 + (r + 1) * row_h), ROW_LINE)
     bx0, bx1 = x0 + LABEL_W, x1 - 4
-    if not bars or span <= 0:
+    imgui.set_cursor_screen_pos((x0, y0))
+    imgui.invisible_button("##timeline", (max(x1 - x0, 1), max(y1 - y0, 1)))
+    if not tl.get("count") or span <= 0:
         dl.add_text((bx0, y1 - 15), TEXT, "timeline: waiting for complete frames")
-        imgui.set_cursor_screen_pos((x0, y1))
-        imgui.dummy((x1 - x0, 1))
         return
     scale = (bx1 - bx0) / span
     for frame, start in tl.get("frames", []):
         fx = bx0 + start * scale
         dl.add_line((fx, y0), (fx, y1 - 14), GRID)
         dl.add_text((fx + 2, y1 - 15), TEXT, f"f{frame}")
-    dl.add_text((bx1 - 60, y1 - 15), TEXT, f"{span:.2f} ms")
-    arr = np.array([(b[0], b[2], b[3]) for b in bars], np.float64)
-    xa = bx0 + arr[:, 1] * scale
-    xb = np.maximum(bx0 + arr[:, 2] * scale, xa + 1.0)  # at least one pixel wide
-    ya = y0 + 2 + arr[:, 0] * row_h
-    mouse = imgui.get_mouse_pos()
-    hovered = None
-    for i, (row, kind, _s, _e, name, frame) in enumerate(bars):
-        top, bottom = ya[i], ya[i] + row_h - 4
-        if kind == KIND_QUEUED:
-            top = bottom - 3
-        elif kind == KIND_SUBMITTED:
-            top = bottom - (row_h - 4) * 0.45
-        dl.add_rect_filled((xa[i], top), (xb[i], bottom), _bar_color(kind, name))
-        if xa[i] <= mouse.x <= xb[i] and top <= mouse.y <= bottom and kind in (KIND_RUN, KIND_GL, KIND_WAIT, 0):
-            hovered = i
-    imgui.set_cursor_screen_pos((x0, y0))
-    imgui.invisible_button("##timeline", (max(x1 - x0, 1), max(y1 - y0, 1)))
-    if hovered is not None and imgui.is_item_hovered():
-        row, kind, s, e, name, frame = bars[hovered]
-        imgui.set_tooltip(f"{ROWS[row]}: {name}  frame {frame}\n{s:.3f} -> {e:.3f} ms ({(e - s) * 1e3:.0f} us)")
+    dl.add_text((x0 + 4, y1 - 15), TEXT, f"{span:.1f} ms")  # the span shown, under the row names
+    kind = tl["kind"]
+    xa = bx0 + tl["start"] * scale
+    xb = bx0 + tl["end"] * scale
+    waiting = (kind == KIND_QUEUED) | (kind == KIND_SUBMITTED)
+    keep = ~waiting | (xb - xa >= 1.0)  # a queue wait under a pixel wide is not drawn
+    xb = np.maximum(xb, xa + 1.0)  # what ran is at least one pixel wide
+    bottom = y0 + 2 + tl["row"] * row_h + row_h - 4
+    frac = np.where(kind == KIND_QUEUED, _HEIGHT[KIND_QUEUED], np.where(kind == KIND_SUBMITTED, _HEIGHT[KIND_SUBMITTED], 1.0))
+    top = bottom - (row_h - 4) * frac
+    names = tl["name"]
+    cache = _COLOR_CACHE
+    add = dl.add_rect_filled
+    idx = np.nonzero(keep)[0]
+    for i, a, t, b, btm, k in zip(idx.tolist(), xa[idx].tolist(), top[idx].tolist(), xb[idx].tolist(),
+                                  bottom[idx].tolist(), kind[idx].tolist()):
+        col = cache.get((k, names[i]))
+        if col is None:
+            col = cache[(k, names[i])] = _bar_color(k, names[i])
+        add((a, t), (b, btm), col)
+    if imgui.is_item_hovered():
+        m = imgui.get_mouse_pos()
+        hit = np.nonzero(keep & (xa <= m.x) & (m.x <= xb) & (top <= m.y) & (m.y <= bottom))[0]
+        if hit.size:
+            i = int(hit[-1])
+            s, e = tl["start"][i], tl["end"][i]
+            imgui.set_tooltip(f"{ROWS[int(tl['row'][i])]}: {names[i]}  frame {int(tl['frame'][i])}\n"
+                              f"{s:.3f} -> {e:.3f} ms ({(e - s) * 1e3:.0f} us)")
 
 
 # -- tabs: ownership, errors, hazards, capabilities --------------------------------------------
-def _tabs(snap: dict, rects: dict) -> None:
+SET_SELECTED = int(imgui.TabItemFlags_.set_selected)
+
+
+def _tabs(snap: dict, rects: dict, runtime, state: PanelState) -> None:
     x0, y0, x1, y1 = rects["tabs"]
     imgui.set_cursor_screen_pos((x0, y0))
     n_err, n_haz = snap.get("errors_total", 0), snap.get("hazards_total", 0)
+    teaching = bool(snap.get("teaching_active"))
+    if teaching and not state._was_teaching:
+        state.select = "teach"  # teaching mode just started: show its tab
+    state._was_teaching = teaching
+    want, state.select = state.select, None
+
+    def sel(name: str) -> int:
+        return SET_SELECTED if want == name else 0
+
     with imgui_ctx.begin_tab_bar("##tabs") as bar:
         if not bar:
             return
-        with imgui_ctx.begin_tab_item("Ownership") as tab:
+        with imgui_ctx.begin_tab_item("Owners###ownership", sel("ownership")) as tab:
             if tab:
+                state.tab = "ownership"
                 _ownership(snap)
-        with imgui_ctx.begin_tab_item(f"Errors ({n_err})###errors") as tab:
+        with imgui_ctx.begin_tab_item(f"Errors {n_err}###errors", sel("errors")) as tab:
             if tab:
+                state.tab = "errors"
                 _errors(snap)
-        with imgui_ctx.begin_tab_item(f"Hazards ({n_haz})###hazards") as tab:
+        with imgui_ctx.begin_tab_item(f"Hazards {n_haz}###hazards", sel("hazards")) as tab:
             if tab:
+                state.tab = "hazards"
                 _hazards(snap)
-        with imgui_ctx.begin_tab_item("Capabilities") as tab:
+        with imgui_ctx.begin_tab_item("Teach###teach", sel("teach")) as tab:
             if tab:
+                state.tab = "teach"
+                _teach(snap, runtime)
+        with imgui_ctx.begin_tab_item("Lab###lab", sel("lab")) as tab:
+            if tab:
+                state.tab = "lab"
+                _lab(snap, runtime, state)
+        with imgui_ctx.begin_tab_item("Caps###caps", sel("caps")) as tab:
+            if tab:
+                state.tab = "caps"
                 _capabilities(snap)
+
+
+def _teach(snap: dict, runtime) -> None:
+    """app/ui/teaching.py's section; its buttons stand for keys, handled after the frame."""
+    if "teaching" not in snap:
+        imgui.text_disabled("(teaching data from the next frame on)")
+        return
+    from app.ui.teaching import draw_teaching
+
+    with imgui_ctx.begin_child("##teach", (0, 0)):
+        key = draw_teaching(snap["teaching"])
+    if key:
+        runtime.ui_actions.append(lambda: runtime.handle_key(key))
+
+
+def _lab(snap: dict, runtime, state: PanelState) -> None:
+    """app/ui/lab_tab.py: the hazard demonstrations (keys 1-4) and the error lab's table."""
+    try:
+        from app.ui.lab_tab import draw_hazard_demos, draw_lab_tab, lab_results
+    except ImportError:
+        imgui.text_disabled("the error lab is not available in this build")
+        return
+    with imgui_ctx.begin_child("##lab", (0, 0)):
+        if "demos" in snap:
+            key = draw_hazard_demos(snap["demos"])
+            if key:
+                runtime.ui_actions.append(lambda: runtime.handle_key(key))
+            imgui.separator()
+        if draw_lab_tab(snap.get("lab")):
+            def run_lab() -> None:
+                state.lab_results = lab_results(runtime)
+
+            runtime.ui_actions.append(run_lab)
 
 
 def _ownership(snap: dict) -> None:
@@ -307,8 +406,7 @@ def _ownership(snap: dict) -> None:
     if not rows:
         imgui.text_disabled("no shared objects")
         return
-    flags = imgui.TableFlags_.borders_inner_h | imgui.TableFlags_.row_bg | imgui.TableFlags_.sizing_stretch_prop
-    with imgui_ctx.begin_table("##own", 5, int(flags)) as table:
+    with imgui_ctx.begin_table("##own", 5, OWN_TABLE) as table:
         if not table:
             return
         for head in ("object", "owner", "since", "acq", "rel"):
@@ -350,41 +448,42 @@ def _hazards(snap: dict) -> None:
     if not hazards:
         imgui.text_colored(GREEN, "no hazards flagged")
         return
-    for h in hazards[:10]:
+    for i, h in enumerate(hazards[:10]):
         imgui.text_colored((1.0, 0.8, 0.3, 1.0), f"x{h['count']}  {h['case']}")
         imgui.same_line()
-        imgui.text(f"{h['label']} at {h['where']}, frames {h['first_frame']}-{h['last_frame']}")
-        with imgui_ctx.push_text_wrap_pos(0.0):
-            imgui.text_colored(DIM, h["spec"])
+        imgui.text(h["label"])
+        imgui.text_colored(DIM, f"    at {h['where']}, frames {h['first_frame']}-{h['last_frame']}")
+        if i < 3:  # the spec sentence of the most recent ones; the rest on hover
+            with imgui_ctx.push_text_wrap_pos(0.0):
+                imgui.text_colored(DIM, h["spec"])
+        elif imgui.is_item_hovered():
+            imgui.set_tooltip(h["spec"])
 
 
 def _capabilities(snap: dict) -> None:
     caps = snap.get("caps")
     if not caps:
         return
-    with imgui_ctx.begin_child("##caps", (0, 0)):
-        imgui.text(f"CL platform: {caps['platform']}")
-        imgui.text(f"CL device:   {caps['device']}")
-        imgui.text(f"GL:          {caps['gl']}")
-        imgui.text(f"surface:     {caps['surface']}   GL timer: {caps['gl_timer']}")
+    with imgui_ctx.begin_child("##caps", (0, 0)), imgui_ctx.push_text_wrap_pos(0.0):
+        imgui.text_wrapped(f"CL platform: {caps['platform']}")
+        imgui.text_wrapped(f"CL device: {caps['device']}")
+        imgui.text_wrapped(f"GL: {caps['gl']}")
+        imgui.text_wrapped(f"surface: {caps['surface']}; GL timer queries: {caps['gl_timer']}")
         clock = snap.get("clock", {})
         for key in ("cl", "gl"):
             c = clock.get(key, {})
-            imgui.text_colored(DIM, f"{key.upper()} clock: {c.get('method', '?')}, offset {c.get('offset_ns', 0) / 1e6:.3f} ms"
-                                    f" +/- {c.get('uncertainty_ns', 0) / 1e3:.1f} us")
+            imgui.text_colored(DIM, f"{key.upper()} clock on the host clock by {c.get('method', '?')}: offset "
+                                    f"{c.get('offset_ns', 0) / 1e6:.3f} ms \u00b1 {c.get('uncertainty_ns', 0) / 1e3:.1f} us")
         imgui.separator_text("backends")
         for b in caps["backends"]:
             mark = "*" if b["name"] == caps["chosen"] else " "
             imgui.text_colored(GREEN if b["available"] else RED, f"{mark} {'yes' if b['available'] else 'no '} {b['name']}")
-            with imgui_ctx.push_text_wrap_pos(0.0):
-                imgui.text_colored(DIM, f"      {b['reason']}")
+            imgui.text_colored(DIM, f"      {b['reason']}")
         imgui.separator_text("sync modes")
         for s in caps["sync"]:
             imgui.text_colored(GREEN if s["available"] else RED, f"{'yes' if s['available'] else 'no '} {s['name']}")
             if s["reason"]:
-                imgui.same_line()
-                with imgui_ctx.push_text_wrap_pos(0.0):
-                    imgui.text_colored(DIM, s["reason"])
+                imgui.text_colored(DIM, f"      {s['reason']}")
         for title, exts in (("CL sharing extensions", caps["cl_extensions"]), ("GL sharing extensions", caps["gl_extensions"])):
             imgui.separator_text(title)
             for i, (name, present) in enumerate(exts):

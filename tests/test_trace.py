@@ -1,0 +1,234 @@
+"""The Chrome trace export, the clock mapping and the GL timer.
+
+The 40-frame headless trace is checked for what Perfetto needs (valid JSON, complete events with
+microsecond ts/dur on named tracks, matched flow events) and for what glshare promises (per
+frame: acquire <= compute <= release by CL start stamps and by host phase starts, every event
+carrying its frame). The clock is checked against simulated clocks with a known offset.
+"""
+from __future__ import annotations
+
+import collections
+import json
+
+import numpy as np
+import pytest
+
+from app.schedule.frame import FrameRecord
+from app.trace.chrome import build_trace
+from app.trace.clock import ClockMap, OffsetEstimate
+
+FRAMES = 40
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    from conftest import run_glshare  # the glshare fixture's function (a module-scoped run)
+
+    path = tmp_path_factory.mktemp("trace") / "t.json"
+    res = run_glshare("run", "--headless", "--frames", str(FRAMES), "--size", "4096", "--trace", str(path),
+                      "--screenshot", str(path.with_suffix(".png")))
+    assert res.returncode == 0, res.stderr
+    assert f"wrote trace {path}" in res.stdout
+    return json.loads(path.read_text())
+
+
+def _threads(trace) -> dict[int, str]:
+    return {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+
+
+def test_trace_is_valid_trace_event_json(trace):
+    events = trace["traceEvents"]
+    threads = _threads(trace)
+    assert "CPU main thread" in threads.values() and "GL" in threads.values()
+    assert any(name.startswith("CL queue host_copy") for name in threads.values())
+    complete = [e for e in events if e["ph"] == "X"]
+    for e in complete:
+        assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+        assert e["pid"] == 1 and e["tid"] in threads, e
+        assert isinstance(e["args"]["frame"], int), e
+    names = {e["name"] for e in complete}
+    for prefix in ("acquire", "compute", "release", "gl"):
+        assert any(n.startswith(prefix) for n in names), prefix
+    by_tid = collections.Counter(threads[e["tid"]].split()[0] for e in complete)
+    assert by_tid["CPU"] >= FRAMES * 5 and by_tid["CL"] == FRAMES * 3 and by_tid["GL"] >= FRAMES, by_tid
+    # flows: every start has its finish with the same id, and they join different tracks
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts and starts.keys() == ends.keys()
+    kinds = collections.Counter(e["name"] for e in starts.values())
+    assert kinds["release -> gl"] == FRAMES and kinds["glFinish -> acquire"] == FRAMES
+    assert kinds["release -> clFinish"] == FRAMES
+    for fid, s in starts.items():
+        f = ends[fid]
+        assert f["bp"] == "e" and s["tid"] != f["tid"] and f["ts"] >= s["ts"], (s, f)
+    # async "queued" slices pair up too
+    begins = collections.Counter(e["id"] for e in events if e["ph"] == "b")
+    assert begins and begins == collections.Counter(e["id"] for e in events if e["ph"] == "e")
+
+
+def test_trace_has_acquire_compute_release_in_order_every_frame(trace):
+    threads = _threads(trace)
+    cl, cpu = collections.defaultdict(dict), collections.defaultdict(dict)
+    for e in trace["traceEvents"]:
+        if e["ph"] != "X":
+            continue
+        track = threads[e["tid"]]
+        if track.startswith("CL queue"):
+            cl[e["args"]["frame"]][e["name"]] = e
+        elif track == "CPU main thread":
+            cpu[e["args"]["frame"]][e["name"]] = e
+    assert sorted(cl) == sorted(cpu) == list(range(FRAMES))
+    for f in range(FRAMES):
+        a, c, r = (cl[f][n] for n in ("acquire", "compute", "release"))
+        raw = [ev["args"]["start_ns"] for ev in (a, c, r)]
+        assert raw == sorted(raw), (f, raw)  # device stamps, as the driver gave them
+        assert a["ts"] <= c["ts"] <= r["ts"], f  # the same on the host clock
+        for ev in (a, c, r):
+            q, s, st, en = (ev["args"][k] for k in ("queued_ns", "submit_ns", "start_ns", "end_ns"))
+            assert q <= s <= st <= en, (f, ev["name"])
+        host = [cpu[f][n]["ts"] for n in ("acquire", "compute", "release", "render")]
+        assert host == sorted(host), (f, host)
+        # one clock: each CL command starts after the host began enqueueing it (1 us of slack for
+        # the rounding of ts to ns and the stated clock uncertainty)
+        slack = 1.0 + trace["otherData"]["clock"]["cl"]["uncertainty_ns"] / 1e3
+        for name in ("acquire", "compute", "release"):
+            assert cl[f][name]["ts"] >= cpu[f][name]["ts"] - slack, (f, name)
+
+
+def test_trace_clock_calibration_is_stated(trace):
+    clock = trace["otherData"]["clock"]
+    assert clock["cl"]["known"] and clock["gl"]["known"]
+    assert clock["cl"]["uncertainty_ns"] < 1_000_000 and clock["gl"]["uncertainty_ns"] < 1_000_000
+
+
+# -- the clock mapping ------------------------------------------------------------------------------
+def test_offset_estimate_brackets_true_offset_and_maps_monotonically():
+    rng = np.random.default_rng(5)
+    true = -144_683_000  # device clock = host clock - true (PoCL's is ~144 ms off here)
+    est = OffsetEstimate("sim")
+    widths = []
+    for _ in range(200):
+        t0 = int(rng.integers(1_000_000, 10**12))
+        read_at = t0 + int(rng.integers(0, 40_000))  # the other clock is read inside [t0, t1]
+        t1 = read_at + int(rng.integers(0, 40_000))
+        est.observe(t0, t1, read_at + true)
+        widths.append(est.uncertainty_ns)
+        assert est.lo <= -true <= est.hi  # the interval always holds the true offset
+    assert est.resets == 0
+    assert widths == sorted(widths, reverse=True)  # intersecting only tightens
+    assert abs(est.offset - (-true)) <= est.uncertainty_ns < 5_000
+    dev = np.sort(rng.integers(0, 10**12, 1000)).astype(np.int64)
+    host = est.to_host(dev)
+    assert np.all(np.diff(host) >= 0)  # monotonic: the order of device events is kept
+    assert np.all(host - dev == est.offset) and est.to_host(int(dev[3])) == int(host[3])
+
+
+def test_offset_estimate_restarts_when_the_clock_steps():
+    est = OffsetEstimate("sim")
+    est.observe(1000, 1100, 500)  # offset in [500, 600]
+    est.observe(1000, 1050, 480)  # [520, 570]: tighter
+    assert (est.lo, est.hi, est.resets) == (520, 570, 0)
+    est.observe(5000, 5010, 1000)  # [4000, 4010]: disjoint: the other clock stepped
+    assert (est.lo, est.hi, est.resets) == (4000, 4010, 1)
+
+
+def test_clockmap_calibrates_pocl_and_gl(gl, device_choice):
+    import pyopencl as cl
+
+    ctx = cl.Context([device_choice.device])
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    clock = ClockMap.calibrate(device_choice.device, queue)
+    assert clock.cl.known and clock.gl.known, clock.as_dict()
+    # a fresh marker, bracketed by host reads, maps inside its bracket (within the uncertainty)
+    import time
+
+    t0 = time.perf_counter_ns()
+    ev = cl.enqueue_marker(queue)
+    t1 = time.perf_counter_ns()
+    ev.wait()
+    mapped = clock.cl_to_host(ev.profile.queued)
+    u = clock.cl.uncertainty_ns
+    assert t0 - u - 1000 <= mapped <= t1 + u + 1000, (t0, mapped, t1, clock.as_dict())
+    queue.finish()
+
+
+# -- the GL timer -----------------------------------------------------------------------------------
+def test_gl_timer_reads_back_without_stalling(gl):
+    from OpenGL import GL
+
+    from app.diagnostics import live
+    from app.trace.gltimer import GlTimer
+
+    before = live.count("gl_query")
+    timer = GlTimer("test timer", slots=2, owner="test")
+    assert timer.enabled, timer.reason
+    recs = [FrameRecord(i, "s", "b", "finish") for i in range(3)]
+    for rec in recs:
+        with timer.span(rec, "gl clear"):
+            GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+    assert timer.dropped == 1 and recs[2].gl_passes == []  # ring full: untimed, never waited for
+    assert timer.oldest_pending_frame == 0
+    timer.harvest(wait=True)
+    for rec in recs[:2]:
+        (name, start, end), = rec.gl_passes
+        assert name == "gl clear" and 0 < start <= end
+    assert recs[0].gl_passes[0][1] <= recs[1].gl_passes[0][1]
+    assert timer.oldest_pending_frame is None and timer.timed == 2
+    timer.release()
+    timer.release()  # idempotent
+    assert live.count("gl_query") == before
+
+
+# -- build_trace on hand-made records ----------------------------------------------------------------
+def test_build_trace_links_release_to_gl_and_waits():
+    rec = FrameRecord(7, "particles", "host_copy", "finish", start_ns=1_000_000, end_ns=1_100_000)
+    rec.phases = {"acquire": (1_000_000, 1_020_000), "compute": (1_020_000, 1_040_000),
+                  "release": (1_040_000, 1_070_000), "render": (1_070_000, 1_100_000)}
+    rec.waits = [("glFinish", 1_001_000, 1_015_000), ("clFinish", 1_050_000, 1_069_000)]
+    off = -5_000_000  # device clock = host - off (5 ms ahead; device stamps are unsigned)
+    rec.cl_profile = {"acquire": (1_016_000 - off, 1_017_000 - off, 1_018_000 - off, 1_019_000 - off),
+                      "compute": (1_030_000 - off, 1_031_000 - off, 1_032_000 - off, 1_045_000 - off),
+                      "release": (1_046_000 - off, 1_047_000 - off, 1_048_000 - off, 1_060_000 - off)}
+    rec.gl_passes = [("gl render", 1_075_000, 1_090_000)]
+    clock = ClockMap()
+    clock.gl.observe(0, 0, 0)  # GL clock == host clock
+    trace = build_trace([rec], clock)
+    ev = trace["traceEvents"]
+    # the queued stamps inside the host phases alone pin the offset down to a few us
+    assert abs(clock.cl.offset - off) <= clock.cl.uncertainty_ns <= 5_000
+    cl_acq = next(e for e in ev if e["ph"] == "X" and e["name"] == "acquire" and e["cat"] == "cl")
+    want = (1_018_000 - off + clock.cl.offset - rec.start_ns) / 1e3
+    assert cl_acq["ts"] == pytest.approx(want, abs=0.002) and cl_acq["dur"] == pytest.approx(1.0)
+    assert cl_acq["args"]["frame"] == 7 and cl_acq["args"]["start_ns"] == 1_018_000 - off
+    flows = {e["name"]: e for e in ev if e["ph"] == "s"}
+    assert set(flows) == {"release -> gl", "glFinish -> acquire", "release -> clFinish"}
+    finish = {e["id"]: e for e in ev if e["ph"] == "f"}
+    gl_pass = next(e for e in ev if e["ph"] == "X" and e["name"] == "gl render")
+    f = finish[flows["release -> gl"]["id"]]
+    assert f["tid"] == gl_pass["tid"] and gl_pass["ts"] <= f["ts"] <= gl_pass["ts"] + gl_pass["dur"]
+    json.dumps(trace)  # serializable as is
+
+
+def test_trace_across_a_switch_has_one_queue_track_per_setup(gl, tmp_path):
+    from app.config import RunConfig
+    from app.runtime import Runtime
+    from app.trace.chrome import write_trace
+
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False)
+    with Runtime(cfg, surface=gl) as rt:
+        for _ in range(3):
+            rt.tick()
+        assert rt.switch(scene="image")
+        for _ in range(3):
+            rt.tick()
+        rt.scheduler.finish()
+        trace = json.loads(write_trace(tmp_path / "switch.json", rt).read_text())
+    threads = _threads(trace)
+    queues = sorted(name for name in threads.values() if name.startswith("CL queue"))
+    assert queues == ["CL queue host_copy #1", "CL queue host_copy #2"]
+    cl = collections.defaultdict(set)
+    for e in trace["traceEvents"]:
+        if e["ph"] == "X" and threads[e["tid"]].startswith("CL queue"):
+            cl[threads[e["tid"]]].add(e["args"]["frame"])
+    assert cl["CL queue host_copy #1"] == {0, 1, 2} and cl["CL queue host_copy #2"] == {3, 4, 5}
+    assert [s["what"] for s in trace["otherData"]["switches"]] == ["scene"]

@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="hazard flags and frame errors are raised")
     r.add_argument("--no-panel", action="store_true", help="draw only the minimal overlay")
     r.add_argument("--no-overlay", action="store_true", help="draw the scene alone, no ImGui at all")
+    r.add_argument("--panel-hz", type=float, default=5.0,
+                   help="panel redraws per second, at once after input (default 5; 0: every frame)")
     r.add_argument("--vsync", action="store_true")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12")
 
@@ -102,7 +104,7 @@ def _run(args) -> int:
     cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
                     size=parse_size(args.scene, args.size), report=report, screenshot=screenshot,
                     trace=args.trace, cl_device=cl_device_selector(args.cl_device), seed=args.seed,
-                    strict=args.strict, panel=not args.no_panel, overlay=not args.no_overlay, vsync=args.vsync, yuv_format=args.yuv_format)
+                    strict=args.strict, panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync, yuv_format=args.yuv_format)
     select_platform(headless)
     from app.runtime import run
 

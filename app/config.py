@@ -68,6 +68,7 @@ class RunConfig:
     strict: bool = False
     panel: bool = True
     overlay: bool = True  # False: no ImGui at all (pixel comparisons of the scene alone)
+    panel_hz: float = 5.0  # panel redraws per second (and at once after input); 0: every frame
     vsync: bool = False
     yuv_format: str = "nv12"
     hazards: frozenset[str] = field(default_factory=frozenset)

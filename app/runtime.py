@@ -92,7 +92,7 @@ class Runtime:
             if self.cfg.overlay:
                 from app.ui.imgui_layer import ImGuiLayer
 
-                self.overlay = ImGuiLayer(self.surface)
+                self.overlay = ImGuiLayer(self.surface, redraw_hz=self.cfg.panel_hz)
                 self._stack.callback(self.overlay.close)
         except BaseException:
             self._stack.close()
@@ -211,6 +211,8 @@ class Runtime:
 
     # -- the loop ------------------------------------------------------------------------------
     def handle_key(self, key: str) -> None:
+        if self.overlay is not None:
+            self.overlay.mark_dirty()  # the panel shows the change at once
         if key in ("escape", "q"):
             self.request_close()
         elif key in ("p", "space"):
@@ -324,23 +326,31 @@ class Runtime:
                 self._loop_error(exc, "write trace")
 
     def draw_ui(self) -> None:
+        """The overlay or the panel over the frame. The panel's snapshot is taken only when the
+        cached layer is redrawn (app/ui/imgui_layer.py: 10 Hz by default, at once after input)."""
         if self.overlay is None or not self.surface.bind_target():
             return
         from app.ui import overlay
 
-        snap = self.snapshot()
         rec = self.scheduler.records[-1] if self.scheduler and self.scheduler.records else None
         timed = rec is not None and "panel" not in rec.phases  # this frame's record, not a paused one
-        span = self.scheduler.gl_timer.span(rec, "gl panel") if timed else contextlib.nullcontext()
-        with span:
+
+        def span():  # the GL pass of a redraw; the blit of the cached layer is not timed
+            return self.scheduler.gl_timer.span(rec, "gl panel") if timed else contextlib.nullcontext()
+
+        def build() -> None:
+            snap = self.snapshot()
             if self.show_panel:
                 try:
                     from app.ui.panel import draw_panel
                 except ImportError:
                     draw_panel = None
-                self.overlay.draw(lambda: draw_panel(snap, self) if draw_panel else overlay.draw_overlay(snap))
-            else:
-                self.overlay.draw(lambda: overlay.draw_overlay(snap))
+                if draw_panel:
+                    draw_panel(snap, self)
+                    return
+            overlay.draw_overlay(snap)
+
+        self.overlay.draw(build, span=span)
         self._run_ui_actions()
 
     def run(self) -> None:

@@ -94,7 +94,7 @@ def test_panel_survives_any_snapshot(small_runtime):
     broken = [{}, {"timing": {"count": 5}}, {**good, "timeline": {"count": 2, "kind": "x", "span_ms": 1.0}},
               {**good, "errors": [{"count": 1}]}, {**good, "ownership": None}]
     for snap in broken + [good]:
-        rt.overlay.draw(lambda s=snap: draw_panel(s, rt))
+        rt.overlay.draw(lambda s=snap: draw_panel(s, rt), force=True)  # past the cached layer
     assert rt.panel_state.failures >= 1  # the broken ones were caught and counted
     rec = rt.tick()
     assert rec.errors == [] and rt.loop_errors == []

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from app.bench.loops import BareLoop, Sample, glshare_copy_frame, glshare_frame, glshare_panel_frame
+from app.bench.loops import BareLoop, Sample, glshare_copy_frame, glshare_frame, glshare_panel_frame, glshare_ui_frame
 from app.bench.sweep import Sweep, shared_bytes, size_label
 from app.config import SYNC_MODES, RunConfig
 from app.trace.stats import summary
@@ -25,8 +25,9 @@ MIN_FRAMES = 5  # timed frames of each kind a cell gets even past its time budge
 
 
 def _ms(values_ns) -> dict:
-    s = summary(v / 1e6 for v in values_ns)
-    return {"median": s["median"], "p95": s["p95"]}
+    values = [v / 1e6 for v in values_ns]
+    s = summary(values)
+    return {"median": s["median"], "p95": s["p95"], "mean": round(sum(values) / len(values), 4) if values else 0.0}
 
 
 def _us(values) -> dict:
@@ -159,6 +160,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
     bare = BareLoop(rt)
     copies = rt.backend_name == "host_copy"
     g, b, c, f, p, o = [], [], [], [], [], []
+    u: dict[str | None, list] = {"panel": [], "overlay": [], None: []}  # isolated UI costs
     records: list = []
     try:
         for _ in range(sweep.warmup):
@@ -195,6 +197,9 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
                 glshare_panel_frame(rt, [])
                 o += _take(per_round, clock, len(o), lambda: glshare_panel_frame(rt, []))
                 rt.show_panel = True
+                for j in range(per_round):  # the UI alone, the three kinds interleaved frame by frame
+                    for kind in (("panel", None, "overlay") if j % 2 else (None, "overlay", "panel")):
+                        u[kind].append(glshare_ui_frame(rt, kind))
             if clock.over:
                 break
     finally:
@@ -233,5 +238,9 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
         out["panel"] = {**base, "sync": "finish", "frames": len(p), "drawn": panel_name(),
                         "with_panel": panel, "without_panel": sample_stats(g),
                         "draw_ui_ms": _ms(s.extra["draw_ui"] for s in p), "snapshot_ms": _ms(snaps),
-                        "with_overlay": sample_stats(o), "overlay_draw_ui_ms": _ms(s.extra["draw_ui"] for s in o)}
+                        "with_overlay": sample_stats(o), "overlay_draw_ui_ms": _ms(s.extra["draw_ui"] for s in o),
+                        "ui_alone": {"panel": sample_stats(u["panel"]), "overlay": sample_stats(u["overlay"]),
+                                     "nothing": sample_stats(u[None]), "frames": len(u[None]),
+                                     "what": "after the scene's GL work finished: draw_ui + glFinish, against "
+                                             "glFinish alone, interleaved frame by frame"}}
     return cell

@@ -72,6 +72,27 @@ def glshare_panel_frame(rt, records: list) -> Sample:
     return timed(frame)
 
 
+def glshare_ui_frame(rt, ui: str | None) -> Sample:
+    """A frame whose scene GL work is finished before the UI: the sample times only what drawing
+    the UI adds (``ui`` "panel" or "overlay"; None: nothing, the same barrier alone), with its GL
+    work finished inside the sample, so llvmpipe's rasterising threads are counted too."""
+    records = [rt.step()]
+    GL.glFinish()
+    if ui is not None:
+        rt.show_panel = ui == "panel"
+
+    def part():
+        if ui is not None:
+            rt.draw_ui()
+        GL.glFinish()
+
+    sample = timed(part)
+    rt.surface.present()
+    rt.show_panel = True
+    del records
+    return sample
+
+
 def glshare_copy_frame(rt) -> Sample:
     """A frame driven phase by phase (the teaching mode's generator) with the kernel finished before
     the release and GL finished after the draw, so acquire + release time only glshare's copies and

@@ -36,8 +36,17 @@ class GlfwWindow:
         glfw.make_context_current(self._window)
         glfw.swap_interval(1 if vsync else 0)
         self._events: list[KeyEvent] = []
+        self._input_listeners: list = []
         self._resized = True
         glfw.set_key_callback(self._window, self._on_key)
+
+    def on_input(self, fn) -> None:
+        """Call ``fn()`` on mouse movement, buttons, scrolling and characters (the panel redraws)."""
+        glfw.set_cursor_pos_callback(self._window, lambda *a: fn())
+        glfw.set_mouse_button_callback(self._window, lambda *a: fn())
+        glfw.set_scroll_callback(self._window, lambda *a: fn())
+        glfw.set_char_callback(self._window, lambda *a: fn())
+        self._input_listeners.append(fn)
 
     @property
     def window_address(self) -> int:
@@ -45,6 +54,8 @@ class GlfwWindow:
         return ctypes.cast(self._window, ctypes.c_void_p).value
 
     def _on_key(self, window, key, scancode, action, mods) -> None:
+        for fn in self._input_listeners:
+            fn()
         if action != glfw.PRESS:
             return
         name = glfw.get_key_name(key, scancode)

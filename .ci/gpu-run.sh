@@ -11,7 +11,7 @@ python3 -m pytest -m gpu -v -rs tests/test_gpu.py ${GPU_PYTEST_ARGS:-} 2>&1 | te
 for spec in "particles external_memory semaphore" "particles external_memory finish" "image external_memory semaphore" "particles host_copy finish"; do
   set -- $spec
   python3 -m app run --headless --scene "$1" --backend "$2" --sync "$3" --frames 300 --no-panel \
-    --report "/tmp/run-$1-$2-$3.json" > /dev/null 2>>"$out/runs.txt" || echo "run $spec failed" >> "$out/runs.txt"
+    --report "/tmp/run-$1-$2-$3.json" > /dev/null 2>>"$out/machine.txt" || echo "run $spec failed" >> "$out/machine.txt"
 done
 python3 - "$out/runs.json" /tmp/run-*.json <<'PY'
 import json, sys

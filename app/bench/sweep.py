@@ -14,6 +14,7 @@ from app.config import DEFAULT_PARTICLES
 MIB = 1 << 20
 ZERO_COPY_BYTES = 64 * MIB  # where zero_copy_speedup and semaphore_vs_finish are read (issue 8)
 ZERO_COPY_PARTICLES = ZERO_COPY_BYTES // 32
+ZERO_COPY_IMAGE = (4096, 4096)  # 4 bytes a pixel: 64 MiB
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,10 @@ class Sweep:
     efficiency_min_bytes: int = 4 * MIB  # host_copy_efficiency from this size up
 
     def with_zero_copy_size(self) -> "Sweep":
-        """Add the 64 MiB particle count where a zero-copy backend exists (zero_copy_speedup)."""
-        if ZERO_COPY_PARTICLES in self.particles:
-            return self
-        sizes = tuple(sorted(self.particles + (ZERO_COPY_PARTICLES,)))
-        return Sweep(self.name, sizes, self.images, self.warmup, self.frames, self.rounds, self.cell_budget_s,
+        """Add the 64 MiB sizes (2M particles, a 4096x4096 image) where a zero-copy backend exists."""
+        sizes = tuple(sorted(set(self.particles) | {ZERO_COPY_PARTICLES}))
+        images = tuple(sorted(set(self.images) | {ZERO_COPY_IMAGE}))
+        return Sweep(self.name, sizes, images, self.warmup, self.frames, self.rounds, self.cell_budget_s,
                      self.default_particles, self.efficiency_min_bytes)
 
 

@@ -35,7 +35,7 @@ from app.gl.objects import GlBuffer, GlTexture
 from app.sharing import clext
 from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharedObject, SharingBackend, SyncStrategy
 from app.sharing.host_copy import cl_image_format_for
-from app.sharing.vulkan_export import VulkanExporter, close_fd
+from app.sharing.vulkan_export import close_fd, shared_exporter
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class ExternalMemory(SharingBackend):
             return Probe(cls.name, False, f"GL {env.gl_info.version} has no direct state access "
                          "(GL 4.5 or GL_ARB_direct_state_access), which glNamedBufferStorageMemEXT needs")
         try:
-            VulkanExporter(_cl_uuid(dev)).close()
+            shared_exporter(_cl_uuid(dev))  # kept for the backend (one exporter per process)
         except SharingUnavailable as exc:
             return Probe(cls.name, False, exc.reason)
         return Probe(cls.name, True, "Vulkan exports opaque-fd memory; GL and CL import it; zero-copy")
@@ -138,7 +138,7 @@ class ExternalMemory(SharingBackend):
 
     def _create_context(self) -> cl.Context:
         ctx = cl.Context([self.device])
-        self.exporter = VulkanExporter(_cl_uuid(self.device))
+        self.exporter = shared_exporter(_cl_uuid(self.device))
         self.ext = clext.ExtensionFunctions(self.env.choice.platform)
         self.cl_took_fd = None  # learnt at the first import: does CL close the fd it was given?
         self.fds_closed = 0
@@ -304,8 +304,7 @@ class ExternalMemory(SharingBackend):
     def _close_extra(self) -> None:
         for vk_buffer, vk_memory in self._kept:
             self.exporter.free(vk_buffer, vk_memory)
-        self._kept = []
-        self.exporter.close()
+        self._kept = []  # the exporter itself is the process's (vulkan_export.shared_exporter)
 
 
 class SemaphoreSync(SyncStrategy):

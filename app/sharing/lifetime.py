@@ -26,10 +26,10 @@ def run_lifetime_demo(env, n: int = 4096) -> dict:
     """Returns {ok, steps: [{step, ok, detail}], open_fds_before, open_fds_after, kmt_note}."""
     from app.sharing.external_memory import ExternalMemory
 
-    fds_before = open_fds()
     steps = []
-    backend = ExternalMemory(env)
+    backend = ExternalMemory(env)  # the process's Vulkan exporter exists from here on (its own fds)
     try:
+        fds_before = open_fds()  # around one shared object's whole life: its fds are glshare's to close
         obj = backend.create_buffer("lifetime demo", n * 4)
         lt = backend.lifetime()
         steps.append({"step": "exporter released after both imports", "ok": live.count("vk_memory") == 0
@@ -56,9 +56,9 @@ def run_lifetime_demo(env, n: int = 4096) -> dict:
         steps.append({"step": "GL writes, CL reads", "ok": bool(np.all(back == 3.0)),
                       "detail": f"CL read {back[:4].tolist()}... (expected 3.0)"})
         backend.destroy(obj)
+        fds_after = open_fds()
     finally:
         backend.close()
-    fds_after = open_fds()
     steps.append({"step": "no file descriptor left open", "ok": fds_after == fds_before,
                   "detail": f"{fds_before} fds before, {fds_after} after"})
     return {"ok": all(s["ok"] for s in steps), "steps": steps, "open_fds_before": fds_before,

@@ -82,7 +82,7 @@ class VulkanExporter:
             raise SharingUnavailable("external_memory", f"{self.device_name} has no device-local memory type")
         self.memory_types = props
         self._closed = False
-        live.created("vk_device", "external_memory")
+        live.created("vk_device", "vulkan")
 
     def _pick(self, cl_uuid: bytes | None):
         vk = self.vk
@@ -172,7 +172,7 @@ class VulkanExporter:
     @_keeps_gl_current
     def close(self) -> None:
         if getattr(self, "_closed", True) is False:
-            live.released("vk_device", "external_memory")
+            live.released("vk_device", "vulkan")
         self._closed = True
         device, self.device = getattr(self, "device", None), None
         if device is not None:
@@ -180,6 +180,23 @@ class VulkanExporter:
         instance, self.instance = getattr(self, "instance", None), None
         if instance is not None:
             self.vk.vkDestroyInstance(instance, None)
+
+
+_SHARED: dict[bytes | None, VulkanExporter] = {}
+
+
+def shared_exporter(cl_device_uuid: bytes | None = None) -> VulkanExporter:
+    """The process's one exporter per GPU, made at first use and kept.
+
+    Measured on NVIDIA 580 (H200): each Vulkan instance + device the driver creates leaves about
+    20 file descriptors of its own open after vkDestroyInstance, so an exporter per backend (one
+    per backend switch) made the process's fd count grow with every switch. One exporter per
+    process is also cheaper: instance creation is the slow part of the probe.
+    """
+    exporter = _SHARED.get(cl_device_uuid)
+    if exporter is None:
+        exporter = _SHARED[cl_device_uuid] = VulkanExporter(cl_device_uuid)
+    return exporter
 
 
 def close_fd(fd: int) -> bool:

@@ -6,6 +6,7 @@ sync mode tears down the scene and the backend (CL objects before GL objects) an
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import logging
 import statistics
@@ -136,6 +137,7 @@ class Runtime:
         if self.backend is not None:
             self.backend.close()
             self.backend = None
+            gc.collect()  # the old CL context (a CUDA context on NVIDIA) goes now, not at a later collection
 
     @property
     def all_records(self) -> list:

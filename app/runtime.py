@@ -45,6 +45,7 @@ class Runtime:
         """``surface``: an already open surface to draw on (tests, bench); it is not closed here."""
         self.cfg = cfg
         self._given_surface = surface
+        self.requested_sync = cfg.sync  # kept across backend switches that must fall back to finish
         self._stack = contextlib.ExitStack()
         self.surface = None
         self.scene = None
@@ -151,11 +152,15 @@ class Runtime:
         unless ``strict``.
         """
         old = (self.cfg.scene, self.backend_name, self.cfg.sync)
-        if backend and not sync:
+        if sync:
+            self.requested_sync = sync
+        elif backend:
             from app.sharing.registry import backend_class
 
-            if old[2] not in backend_class(backend).sync_modes:
-                sync = "finish"  # the portable rule, when the new backend lacks the current mode
+            # the mode the user chose last, where the new backend has it; else the portable rule
+            wanted = getattr(self, "requested_sync", old[2])
+            modes = backend_class(backend).sync_modes
+            sync = wanted if wanted in modes else (old[2] if old[2] in modes else "finish")
         new = (scene or old[0], backend or old[1], sync or old[2])
         what = "scene" if scene else "backend" if backend else "sync"
         try:

@@ -29,6 +29,9 @@ def run_lifetime_demo(env, n: int = 4096) -> dict:
     steps = []
     backend = ExternalMemory(env)  # the process's Vulkan exporter exists from here on (its own fds)
     try:
+        # built first: pyopencl's program cache keeps files of its own open after a first build
+        prog = cl.Program(backend.context, "__kernel void fill(__global float* p) "
+                          "{ uint i = get_global_id(0); p[i] = (float)i * 0.5f; }").build()
         fds_before = open_fds()  # around one shared object's whole life: its fds are glshare's to close
         obj = backend.create_buffer("lifetime demo", n * 4)
         lt = backend.lifetime()
@@ -36,8 +39,6 @@ def run_lifetime_demo(env, n: int = 4096) -> dict:
                       and lt["exporter_released"], "detail": f"Vulkan allocations alive: {live.count('vk_memory')}; "
                       f"fds glshare closed: {lt['fds_closed']}; CL took its fd: {lt['cl_took_fd_ownership']}"})
         q = backend.queue
-        prog = cl.Program(backend.context, "__kernel void fill(__global float* p) "
-                          "{ uint i = get_global_id(0); p[i] = (float)i * 0.5f; }").build()
         ev = backend.acquire(q, [obj])
         ev = prog.fill(q, (n,), None, obj.mem, wait_for=[ev])
         backend.release(q, [obj], [ev])

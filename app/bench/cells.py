@@ -155,6 +155,25 @@ def _take(n: int, clock: _Clock, have: int, fn, least: int = MIN_FRAMES) -> list
     return out
 
 
+def _drained_ms(rt, frames: int) -> float:
+    """Frames back to back from idle to idle (GL and CL finished before and after), per frame.
+
+    Per-frame times show what the CPU waited; with sync ``semaphore`` or ``none`` the CPU runs
+    ahead of the GPU and the driver makes some later frame pay, maybe outside the timed frames.
+    This time includes all of it: it is the frame rate the machine sustains.
+    """
+    from OpenGL import GL
+
+    GL.glFinish()
+    rt.backend.queue.finish()
+    t0 = time.perf_counter_ns()
+    for _ in range(frames):
+        glshare_frame(rt, [])
+    GL.glFinish()
+    rt.backend.queue.finish()
+    return round((time.perf_counter_ns() - t0) / frames / 1e6, 4)
+
+
 def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, out: dict) -> dict:
     clock = _Clock(sweep.cell_budget_s)
     bare = BareLoop(rt)
@@ -202,9 +221,11 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
                         u[kind].append(glshare_ui_frame(rt, kind))
             if clock.over:
                 break
+        drained = _drained_ms(rt, max(MIN_FRAMES, per_round))
     finally:
         bare.close()
     cell = _cell(rt, base, nbytes, g, records)
+    cell["throughput_ms"] = drained
     if base["scene"] == "particles" and base["size"] == min(sweep.particles):
         from app.bench.overhead import overhead_breakdown
 

@@ -22,7 +22,7 @@ KMT_NOTE = ("A KMT / global share handle (OPAQUE_WIN32_KMT, D3D11_TEXTURE_KMT) o
             "freeing it first, as here, would leave both importers with an invalid payload.")
 
 
-def _one_life(backend, prog, n: int, steps: list | None) -> None:
+def _one_life(backend, prog: cl.Kernel, n: int, steps: list | None) -> None:
     """Import, free the exporter's side, CL writes / GL reads, GL writes / CL reads, destroy."""
     obj = backend.create_buffer("lifetime demo", n * 4)
     try:
@@ -32,7 +32,7 @@ def _one_life(backend, prog, n: int, steps: list | None) -> None:
                   f"CL took its fd: {lt['cl_took_fd_ownership']}"]
         q = backend.queue
         ev = backend.acquire(q, [obj])
-        ev = prog.fill(q, (n,), None, obj.mem, wait_for=[ev])
+        ev = prog(q, (n,), None, obj.mem, wait_for=[ev])
         backend.release(q, [obj], [ev])
         q.finish()
         seen = obj.gl.read()
@@ -65,8 +65,8 @@ def run_lifetime_demo(env, n: int = 4096) -> dict:
     steps: list = []
     backend = ExternalMemory(env)  # the process's Vulkan exporter exists from here on (its own fds)
     try:
-        prog = cl.Program(backend.context, "__kernel void fill(__global float* p) "
-                          "{ uint i = get_global_id(0); p[i] = (float)i * 0.5f; }").build()
+        prog = cl.Kernel(cl.Program(backend.context, "__kernel void fill(__global float* p) "
+                                    "{ uint i = get_global_id(0); p[i] = (float)i * 0.5f; }").build(), "fill")
         _one_life(backend, prog, n, None)
         fds_before = open_fds()
         _one_life(backend, prog, n, steps)

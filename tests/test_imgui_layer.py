@@ -40,3 +40,21 @@ def test_layer_is_reused_between_redraws_and_redrawn_on_input(gl):
     finally:
         surface.close()
     assert live.snapshot() == before  # the layer's texture and FBO were released
+
+
+def test_memory_tab_shows_the_handle_table(gl):
+    surface = EglSurface((640, 600))
+    try:
+        with Runtime(RunConfig(headless=True, frames=10_000, size=2048, panel_hz=0), surface=surface) as rt:
+            for _ in range(3):
+                rt.tick()
+                rt.panel_state.select = "memory"
+            base = surface.read_pixels()
+            rt.tick()
+            mem = rt.snapshot()["caps"]["memory"]
+            assert [h["value"] for h in mem["handle_types"]] == list(range(0x2060, 0x2068))
+            assert "cl_khr_external_memory" in mem["unavailable"] and mem["lifetime"] is None
+            assert rt.panel_state.failures == 0 and rt.loop_errors == []
+            assert base[..., :3].std() > 5
+    finally:
+        surface.close()

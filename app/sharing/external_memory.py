@@ -298,7 +298,7 @@ class ExternalMemory(SharingBackend):
     def lifetime(self) -> dict:
         """What the panel's lifetime demonstration shows."""
         return {"exporter_released": self.release_exporter, "fds_closed": self.fds_closed,
-                "cl_took_fd_ownership": self.cl_took_fd, "open_fds": clext.open_fds(),
+                "cl_took_fd_ownership": self.cl_took_fd, "open_fds": clext.open_fds(collect=False),
                 "holders": "GL memory object + CL buffer (each import holds a reference to the payload)"}
 
     def _close_extra(self) -> None:

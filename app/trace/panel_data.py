@@ -316,8 +316,24 @@ class PanelData:
             "chosen": rt.backend_name,
             "sync": sync,
             "gl_timer": "on" if timer is not None and timer.enabled else (timer.reason if timer else "off"),
+            "memory": self._memory(rt),
         }
         return self._caps
+
+    @staticmethod
+    def _memory(rt) -> dict:
+        """The external-memory handle types (cl_khr_external_memory) and, on external_memory, the
+        lifetime of the payload (exporter released, fds closed)."""
+        from app.sharing.external_memory import import_handle_types
+        from app.sharing.handles import handle_table
+        from app.sharing.lifetime import KMT_NOTE
+
+        types = import_handle_types(rt.choice.device)
+        lifetime = rt.backend.lifetime() if hasattr(rt.backend, "lifetime") else None
+        return {"handle_types": handle_table(types), "import_types": [f"0x{t:04X}" for t in types or []],
+                "lifetime": lifetime, "kmt_note": KMT_NOTE,
+                "unavailable": rt.registry.probes["external_memory"].reason
+                if not rt.registry.probes["external_memory"].available else ""}
 
     def controls(self, rt) -> dict:
         """The choices of the panel's combos (cached until the set-up or the size changes)."""

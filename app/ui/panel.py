@@ -362,6 +362,10 @@ def _tabs(snap: dict, rects: dict, runtime, state: PanelState) -> None:
             if tab:
                 state.tab = "lab"
                 _lab(snap, runtime, state)
+        with imgui_ctx.begin_tab_item("Memory###memory", sel("memory")) as tab:
+            if tab:
+                state.tab = "memory"
+                _memory(snap)
         with imgui_ctx.begin_tab_item("Caps###caps", sel("caps")) as tab:
             if tab:
                 state.tab = "caps"
@@ -458,6 +462,34 @@ def _hazards(snap: dict) -> None:
                 imgui.text_colored(DIM, h["spec"])
         elif imgui.is_item_hovered():
             imgui.set_tooltip(h["spec"])
+
+
+def _memory(snap: dict) -> None:
+    """External-memory handle types and who owns what; the payload's lifetime on external_memory."""
+    mem = (snap.get("caps") or {}).get("memory")
+    if not mem:
+        return
+    with imgui_ctx.begin_child("##memory", (0, 0)), imgui_ctx.push_text_wrap_pos(0.0):
+        life = mem.get("lifetime")
+        if life:
+            imgui.separator_text("lifetime of the shared payload")
+            imgui.text_colored(GREEN if life["exporter_released"] else DIM,
+                               f"exporter's Vulkan allocation {'released' if life['exporter_released'] else 'kept'} "
+                               "after GL and CL imported it")
+            imgui.text_wrapped(f"held by: {life['holders']}; fds glshare closed: {life['fds_closed']}; "
+                               f"CL took its fd: {life['cl_took_fd_ownership']}; open fds now: {life['open_fds']}")
+            imgui.text_colored(DIM, mem["kmt_note"])
+        elif mem.get("unavailable"):
+            imgui.text_colored(DIM, f"external_memory unavailable: {mem['unavailable']}")
+        imgui.separator_text(f"handle types (the device imports: {', '.join(mem['import_types']) or 'none'})")
+        for h in mem["handle_types"]:
+            color = GREEN if h["glshare"].startswith("usable") else DIM
+            imgui.text_colored(color, f"{h['hex']} {h['name']}{'  NT' if h['nt_handle'] else ''}"
+                                      f"  owns ref: {'yes' if h['owns_reference'] else 'no'}")
+            if imgui.is_item_hovered():
+                imgui.set_tooltip(h["rule"])
+            imgui.text_colored(DIM, f"    closes: {h['who_closes']}; invalid when {h['becomes_invalid_when']}")
+            imgui.text_colored(DIM, f"    {h['glshare']}")
 
 
 def _capabilities(snap: dict) -> None:

@@ -63,6 +63,10 @@ def test_every_available_sync_mode_has_cells(tiny_run):
                 got = {c["sync"] for c in r["cells"] if c["backend"] == backend and c["scene"] == scene
                        and c["size"] == size}
                 assert got == wanted, (backend, scene, size, got)
+    # every cell also has its sustained (idle-to-idle) frame time, at least as long as a frame's
+    # own CPU-side time can be without the GPU's backlog counted
+    for c in r["cells"]:
+        assert c["throughput_ms"] > 0, c["sync"]
 
 
 def test_bytes_and_bandwidth(tiny_run):

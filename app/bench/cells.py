@@ -142,7 +142,10 @@ def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
         samples += _take(per_round, clock, len(samples), lambda: glshare_frame(rt, records))
         if clock.over:
             break
-    return _cell(rt, base, nbytes, samples, records)
+    drained = _drained_ms(rt, max(MIN_FRAMES, per_round))
+    cell = _cell(rt, base, nbytes, samples, records)
+    cell["throughput_ms"] = drained
+    return cell
 
 
 def _take(n: int, clock: _Clock, have: int, fn, least: int = MIN_FRAMES) -> list:

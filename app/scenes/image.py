@@ -10,12 +10,10 @@ import math
 
 import numpy as np
 import pyopencl as cl
-from OpenGL import GL
 
 from app.compute.kernels import KernelProgram
 from app.config import DEFAULT_IMAGE
-from app.diagnostics import live
-from app.gl.shaders import Program
+from app.gl.quad import TexturedQuad
 from app.scenes.base import Scene
 
 
@@ -55,9 +53,7 @@ class ImageScene(Scene):
         self.program = KernelProgram(backend.context, "julia.cl", owner=backend.name)
         self.kernel = self.program.kernel("julia")
         self.kernel_buffer = self.program.kernel("julia_buffer")
-        self.gl_program = Program("image quad", "quad.vert", "quad.frag", owner=backend.name)
-        self.vao = int(GL.glGenVertexArrays(1))
-        live.created("gl_vertex_array", backend.name)
+        self.quad = TexturedQuad("image quad", owner=backend.name)
 
     def _make_texture(self) -> None:
         w, h = self.image_size
@@ -85,17 +81,7 @@ class ImageScene(Scene):
         return cl.enqueue_nd_range_kernel(queue, kernel, (w, h), None, wait_for=wait_for)
 
     def render(self, size) -> None:
-        GL.glClearColor(0, 0, 0, 1)
-        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
-        self.gl_program.use()
-        GL.glActiveTexture(GL.GL_TEXTURE0)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, self.texture.gl.name)
-        GL.glUniform1i(self.gl_program.uniform("image"), 0)
-        GL.glBindVertexArray(self.vao)
-        GL.glDrawArrays(GL.GL_TRIANGLE_STRIP, 0, 4)
-        GL.glBindVertexArray(0)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        GL.glUseProgram(0)
+        self.quad.draw(self.texture.gl.name)
 
     def teardown(self) -> None:
         backend, self.backend = self.backend, None
@@ -104,9 +90,7 @@ class ImageScene(Scene):
         backend.destroy(self.texture)
         self.shared = []
         self.program.release()
-        self.gl_program.release()
-        GL.glDeleteVertexArrays(1, [self.vao])
-        live.released("gl_vertex_array", backend.name)
+        self.quad.release()
 
     def describe(self) -> str:
         return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8"

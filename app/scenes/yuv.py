@@ -28,9 +28,8 @@ import numpy as np
 from OpenGL import GL
 
 from app.compute.planar import YuvImage, plane_layout
-from app.diagnostics import live
 from app.gl.objects import GlBuffer
-from app.gl.shaders import Program
+from app.gl.quad import TexturedQuad
 from app.scenes.base import Scene
 from app.yuv.converter import YuvConverter, planes_of
 from app.yuv.formats import yuv_format
@@ -95,11 +94,8 @@ class YuvScene(Scene):
                            usage=GL.GL_STREAM_DRAW, owner=backend.name)
             self.pbos[obj.label] = pbo
             self._built.append(("release", pbo))
-        self.gl_program = Program("yuv quad", "quad.vert", "quad.frag", owner=backend.name)
-        self._built.append(("release", self.gl_program))
-        self.vao = int(GL.glGenVertexArrays(1))
-        live.created("gl_vertex_array", backend.name)
-        self._built.append(("vao", self.vao))
+        self.quad = TexturedQuad("yuv quad", owner=backend.name)
+        self._built.append(("release", self.quad))
         self.uploaded_frame: int | None = None  # the pattern frame GL's Y/UV textures hold
         self.shown_frame: int | None = None  # the pattern frame the RGBA texture shows
         self._last_computed = -1
@@ -163,17 +159,7 @@ class YuvScene(Scene):
                                       self.matrix, self.range_, wait_for)
 
     def render(self, size) -> None:
-        GL.glClearColor(0, 0, 0, 1)
-        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
-        self.gl_program.use()
-        GL.glActiveTexture(GL.GL_TEXTURE0)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, self.out.gl.name)
-        GL.glUniform1i(self.gl_program.uniform("image"), 0)
-        GL.glBindVertexArray(self.vao)
-        GL.glDrawArrays(GL.GL_TRIANGLE_STRIP, 0, 4)
-        GL.glBindVertexArray(0)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        GL.glUseProgram(0)
+        self.quad.draw(self.out.gl.name)
         upcoming = self._last_computed + 1
         if self.uploaded_frame != upcoming:  # GL owns the planes now: stage the next frame
             self.upload(upcoming)
@@ -186,9 +172,6 @@ class YuvScene(Scene):
         for kind, thing in reversed(self._built):
             if kind == "shared":
                 backend.destroy(thing)
-            elif kind == "vao":
-                GL.glDeleteVertexArrays(1, [thing])
-                live.released("gl_vertex_array", backend.name)
             else:
                 thing.release()
         self._built = []

@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers xvfb xauth libgl1-mesa-dri
       libegl1 libegl-mesa0 libgl1 libglx-mesa0 libx11-6 libxrandr2 libxinerama1 libxcursor1 libxi6
-      libxxf86vm1 libxkbcommon0 python3-venv)
+      libxxf86vm1 libxkbcommon0 xdotool python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@ sync mode tears down the scene and the backend (CL objects before GL objects) an
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import itertools
@@ -53,6 +54,7 @@ class Runtime:
         self.scheduler = None
         self.overlay = None
         self.records_done: list = []  # records of schedulers already torn down
+        self.totals_done = collections.Counter()  # their frame and call counts (records are capped)
         self.switches: list[dict] = []
         self.loop_errors: list[ErrorRecord] = []
         self.frame = 0  # simulation frame (what the kernels see)
@@ -131,6 +133,7 @@ class Runtime:
                 self.scheduler.finish()
             self.scheduler.close()
             self.records_done.extend(self.scheduler.records)
+            self.totals_done.update(self.scheduler.totals)
             self.scheduler = None
         if self.scene is not None:
             self.scene.teardown()
@@ -139,6 +142,14 @@ class Runtime:
             self.backend.close()
             self.backend = None
             gc.collect()  # the old CL context (a CUDA context on NVIDIA) goes now, not at a later collection
+
+    @property
+    def totals(self) -> collections.Counter:
+        """Frames run and acquire/compute/release counts over the whole run (not only the history)."""
+        out = collections.Counter(self.totals_done)
+        if self.scheduler is not None:
+            out.update(self.scheduler.totals)
+        return out
 
     @property
     def all_records(self) -> list:

@@ -96,3 +96,21 @@ def test_sync_modes_give_the_same_pixels(gl):
         assert len(shots) >= 2 and ref[..., :3].std() > 1
         for key, px in shots.items():
             assert np.array_equal(px, ref), (scene, key)
+
+
+def test_report_counts_every_frame_beyond_the_history(gl):
+    import collections
+
+    surface = EglSurface((64, 48))
+    try:
+        with Runtime(_cfg(scene="particles", size=256), surface=surface) as rt:
+            rt.scheduler.records = collections.deque(maxlen=5)  # a short history
+            for _ in range(12):
+                rt.tick()
+            rt.switch(sync="none")
+            for _ in range(3):
+                rt.tick()
+            assert rt.totals["frames"] == 15 and rt.totals["acquire"] == 15 and rt.totals["release"] == 15
+            assert len(rt.all_records) == 5 + 3
+    finally:
+        surface.close()

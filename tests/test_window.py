@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -46,3 +47,39 @@ def test_headless_image_shot_is_julia(glshare, tmp_path):
     ref = julia_reference(512, 512, 2)[..., :3]
     d = np.abs(px.astype(int) - ref.astype(int)).max(-1)
     assert (d > 1).mean() < 0.02
+
+
+@pytest.mark.skipif(not shutil.which("xdotool"), reason="needs xdotool (make test installs it) to type into the window")
+def test_keys_switch_scene_and_sync_in_the_window(tmp_path):
+    """Real key presses (XTEST) reach glshare, not ImGui: s switches the scene, y the sync mode."""
+    import subprocess
+    import sys
+    import time
+
+    report = tmp_path / "k.json"
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
+    proc = subprocess.Popen([sys.executable, "-m", "app", "run", "--frames", "100000", "--size", "2048",
+                             "--report", str(report)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wid = ""
+        for _ in range(120):
+            found = subprocess.run(["xdotool", "search", "--name", "glshare"], capture_output=True, text=True)
+            wid = found.stdout.split()[0] if found.stdout.split() else ""
+            if wid:
+                break
+            time.sleep(0.25)
+        assert wid, "the window did not appear"
+        time.sleep(1.0)
+        subprocess.run(["xdotool", "windowfocus", "--sync", wid], check=True)
+        for key in ("s", "y", "Escape"):
+            subprocess.run(["xdotool", "key", key], check=True)
+            time.sleep(1.5)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    r = json.loads(report.read_text())
+    assert [(s["what"], s["to"]["scene"], s["to"]["sync"]) for s in r["switches"]] == [
+        ("scene", "image", "finish"), ("sync", "image", "none")]
+    assert r["scene"] == "image" and r["sync"] == "none" and r["errors"] == []

@@ -43,7 +43,9 @@ class FrameScheduler:
     def __init__(self, backend: SharingBackend, scene, sync: SyncStrategy, *, strict: bool = False,
                  history: int = 600) -> None:
         self.backend, self.scene, self.sync, self.strict = backend, scene, sync, strict
-        self.records: collections.deque[FrameRecord] = collections.deque(maxlen=history)
+        self.records: collections.deque[FrameRecord] = collections.deque(maxlen=history)  # the recent ones
+        # every frame run, beyond the history kept: frames, acquire/compute/release, errors
+        self.totals = collections.Counter()
         self._pending: collections.deque[FrameRecord] = collections.deque()
         self.skip: set[str] = set()  # hazard demonstrations: "acquire", "release"
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
@@ -119,6 +121,9 @@ class FrameScheduler:
         rec.hazards = [f for f in backend.tracker.flags if f.frame == frame]
         rec.bytes_moved = 0 if backend.zero_copy else scene.bytes_per_frame
         self.records.append(rec)
+        self.totals.update(rec.counts)
+        self.totals["frames"] += 1
+        self.totals["errors"] += len(rec.errors)
         self._pending.append(rec)
         self.current = None
         self.harvest(gl=False)

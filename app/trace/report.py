@@ -12,8 +12,9 @@ SCHEMA = "glshare.report/1"
 
 def build_report(app) -> dict:
     """``app`` is the Runtime after its loop ended (see app/runtime.py)."""
-    records = app.all_records
-    counts = {k: sum(r.counts[k] for r in records) for k in ("acquire", "compute", "release")}
+    records = app.all_records  # the recent history of each set-up (FrameScheduler keeps 600)
+    totals = app.totals
+    counts = {k: totals[k] for k in ("acquire", "compute", "release")}
     phases = {p: summary(r.phase_us(p) for r in records) for p in PHASES}
     phases["frame"] = summary(r.frame_us for r in records)
     cl_us = {}
@@ -30,7 +31,8 @@ def build_report(app) -> dict:
         "backend": app.backend_name,
         "sync": app.cfg.sync,
         "headless": app.surface.kind == "headless",
-        "frames": len(records),
+        "frames": totals["frames"],
+        "frames_in_statistics": len(records),
         "size": app.scene_size_field(),
         "bytes_per_frame": app.scene.bytes_per_frame if app.scene else 0,
         "gl": {k: app.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")},

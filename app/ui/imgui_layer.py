@@ -99,7 +99,6 @@ class ImGuiLayer:
         self._plot_ctx = implot.create_context()
         io = imgui.get_io()
         io.set_ini_filename("")  # no imgui.ini written into the user's folder
-        io.config_flags |= imgui.ConfigFlags_.nav_enable_keyboard.value
         self.windowed = surface.kind == "window"
         # frames still to redraw: ImGui lays out a new or changed window over two frames (it hides a
         # window on its first frame to measure it), so input or a change asks for two redraws

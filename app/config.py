@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.errors import UsageError
@@ -71,7 +71,6 @@ class RunConfig:
     panel_hz: float = 5.0  # panel redraws per second (and at once after input); 0: every frame
     vsync: bool = False
     yuv_format: str = "nv12"
-    hazards: frozenset[str] = field(default_factory=frozenset)
 
     def with_(self, **changes) -> "RunConfig":
         return replace(self, **changes)

@@ -21,8 +21,8 @@ import numpy as np
 import pyopencl as cl
 from OpenGL import GL
 
-from app.errors import GlError
 from app.gl.objects import GlBuffer
+from app.sharing.host_copy import mapped_bytes  # the same mapping a user's code would make
 
 ns = time.perf_counter_ns
 
@@ -161,7 +161,7 @@ class BareLoop:
             gl = obj.gl
             if gl.kind == "buffer":
                 GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, gl.name)
-                view = _map(GL.GL_COPY_WRITE_BUFFER, gl.nbytes, write)
+                view = mapped_bytes(GL.GL_COPY_WRITE_BUFFER, gl.nbytes, write)
                 cl.enqueue_copy(q, view, obj.mem, wait_for=[kernel_event], is_blocking=True)
                 GL.glUnmapBuffer(GL.GL_COPY_WRITE_BUFFER)
                 GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, 0)
@@ -179,7 +179,7 @@ class BareLoop:
                 mapped.base.release(queue=q)
             else:
                 GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, self._pbo(obj).name)
-                view = _map(GL.GL_PIXEL_UNPACK_BUFFER, gl.nbytes, write)
+                view = mapped_bytes(GL.GL_PIXEL_UNPACK_BUFFER, gl.nbytes, write)
                 cl.enqueue_copy(q, view, obj.mem, origin=(0, 0), region=(gl.width, gl.height),
                                 wait_for=[kernel_event], is_blocking=True)
                 GL.glUnmapBuffer(GL.GL_PIXEL_UNPACK_BUFFER)
@@ -255,7 +255,7 @@ class BareLoop:
                                        is_blocking=True)[0]  # (array, event, row pitch...)
             target, name = GL.GL_PIXEL_UNPACK_BUFFER, self._pbo(obj).name
         GL.glBindBuffer(target, name)
-        dst = _map(target, gl.nbytes, GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT)
+        dst = mapped_bytes(target, gl.nbytes, GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT)
         flat_src = src.reshape(-1) if src.flags.c_contiguous else src
         t0 = ns()
         if flat_src.ndim == 1:
@@ -277,14 +277,6 @@ class BareLoop:
         for pbo in self._pbos.values():
             pbo.release()
         self._pbos.clear()
-
-
-def _map(target: int, nbytes: int, access: int) -> np.ndarray:
-    ptr = GL.glMapBufferRange(target, 0, nbytes, access)
-    address = ptr if isinstance(ptr, int) else ctypes.cast(ptr, ctypes.c_void_p).value
-    if not address:
-        raise GlError(GL.glGetError(), where="glMapBufferRange", detail=f"bench: mapping {nbytes} bytes failed")
-    return np.ctypeslib.as_array((ctypes.c_ubyte * nbytes).from_address(address))
 
 
 def hot_memcpy_floor(nbytes: int, reps: int) -> list[int]:

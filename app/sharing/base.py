@@ -294,26 +294,23 @@ class SharingBackend(abc.ABC):
 
     def acquire(self, queue, objects, wait_for=None) -> cl.Event | None:
         """Enqueue the hand-over GL -> CL. Returns the acquire's event (None for 0 objects)."""
-        objects = self._validated("acquire", queue, objects, wait_for)
-        if not objects:
-            return None
-        try:
-            event = self._enqueue_acquire(queue, objects, list(wait_for) if wait_for else None)
-        except cl.Error as exc:
-            raise ClError.from_pyopencl(exc, f"{self.name}.acquire") from exc
-        self.tracker.acquired(objects, queue)
-        return event
+        return self._hand_over("acquire", queue, objects, wait_for)
 
     def release(self, queue, objects, wait_for=None) -> cl.Event | None:
         """Enqueue the hand-over CL -> GL. Returns the release's event (None for 0 objects)."""
-        objects = self._validated("release", queue, objects, wait_for)
+        return self._hand_over("release", queue, objects, wait_for)
+
+    def _hand_over(self, call: str, queue, objects, wait_for) -> cl.Event | None:
+        """Validate, enqueue (the backend's own way), then record the new owner."""
+        objects = self._validated(call, queue, objects, wait_for)
         if not objects:
             return None
+        enqueue = self._enqueue_acquire if call == "acquire" else self._enqueue_release
         try:
-            event = self._enqueue_release(queue, objects, list(wait_for) if wait_for else None)
+            event = enqueue(queue, objects, list(wait_for) if wait_for else None)
         except cl.Error as exc:
-            raise ClError.from_pyopencl(exc, f"{self.name}.release") from exc
-        self.tracker.released(objects, queue)
+            raise ClError.from_pyopencl(exc, f"{self.name}.{call}") from exc
+        (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)
         return event
 
     @contextlib.contextmanager

@@ -44,7 +44,7 @@ def cl_image_format_for(tex: GlTexture) -> cl.ImageFormat:
     return cl.ImageFormat(order, ctype)
 
 
-def _mapped(target: int, nbytes: int, access: int) -> np.ndarray:
+def mapped_bytes(target: int, nbytes: int, access: int) -> np.ndarray:
     """Map the buffer bound to ``target`` and view the mapping as bytes."""
     ptr = GL.glMapBufferRange(target, 0, nbytes, access)
     address = ptr if isinstance(ptr, int) else ctypes.cast(ptr, ctypes.c_void_p).value
@@ -103,7 +103,7 @@ class HostCopy(SharingBackend):
         gl = obj.gl
         if isinstance(gl, GlBuffer):
             GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, gl.name)
-            view = _mapped(GL.GL_COPY_READ_BUFFER, gl.nbytes, GL.GL_MAP_READ_BIT)
+            view = mapped_bytes(GL.GL_COPY_READ_BUFFER, gl.nbytes, GL.GL_MAP_READ_BIT)
             try:
                 event = cl.enqueue_copy(queue, obj.mem, view, wait_for=wait_for, is_blocking=True)
             finally:
@@ -116,7 +116,7 @@ class HostCopy(SharingBackend):
         GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
         GL.glGetTexImage(GL.GL_TEXTURE_2D, 0, gl.format, gl.dtype, ctypes.c_void_p(0))
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        view = _mapped(GL.GL_PIXEL_PACK_BUFFER, gl.nbytes, GL.GL_MAP_READ_BIT)
+        view = mapped_bytes(GL.GL_PIXEL_PACK_BUFFER, gl.nbytes, GL.GL_MAP_READ_BIT)
         try:
             event = cl.enqueue_copy(queue, obj.mem, view, origin=(0, 0), region=(gl.width, gl.height),
                                     wait_for=wait_for, is_blocking=True)
@@ -145,7 +145,7 @@ class HostCopy(SharingBackend):
         write = GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT
         if isinstance(gl, GlBuffer):
             GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, gl.name)
-            view = _mapped(GL.GL_COPY_WRITE_BUFFER, gl.nbytes, write)
+            view = mapped_bytes(GL.GL_COPY_WRITE_BUFFER, gl.nbytes, write)
             try:
                 event = cl.enqueue_copy(queue, view, obj.mem, wait_for=wait_for, is_blocking=True)
             finally:
@@ -156,7 +156,7 @@ class HostCopy(SharingBackend):
             return self._upload_mapped_image(queue, obj, wait_for)
         pbo = self._pbo(obj, GL.GL_PIXEL_UNPACK_BUFFER)
         GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, pbo)
-        view = _mapped(GL.GL_PIXEL_UNPACK_BUFFER, gl.nbytes, write)
+        view = mapped_bytes(GL.GL_PIXEL_UNPACK_BUFFER, gl.nbytes, write)
         try:
             event = cl.enqueue_copy(queue, view, obj.mem, origin=(0, 0), region=(gl.width, gl.height),
                                     wait_for=wait_for, is_blocking=True)

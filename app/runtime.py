@@ -202,7 +202,7 @@ class Runtime:
 
     def next_choice(self, what: str) -> str:
         if what == "scene":
-            options = [s for s in SCENES if s != "yuv" or self._yuv_available()]
+            options = list(SCENES)
             current = self.cfg.scene
         elif what == "backend":
             options, current = self.registry.available, self.backend_name
@@ -211,14 +211,6 @@ class Runtime:
             current = self.cfg.sync
         i = options.index(current) if current in options else -1
         return options[(i + 1) % len(options)]
-
-    @staticmethod
-    def _yuv_available() -> bool:
-        try:
-            scene_class("yuv")
-            return True
-        except Exception:  # noqa: BLE001
-            return False
 
     def _loop_error(self, exc: BaseException, where: str) -> None:
         rec = error_record(self.frame, exc, where)

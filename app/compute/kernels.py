@@ -25,9 +25,8 @@ class KernelProgram:
         except cl.RuntimeError as exc:
             saved = Path(tempfile.gettempdir()) / f"glshare-failed-{self.path.name}"
             saved.write_text(source)
-            log = getattr(exc, "what", None)
-            raise KernelBuildError(source_path=str(self.path), options=self.options,
-                                   log=str(exc) if log is None else str(exc), saved_copy=str(saved)) from exc
+            raise KernelBuildError(source_path=str(self.path), options=self.options, log=str(exc),
+                                   saved_copy=str(saved)) from exc
         self._kernels: dict[str, cl.Kernel] = {}
         live.created("cl_program", owner)
 

@@ -176,7 +176,6 @@ class PanelData:
         self._timeline_key = None
         self._timeline: dict = {}
         self._bars: dict[int, tuple] = {}  # frame index -> frame_bars(rec), for the frames shown
-        self._yuv: bool | None = None
         self._controls_key = None
         self._controls: dict = {}
 
@@ -342,8 +341,6 @@ class PanelData:
         key = (rt.backend_name, rt.cfg.sync, rt.cfg.scene, rt.cfg.size, rt.cfg.vsync)
         if key == self._controls_key:
             return self._controls
-        if self._yuv is None:
-            self._yuv = rt._yuv_available()
         caps = self.caps(rt)
         if rt.cfg.scene == "particles":
             sizes = [str(n) for n in (4096, 16384, 65536, 262144, 1048576)]
@@ -354,7 +351,7 @@ class PanelData:
         if current not in sizes:
             sizes.insert(0, current)
         self._controls_key = key
-        self._controls = {"scenes": [s for s in SCENES if s != "yuv" or self._yuv],
+        self._controls = {"scenes": list(SCENES),
                 "backends": [(b["name"], b["available"], b["reason"]) for b in caps["backends"]],
                 "syncs": [(s["name"], s["available"], s["reason"]) for s in caps["sync"]],
                 "sizes": sizes, "size": current, "vsync": bool(rt.cfg.vsync),

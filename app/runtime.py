@@ -23,6 +23,7 @@ from app.scenes import scene_class
 from app.schedule.frame import ErrorRecord
 from app.schedule.scheduler import FrameScheduler, error_record
 from app.schedule.teach import TeachingStepper
+from app.trace.gltimer import default_every
 from app.sharing.base import ProbeEnv
 from app.sharing.registry import Registry
 from app.validate.demos import HazardDemos
@@ -121,7 +122,10 @@ class Runtime:
             new_backend.close()
             raise
         self.backend, self.scene, self.backend_name = new_backend, new_scene, backend
-        self.scheduler = FrameScheduler(new_backend, new_scene, strategy, strict=self.cfg.strict)
+        # a trace gets every frame's GL passes; else software GL times one frame in a few (gltimer.py)
+        every = 1 if self.cfg.trace else default_every(self.gl_info.renderer)
+        self.scheduler = FrameScheduler(new_backend, new_scene, strategy, strict=self.cfg.strict,
+                                        gl_timer_every=every)
         self.cfg = cfg
 
     def _teardown(self) -> None:
@@ -293,6 +297,8 @@ class Runtime:
                 from app.trace.panel_data import PanelData
 
                 self._panel_data = PanelData()
+            if self.scheduler is not None:
+                self.scheduler.harvest(gl=False)  # the profiles of the frames since the last batch
             return self._panel_data.update(self) | {"trace_written": self.trace_written}
         except Exception as exc:  # noqa: BLE001
             log.debug("panel data failed: %s", exc, exc_info=True)

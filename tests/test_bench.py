@@ -108,6 +108,10 @@ def test_ratios_carry_targets_and_verdicts(tiny_run):
     assert ratios["scheduler_overhead"]["measured_at"].startswith(f"particles {TINY.default_particles:,}")
     parts = ratios["scheduler_overhead_us"]["breakdown"]["in_frame"]["parts_us"]
     assert "validator" in parts and all(v >= 0 for v in parts.values())
+    # the checked floor was measured in the same pairs, and its verdict follows from its value
+    floor = ratios["scheduler_overhead_us"]["checked_floor_us"]
+    assert isinstance(floor, float) and math.isfinite(floor)
+    assert ("impossible_here" in ratios["scheduler_overhead_us"]) == (floor > 30.0)
     if "external_memory" not in [b["name"] for b in r["backends"] if b["available"]]:
         for name in ("zero_copy_speedup", "semaphore_vs_finish", "external_memory_frame_ms"):
             assert name not in ratios and r["not_measurable"][name]
@@ -179,6 +183,15 @@ def test_ratios_on_cpu_results():
     assert ratios["scheduler_overhead"]["met"] is True and ratios["scheduler_overhead"]["target"] == "<= 1.05"
     assert ratios["scheduler_overhead_us"]["value"] == pytest.approx(20.0)  # (1.02 - 1.0) ms of main thread
     assert ratios["scheduler_overhead_us"]["met"] is True
+    assert "checked_floor_us" not in ratios["scheduler_overhead_us"]  # not measured: not made up
+    result["cells"][0]["paired"] = {"main_thread_diff_us_median": 50.0, "checked_floor_us_median": 40.0,
+                                    "checked_floor_us_iqr": [30.0, 50.0]}
+    entry = compute_ratios(result, SWEEP, backends)[0]["scheduler_overhead_us"]
+    assert entry["value"] == 50.0 and entry["met"] is False and entry["checked_floor_us"] == 40.0
+    assert "40 us > 30 us" in entry["impossible_here"]
+    result["cells"][0]["paired"]["checked_floor_us_median"] = 12.0  # a floor under the target: possible
+    assert "impossible_here" not in compute_ratios(result, SWEEP, backends)[0]["scheduler_overhead_us"]
+    del result["cells"][0]["paired"]
     # 65,536 particles share 2 MiB (< 4 MiB): only the 64 MiB cell counts
     assert ratios["host_copy_efficiency"]["value"] == pytest.approx(18.0 / 20.0)
     assert list(ratios["host_copy_efficiency"]["by_size"]) == ["particles 2,097,152"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 
 from app.config import RunConfig
 from app.scenes.particles import ParticlesScene, initial_state, reference_steps
@@ -54,13 +55,23 @@ def test_host_copy_copies_gl_to_cl_only_when_gl_changed(host_copy):
     try:
         q = host_copy.queue
         before = host_copy.bytes_copied
-        host_copy.acquire(q, scene.shared)   # GL uploaded the start state: copied to CL
+        ev_copied = host_copy.acquire(q, scene.shared)   # GL uploaded the start state: copied to CL
         host_copy.release(q, scene.shared)   # CL -> GL
         first = host_copy.bytes_copied - before
-        host_copy.acquire(q, scene.shared)   # GL did not write since: nothing to copy
+        ev_none = host_copy.acquire(q, scene.shared)   # GL did not write since: nothing to copy
         host_copy.release(q, scene.shared)
         second = host_copy.bytes_copied - before - first
+        marker = cl.enqueue_marker(q)
+        ev_ordered = host_copy.acquire(q, scene.shared, [marker])  # nothing to copy, but a wait to keep
+        host_copy.release(q, scene.shared, [ev_ordered])
+        q.finish()
+        owners = {o.label: host_copy.tracker.owner_of(o) for o in scene.shared}
     finally:
         scene.teardown()
     assert first == 2 * 2 * 256 * 16  # acquire + release of two float4 buffers
     assert second == 2 * 256 * 16     # release only
+    assert isinstance(ev_copied, cl.Event)
+    assert ev_none is None  # no CL command when there is nothing to copy and nothing to wait for
+    # with a wait list the acquire must still order what follows after it: a marker on that list
+    assert isinstance(ev_ordered, cl.Event) and ev_ordered.command_type == cl.command_type.MARKER
+    assert set(owners.values()) == {"gl"}  # every hand-over was tracked, CL command or not

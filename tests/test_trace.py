@@ -50,13 +50,20 @@ def test_trace_is_valid_trace_event_json(trace):
     for prefix in ("acquire", "compute", "release", "gl"):
         assert any(n.startswith(prefix) for n in names), prefix
     by_tid = collections.Counter(threads[e["tid"]].split()[0] for e in complete)
-    assert by_tid["CPU"] >= FRAMES * 5 and by_tid["CL"] == FRAMES * 3 and by_tid["GL"] >= FRAMES, by_tid
+    assert by_tid["CPU"] >= FRAMES * 5 and by_tid["GL"] >= FRAMES, by_tid  # --trace: GL timed every frame
+    cl_names = collections.Counter(e["name"] for e in complete if threads[e["tid"]].startswith("CL"))
+    assert cl_names["compute"] == cl_names["release"] == FRAMES, cl_names
+    # host_copy copies in only what GL wrote since CL's last copy: the initial upload, once, at frame 0;
+    # every later acquire enqueues nothing (no CL event)
+    acquires = [e["args"]["frame"] for e in complete if e["name"] == "acquire" and threads[e["tid"]].startswith("CL")]
+    assert acquires == [0] and by_tid["CL"] == 2 * FRAMES + 1, (acquires, by_tid)
     # flows: every start has its finish with the same id, and they join different tracks
     starts = {e["id"]: e for e in events if e["ph"] == "s"}
     ends = {e["id"]: e for e in events if e["ph"] == "f"}
     assert starts and starts.keys() == ends.keys()
     kinds = collections.Counter(e["name"] for e in starts.values())
-    assert kinds["release -> gl"] == FRAMES and kinds["glFinish -> acquire"] == FRAMES
+    assert kinds["release -> gl"] == FRAMES  # the wait joins CL's first command: the acquire, else the kernel
+    assert (kinds["glFinish -> acquire"], kinds["glFinish -> compute"]) == (1, FRAMES - 1), kinds
     assert kinds["release -> clFinish"] == FRAMES
     for fid, s in starts.items():
         f = ends[fid]
@@ -79,11 +86,13 @@ def test_trace_has_acquire_compute_release_in_order_every_frame(trace):
             cpu[e["args"]["frame"]][e["name"]] = e
     assert sorted(cl) == sorted(cpu) == list(range(FRAMES))
     for f in range(FRAMES):
-        a, c, r = (cl[f][n] for n in ("acquire", "compute", "release"))
-        raw = [ev["args"]["start_ns"] for ev in (a, c, r)]
+        cmds = [cl[f][n] for n in ("acquire", "compute", "release") if n in cl[f]]  # acquire: frame 0 only
+        assert len(cmds) == (3 if f == 0 else 2), (f, sorted(cl[f]))
+        raw = [ev["args"]["start_ns"] for ev in cmds]
         assert raw == sorted(raw), (f, raw)  # device stamps, as the driver gave them
-        assert a["ts"] <= c["ts"] <= r["ts"], f  # the same on the host clock
-        for ev in (a, c, r):
+        ts = [ev["ts"] for ev in cmds]
+        assert ts == sorted(ts), f  # the same on the host clock
+        for ev in cmds:
             q, s, st, en = (ev["args"][k] for k in ("queued_ns", "submit_ns", "start_ns", "end_ns"))
             assert q <= s <= st <= en, (f, ev["name"])
         host = [cpu[f][n]["ts"] for n in ("acquire", "compute", "release", "render")]
@@ -91,7 +100,7 @@ def test_trace_has_acquire_compute_release_in_order_every_frame(trace):
         # one clock: each CL command starts after the host began enqueueing it (1 us of slack for
         # the rounding of ts to ns and the stated clock uncertainty)
         slack = 1.0 + trace["otherData"]["clock"]["cl"]["uncertainty_ns"] / 1e3
-        for name in ("acquire", "compute", "release"):
+        for name in cl[f]:
             assert cl[f][name]["ts"] >= cpu[f][name]["ts"] - slack, (f, name)
 
 
@@ -232,3 +241,54 @@ def test_trace_across_a_switch_has_one_queue_track_per_setup(gl, tmp_path):
             cl[threads[e["tid"]]].add(e["args"]["frame"])
     assert cl["CL queue host_copy #1"] == {0, 1, 2} and cl["CL queue host_copy #2"] == {3, 4, 5}
     assert [s["what"] for s in trace["otherData"]["switches"]] == ["scene"]
+
+
+def test_gl_timer_samples_one_frame_in_every(gl):
+    from OpenGL import GL
+
+    from app.trace.gltimer import SOFTWARE_EVERY, GlTimer, default_every
+
+    assert default_every("llvmpipe (LLVM 15.0.6, 256 bits)") == SOFTWARE_EVERY > 1
+    assert default_every("NVIDIA H200/PCIe/SSE2") == 1
+    timer = GlTimer("sampling timer", slots=8, owner="test", every=4)
+    try:
+        recs = [FrameRecord(i, "s", "b", "finish") for i in range(10)]
+        for rec in recs:
+            with timer.span(rec, "gl clear"):
+                GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+        timer.harvest(wait=True)
+        timed = [r.index for r in recs if r.gl_passes]
+        assert timed == [0, 4, 8] and timer.timed == 3 and timer.dropped == 0
+        assert timer.sampling == "one frame in 4"
+    finally:
+        timer.release()
+
+
+def test_scheduler_reads_cl_profiles_in_batches(host_copy, surface):
+    from app.config import RunConfig
+    from app.scenes.particles import ParticlesScene
+    from app.schedule.scheduler import PROFILE_BATCH, FrameScheduler
+
+    scene = ParticlesScene(RunConfig(size=1024, seed=2))
+    scene.build(host_copy, surface.framebuffer_size)
+    sched = FrameScheduler(host_copy, scene, host_copy.make_sync("finish"), strict=True)
+    target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
+    try:
+        for f in range(3):
+            sched.run_frame(f, target)
+        # not read yet: the events wait on the records for the batch (or for someone to ask)
+        assert [bool(r.events) for r in sched.records] == [True] * 3
+        assert all(not r.cl_profile for r in sched.records)
+        sched.harvest()  # what the panel does before it reads the records
+        assert all(not r.events and set(r.cl_profile) >= {"compute", "release"} for r in sched.records)
+        for f in range(3, 3 + PROFILE_BATCH):
+            sched.run_frame(f, target)
+        # a full batch is read by the frame that fills it, without being asked
+        assert not sched._pending and all(r.cl_profile for r in sched.records)
+        for rec in sched.records:
+            for q, sub, st, en in rec.cl_profile.values():
+                assert 0 < q <= sub <= st <= en
+            assert rec.cl_profile["compute"][2] <= rec.cl_profile["release"][2]
+    finally:
+        sched.close()
+        scene.teardown()

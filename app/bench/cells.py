@@ -181,7 +181,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
     clock = _Clock(sweep.cell_budget_s)
     bare = BareLoop(rt)
     copies = rt.backend_name == "host_copy"
-    g, b, c, f, p, o = [], [], [], [], [], []
+    g, b, c, f, p, o, k = [], [], [], [], [], [], []
     u: dict[str | None, list] = {"panel": [], "overlay": [], None: []}  # isolated UI costs
     records: list = []
     try:
@@ -194,6 +194,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
             if clock.elapsed > sweep.cell_budget_s / 4:  # large sizes: a frame or two warms them
                 break
         headline = base["scene"] == "particles" and base["size"] in (sweep.default_particles, min(sweep.particles))
+        floor = base["scene"] == "particles" and base["size"] == min(sweep.particles)  # scheduler_overhead_us
         per_round = math.ceil(sweep.frames * (2 if headline else 1) / sweep.rounds)  # the ratios are read there
         per_copy = max(2, per_round // 2)
         for _ in range(sweep.rounds):
@@ -206,6 +207,8 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
                 else:
                     g.append(glshare_frame(rt, records))
                     b.append(bare.frame())
+                if floor:
+                    k.append(bare.checked_frame())
             if copies:
                 for _ in range(per_copy):
                     if clock.over and len(c) >= 3:
@@ -242,6 +245,10 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
         "wall_ratio_iqr": [round(float(q), 4) for q in np.percentile(ratio, [25, 75])],
         "main_thread_diff_us_median": round(float(np.median(diff)), 1),
         "main_thread_diff_us_iqr": [round(float(q), 1) for q in np.percentile(diff, [25, 75])]}
+    if k:  # the checked bare frame against the bare frame of the same pair: the floor of the overhead
+        floor_diff = np.array([(x.thread - y.thread) / 1e3 for x, y in zip(k, b)])
+        cell["paired"]["checked_floor_us_median"] = round(float(np.median(floor_diff)), 1)
+        cell["paired"]["checked_floor_us_iqr"] = [round(float(q), 1) for q in np.percentile(floor_diff, [25, 75])]
     out["baselines"].append({"kind": "bare_loop", **base, "sync": "finish", "frames": len(b),
                              "bytes_shared_per_frame": nbytes, **bare_stats})
     if copies:

@@ -129,6 +129,7 @@ class BareLoop:
         self.frame_index = 0
         self._pbos: dict[int, GlBuffer] = {}
         self._staging: dict[int, np.ndarray] = {}
+        self._kept: list = []  # checked_frame's records
         if self.kind == "external_memory":
             self.mems = [o.private["acquire_mem"] for o in self.scene.shared]
         else:
@@ -213,6 +214,45 @@ class BareLoop:
             self._release(k)
             self.queue.finish()
             self._draw()
+            self.rt.surface.present()
+            self.frame_index += 1
+
+        return timed(run)
+
+    def checked_frame(self) -> Sample:
+        """The bare frame plus only the duties glshare cannot drop, written inline at their cheapest:
+        both calls checked against the spec (the backend's SpecValidator), the four ownership
+        transitions (its OwnershipTracker), and one FrameRecord with its four phase stamps. Against
+        the bare frame next to it this is the floor under scheduler_overhead_us: what validating and
+        recording a frame costs in Python on this machine, before any scheduling."""
+        from app.schedule.frame import FrameRecord
+
+        be, scene, q = self.backend, self.scene, self.queue
+        validator, tracker, shared = be.validator, be.tracker, scene.shared
+        vq = be.queue  # checked and tracked as glshare's queue (the validator remembers the last good one)
+        mems = [o.mem for o in shared]  # what the backend's own calls are checked on
+
+        def run():
+            rec = FrameRecord(self.frame_index, scene.name, be.name, "finish")
+            t = ns()
+            GL.glFinish()
+            validator.check_python("acquire", vq, mems, None)
+            ev = self._acquire()
+            tracker.acquired(shared, vq)
+            rec.phases["acquire"] = (t, t := ns())
+            tracker.cl_use(shared, "kernel")
+            k = scene.compute(q, self.frame_index, [ev] if ev is not None else None)
+            rec.phases["compute"] = (t, t := ns())
+            validator.check_python("release", vq, mems, [k])
+            self._release(k)
+            tracker.released(shared, vq)
+            q.finish()
+            rec.phases["release"] = (t, t := ns())
+            tracker.gl_use(shared, "draw")
+            self._draw()
+            rec.phases["render"] = (t, t := ns())
+            self._kept.append(rec)  # kept as the scheduler keeps its history
+            del self._kept[:-600]
             self.rt.surface.present()
             self.frame_index += 1
 

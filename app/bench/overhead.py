@@ -3,9 +3,10 @@
 Two views on the live Runtime of a cell (its backend, queue, scene and GL timer), main-thread CPU
 time: ``in_frame`` wraps those pieces during real frames and sums their time per frame (what they
 cost between the kernel and the draw, caches cold); ``alone`` times each piece in a tight loop (the
-best case). The pieces: the validator's two checks, the ownership tracker, the acquire (host_copy:
-a marker when nothing is copied in), reading the CL profiling of the frame's events, the GL
-timer's span and harvest. What the bare loop does not pay; it explains scheduler_overhead_us.
+best case). The pieces: the validator's two checks, the ownership tracker, the acquire call (host_copy
+enqueues nothing when nothing is copied in), reading the CL profiling of the frame's events (in
+batches), the GL timer's span and harvest (one frame in a few on software GL). What the bare loop
+does not pay; it explains scheduler_overhead_us.
 """
 from __future__ import annotations
 
@@ -70,8 +71,7 @@ def overhead_in_frame(rt, frames: int) -> dict:
             acc["GL timer span"] += time.thread_time_ns() - t1
 
     undo = [wrap(backend.validator, "check_python", "validator"),
-            wrap(backend, "_enqueue_acquire", "acquire (host_copy: marker)" if rt.backend_name == "host_copy"
-                 else "acquire call"),
+            wrap(backend, "_enqueue_acquire", "acquire call"),
             wrap(timer, "harvest", "GL timer harvest"), wrap(sched, "harvest", "CL profiling harvest")]
     undo += [wrap(backend.tracker, m, "ownership tracker") for m in ("acquired", "released", "cl_use", "gl_use")]
     timer.span = span
@@ -117,8 +117,6 @@ def overhead_alone(rt, reps: int = 200) -> dict:
 
     parts["ownership tracker (4 transitions)"] = _cpu_us(track, reps)
     parts["frame record"] = _cpu_us(lambda: FrameRecord(0, scene.name, backend.name, "finish"), reps)
-    if rt.backend_name == "host_copy":
-        parts["acquire marker (nothing to copy in)"] = _cpu_us(lambda: cl.enqueue_marker(queue), reps)
     events = [done] * 3
 
     def profile():

@@ -98,6 +98,19 @@ def compute_ratios(result: dict, sweep: Sweep, backends: list[str]) -> tuple[dic
             "pairs (us; the scheduler's cost is CPU work on the calling thread: the measure with the least noise)",
             iqr=paired.get("main_thread_diff_us_iqr"), wall_difference_us=round(wall, 1),
             breakdown=cell.get("overhead_breakdown"))
+        floor = paired.get("checked_floor_us_median")
+        if floor is not None:
+            entry = ratios["scheduler_overhead_us"]
+            entry["checked_floor_us"] = floor
+            entry["checked_floor_iqr"] = paired.get("checked_floor_us_iqr")
+            entry["checked_floor_what"] = (
+                "the bare loop frame plus only what glshare cannot drop, inline (both calls checked against "
+                "the spec, four ownership transitions, one frame record), against the bare frame of the same "
+                "pair: the least any validating, recording scheduler written in Python adds here")
+            op, limit = TARGETS["scheduler_overhead_us"]
+            if not _OPS[op](floor, limit):
+                entry["impossible_here"] = (f"the checked floor alone is {floor:g} us > {limit:g} us: the target "
+                                            "cannot be met on this machine without dropping per-call validation")
 
     # host_copy_efficiency: the memcpy floor against glshare's copy, from 4 MiB up
     per = {}

@@ -97,6 +97,11 @@ def print_table(result: dict, out) -> None:
     rows = [[name, _f(r["value"], 3), r["target"], "met" if r["met"] else "MISSED", r["measured_at"]]
             for name, r in result["ratios"].items()]
     _rows(out, ["ratio", "value", "target", "verdict", "measured at"], rows)
+    for name, r in result["ratios"].items():
+        if "checked_floor_us" in r:
+            out.write(f"  {name}: the checked floor (bare loop + spec checks, ownership, frame record) adds "
+                      f"{_f(r['checked_floor_us'], 1)} us by itself"
+                      + (f"; {r['impossible_here']}" if "impossible_here" in r else "") + "\n")
     for name, why in result["not_measurable"].items():
         out.write(f"  {name}: not measurable here ({why})\n")
     for f in result["failures"]:

@@ -2,8 +2,9 @@
 
 Order (per frame): GL -> CL hand-over (sync mode) -> acquire -> compute -> release -> CL -> GL
 hand-over -> GL draw. A failure inside a frame is recorded on its FrameRecord and the loop goes on;
-with ``strict`` it is raised. Profiling of CL events is read once they complete (at the latest
-a few frames later with sync ``none``), so nothing waits just to measure.
+with ``strict`` it is raised. Profiling of CL events is read once they complete, in batches of
+``PROFILE_BATCH`` frames or when the panel or a report asks (``harvest``), so nothing waits just to
+measure and the frame itself stays short.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
 CL_COMPLETE = cl.command_execution_status.COMPLETE
 PROFILE_INFO = (cl.profiling_info.QUEUED, cl.profiling_info.SUBMIT, cl.profiling_info.START, cl.profiling_info.END)
+PROFILE_BATCH = 8
 
 
 def error_record(frame: int, exc: BaseException, where: str) -> ErrorRecord:
@@ -41,7 +43,7 @@ class FrameScheduler:
     """Runs frames of one scene on one backend with one sync strategy."""
 
     def __init__(self, backend: SharingBackend, scene, sync: SyncStrategy, *, strict: bool = False,
-                 history: int = 600) -> None:
+                 history: int = 600, gl_timer_every: int = 1) -> None:
         self.backend, self.scene, self.sync, self.strict = backend, scene, sync, strict
         self.records: collections.deque[FrameRecord] = collections.deque(maxlen=history)  # the recent ones
         # every frame run, beyond the history kept: frames, acquire/compute/release, errors
@@ -49,7 +51,12 @@ class FrameScheduler:
         self._pending: collections.deque[FrameRecord] = collections.deque()
         self.skip: set[str] = set()  # hazard demonstrations: "acquire", "release"
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
-        self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name)  # -> rec.gl_passes
+        self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
+                                every=gl_timer_every)  # -> rec.gl_passes
+        # CL profiles are read in batches of this many frames (and whenever the panel or a report
+        # asks, ``harvest()``): one frame's reads cost ~25 us right after a draw on llvmpipe, cold
+        # caches; a batch reads them warm (glshare bench, overhead_breakdown)
+        self.profile_batch = PROFILE_BATCH
 
     # -- one frame ---------------------------------------------------------------------------
     def run_frame(self, frame: int, render_target) -> FrameRecord:
@@ -118,15 +125,22 @@ class FrameScheduler:
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
         rec.end_ns = t
-        rec.hazards = [f for f in backend.tracker.flags if f.frame == frame]
+        flags = backend.tracker.flags
+        if flags and flags[-1].frame == frame:  # flags are appended in frame order: this frame's are last
+            rec.hazards = [f for f in flags[-16:] if f.frame == frame]
         rec.bytes_moved = 0 if backend.zero_copy else scene.bytes_per_frame
         self.records.append(rec)
-        self.totals.update(rec.counts)
-        self.totals["frames"] += 1
-        self.totals["errors"] += len(rec.errors)
+        totals, counts = self.totals, rec.counts
+        totals["acquire"] += counts["acquire"]
+        totals["compute"] += counts["compute"]
+        totals["release"] += counts["release"]
+        totals["frames"] += 1
+        if rec.errors:
+            totals["errors"] += len(rec.errors)
         self._pending.append(rec)
         self.current = None
-        self.harvest(gl=False)
+        if len(self._pending) >= self.profile_batch:
+            self.harvest(gl=False)
         yield "render"
 
     def _fail(self, rec: FrameRecord, exc: BaseException, phase: str) -> bool:

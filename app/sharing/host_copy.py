@@ -7,7 +7,7 @@ CL memory is host memory (CL_DEVICE_HOST_UNIFIED_MEMORY: CPU OpenCL), where the 
 handed to ``glTexSubImage2D`` directly: one copy instead of two (1024x1024 RGBA8 on PoCL +
 llvmpipe: 2.4 ms -> about 1 ms, ``glshare bench``). Acquire copies
 GL -> CL only when GL changed the data since CL last saw it (``SharedObject.gl_generation``), and
-never for write-only objects. Measured on llvmpipe + a CPU OpenCL (../shared/PLATFORMS.md), the
+never for write-only objects; with nothing to copy and nothing to wait for it enqueues nothing. Measured on llvmpipe + a CPU OpenCL (../shared/PLATFORMS.md), the
 mapped path costs 12.3 ms for 16 MiB against 14.7 ms for a copy to numpy plus glBufferSubData.
 """
 from __future__ import annotations
@@ -97,6 +97,12 @@ class HostCopy(SharingBackend):
             self.bytes_copied += obj.nbytes
         if len(events) == 1:
             return events[0]
+        if not events and not wait_for:
+            # nothing to copy in and nothing to order after: the hand-over is bookkeeping only (the
+            # validator and the ownership tracker ran), no CL command. A marker here cost 40-80 us
+            # of the frame on PoCL (glshare bench, overhead_breakdown); the panel shows the acquire
+            # as a host phase without a CL bar.
+            return None
         return cl.enqueue_marker(queue, wait_for=events or wait_for)
 
     def _copy_gl_to_cl(self, queue, obj: SharedObject, wait_for) -> cl.Event:

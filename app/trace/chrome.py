@@ -139,9 +139,12 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
         first_gl = gl_ev.get("gl render") or next(iter(gl_ev.values()), None)
         if release is not None and first_gl is not None:
             flows.link("release -> gl", release, first_gl, f)
+        # the wait before the acquire orders GL before CL's first command of the frame: the acquire,
+        # or the kernel when the acquire enqueued nothing (host_copy with nothing to copy in)
+        first_cl = next((n for n in ("acquire", "compute") if n in cl_ev), None)
         for phase, ev in wait_ev:
-            if phase == "acquire" and "acquire" in cl_ev:
-                flows.link(f"{ev['name']} -> acquire", ev, cl_ev["acquire"], f)
+            if phase == "acquire" and first_cl is not None:
+                flows.link(f"{ev['name']} -> {first_cl}", ev, cl_ev[first_cl], f)
             elif phase == "release" and release is not None:
                 flows.link(f"release -> {ev['name']}", release, ev, f)
             elif phase == "render" and first_gl is not None:

@@ -12,7 +12,9 @@ onto the host clock.
 
 What the stamps mean depends on the driver: on a GPU, when the GPU reached the command; Mesa
 llvmpipe stamps them as it processes its command stream, so there a pass looks almost instant and
-the rasterization cost shows up in the next glFinish or buffer swap instead.
+the rasterization cost shows up in the next glFinish or buffer swap instead. So there the timer
+times one frame in ``SOFTWARE_EVERY`` unless told otherwise (``glshare run --trace`` times every
+frame).
 """
 from __future__ import annotations
 
@@ -30,11 +32,27 @@ GL_QUERY_RESULT = 0x8866
 GL_QUERY_RESULT_AVAILABLE = 0x8867
 
 
+_UNTIMED = contextlib.nullcontext()
+SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
+SOFTWARE_EVERY = 8
+
+
+def default_every(renderer: str) -> int:
+    """1 on a GPU; ``SOFTWARE_EVERY`` on a software rasterizer, where a pass's stamps say little
+    (see the module text) and the queries cost the frame more than anything else glshare adds."""
+    name = (renderer or "").lower()
+    return SOFTWARE_EVERY if any(s in name for s in SOFTWARE_RENDERERS) else 1
+
+
 class GlTimer:
     """A ring of GL_TIMESTAMP query pairs. Needs the GL context current; ``release()`` is idempotent."""
 
-    def __init__(self, label: str = "gl timer", slots: int = 16, owner: str = "") -> None:
+    def __init__(self, label: str = "gl timer", slots: int = 16, owner: str = "", every: int = 1) -> None:
         self.label, self.owner = label, owner
+        # time the passes of one frame in ``every`` (by record index; 1: every frame). Software
+        # rasterizers get more than 1 (``default_every``): there the stamps mark when the command
+        # was recorded, and each pair cost ~80 us of a frame on llvmpipe (glshare bench)
+        self.every = max(1, int(every))
         self.dropped = 0
         self.timed = 0
         # harvest() reads results every ``harvest_every``-th call (sooner when the ring runs low):
@@ -71,11 +89,17 @@ class GlTimer:
         log.warning("%s %s", self.label, self.reason)
         self._pending.clear()
 
-    @contextlib.contextmanager
     def span(self, rec, name: str):
-        """Time the GL commands issued inside the block as one pass of ``rec``."""
+        """Time the GL commands issued inside the block as one pass of ``rec`` (a context manager;
+        a frame the timer does not sample gets a shared no-op one)."""
+        if not self.enabled or rec is None or (self.every > 1 and rec.index % self.every):
+            return _UNTIMED
+        return self._timed_span(rec, name)
+
+    @contextlib.contextmanager
+    def _timed_span(self, rec, name: str):
         pair = None
-        if self.enabled and rec is not None:
+        if self.enabled:
             if self._free:
                 pair = self._free.pop()
                 try:
@@ -123,6 +147,13 @@ class GlTimer:
                 self._free.append((q0, q1))
         except Exception as exc:  # noqa: BLE001
             self._disable(exc)
+
+    @property
+    def sampling(self) -> str:
+        """What the panel says about the timer: on every frame, or one in N, or why off."""
+        if not self.enabled:
+            return self.reason or "off"
+        return "every frame" if self.every == 1 else f"one frame in {self.every}"
 
     @property
     def oldest_pending_frame(self) -> int | None:

@@ -216,11 +216,15 @@ class PanelData:
         """The last ``n`` frames whose CL profile and GL timer results are all in, on one clock (ms
         from the first one's start), as numpy arrays: row, kind, start, end, frame (+ names).
         Rebuilt only when that set of frames changes; each frame's bars are made once."""
-        gl_pending = scheduler.gl_timer.oldest_pending_frame if scheduler is not None else None
+        timer = scheduler.gl_timer if scheduler is not None else None
+        gl_pending = timer.oldest_pending_frame if timer is not None else None
+        every = timer.every if timer is not None and timer.enabled else 1
         chosen = []
         for rec in reversed(records):
             if rec.events or (gl_pending is not None and rec.index >= gl_pending):
                 continue
+            if not chosen and rec.index % every:
+                continue  # the GL timer samples frames: end the window on one whose GL passes were timed
             chosen.append(rec)
             if len(chosen) == n:
                 break
@@ -314,7 +318,7 @@ class PanelData:
             "backends": rt.registry.as_list(),
             "chosen": rt.backend_name,
             "sync": sync,
-            "gl_timer": "on" if timer is not None and timer.enabled else (timer.reason if timer else "off"),
+            "gl_timer": timer.sampling if timer is not None else "off",
             "memory": self._memory(rt),
         }
         return self._caps

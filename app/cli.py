@@ -54,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="hazard flags and frame errors are raised")
     r.add_argument("--no-panel", action="store_true", help="draw only the minimal overlay")
     r.add_argument("--no-overlay", action="store_true", help="draw the scene alone, no ImGui at all")
-    r.add_argument("--panel-hz", type=float, default=5.0,
-                   help="panel redraws per second, at once after input (default 5; 0: every frame)")
+    r.add_argument("--panel-hz", type=float, default=None,
+                   help="panel redraws per second, at once after input (default 5, 2 on software GL; 0: every frame)")
     r.add_argument("--vsync", action="store_true")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12")
 

@@ -68,7 +68,8 @@ class RunConfig:
     strict: bool = False
     panel: bool = True
     overlay: bool = True  # False: no ImGui at all (pixel comparisons of the scene alone)
-    panel_hz: float = 5.0  # panel redraws per second (and at once after input); 0: every frame
+    panel_hz: float | None = None  # panel redraws per second (and at once after input); 0: every frame;
+    # None: 5, or 2 on software GL (a redraw costs llvmpipe ~10 ms of CPU: app/ui/imgui_layer.py)
     vsync: bool = False
     yuv_format: str = "nv12"
 

@@ -23,9 +23,9 @@ from app.scenes import scene_class
 from app.schedule.frame import ErrorRecord
 from app.schedule.scheduler import FrameScheduler, error_record
 from app.schedule.teach import TeachingStepper
-from app.trace.gltimer import default_every
 from app.sharing.base import ProbeEnv
 from app.sharing.registry import Registry
+from app.trace.gltimer import default_every
 from app.validate.demos import HazardDemos
 from app.window import open_surface
 
@@ -95,9 +95,10 @@ class Runtime:
 
             self.clock = ClockMap.calibrate(self.choice.device, self.backend.queue)
             if self.cfg.overlay:
-                from app.ui.imgui_layer import ImGuiLayer
+                from app.ui.imgui_layer import ImGuiLayer, default_panel_hz
 
-                self.overlay = ImGuiLayer(self.surface, redraw_hz=self.cfg.panel_hz)
+                self.overlay = ImGuiLayer(self.surface, redraw_hz=default_panel_hz(self.gl_info)
+                                          if self.cfg.panel_hz is None else self.cfg.panel_hz)
                 self._stack.callback(self.overlay.close)
         except BaseException:
             self._stack.close()
@@ -403,6 +404,9 @@ class Runtime:
         else:
             self.step_once = False
             rec = self.step()
+        last = self.frames_target is not None and self.loop_count + 1 >= self.frames_target
+        if last and self.cfg.screenshot and self.overlay is not None:
+            self.overlay.mark_dirty()  # the screenshot shows the panel of its own frame, not the last redraw's
         t0 = time.perf_counter_ns()
         try:
             self.draw_ui()
@@ -412,7 +416,6 @@ class Runtime:
         if rec is not None:
             rec.phases["panel"] = (t0, time.perf_counter_ns())
         self.loop_count += 1
-        last = self.frames_target is not None and self.loop_count >= self.frames_target
         if last and self.cfg.screenshot:
             self.screenshot_pixels = self.surface.read_pixels()
         self.surface.present()

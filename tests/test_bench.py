@@ -201,6 +201,33 @@ def test_ratios_on_cpu_results():
     assert all("external_memory" in why for why in missing.values())
 
 
+def test_panel_cost_is_the_copy_plus_the_redraws_a_run_makes():
+    from app.bench.ratios import compute_ratios
+
+    result, backends = _made_up(gpu=False)
+
+    def ms(mean):
+        return {"median": mean, "p95": mean, "mean": mean}
+
+    def kind(mean):
+        return {"frame_ms": ms(mean), "cpu_ms": {"main_thread": ms(mean / 2), "process": ms(mean)}}
+
+    panel = result["panels"][0]
+    panel["with_panel"] = {**panel["with_panel"], "frame_ms": ms(20.0)}  # a run's frame with the panel: 20 ms
+    # the UI-alone block: 40 panel frames, 4 of them redraws of 10.3 ms, the others a 0.4 ms copy
+    panel["ui_alone"] = {"panel": kind(0.1 + (36 * 0.4 + 4 * 10.3) / 40), "overlay": kind(0.3), "nothing": kind(0.1),
+                         "frames": 40, "panel_frames": 40, "panel_redraws": 4, "panel_redraw_ms": ms(10.4),
+                         "panel_composite_ms": ms(0.5), "panel_hz": 2.0, "composite_path": "glCopyImageSubData"}
+    entry = compute_ratios(result, SWEEP, backends)[0]["panel_cost_ms"]
+    # 2 Hz at 20 ms a frame: a redraw every 25 frames; copy 0.4 ms + (10.4 - 0.5) ms / 25
+    assert entry["model"]["redraws_per_frame"] == pytest.approx(0.04)
+    assert entry["value"] == pytest.approx(0.4 + 9.9 * 0.04) and entry["met"] is True
+    assert entry["block_mean_ms"] == pytest.approx((36 * 0.4 + 4 * 10.3) / 40)  # the plain mean, also reported
+    panel["ui_alone"]["panel_redraw_ms"] = None  # no redraw in the block: the plain mean is all there is
+    entry = compute_ratios(result, SWEEP, backends)[0]["panel_cost_ms"]
+    assert entry["model"] is None and entry["value"] == pytest.approx(entry["block_mean_ms"])
+
+
 def test_ratios_on_gpu_results():
     from app.bench.ratios import compute_ratios
 

@@ -45,6 +45,8 @@ def test_probes_on_nvidia(nvidia_env):
 
 
 def _run_pixels(surface, scene, size, backend, sync, frames=20):
+    """Run ``frames`` frames; returns (pixels, CPU waits, what GL showed: each shared object's
+    display_path and the live GL texture counts of the backend)."""
     from app.runtime import Runtime
 
     cfg = RunConfig(scene=scene, size=size, backend=backend, sync=sync, headless=True, overlay=False,
@@ -56,7 +58,10 @@ def _run_pixels(surface, scene, size, backend, sync, frames=20):
         rt.scheduler.finish()
         waits = [w for r in rt.scheduler.records for w in r.waits]
         px = rt.surface.read_pixels()
-    return px, waits
+        shown = {"display_paths": {o.label: o.private.get("display_path") for o in rt.scene.shared},
+                 "gl_texture": live.count("gl_texture", owner=backend),
+                 "gl_buffer_texture": live.count("gl_buffer_texture", owner=backend)}
+    return px, waits, shown
 
 
 @pytest.mark.parametrize("scene, size", [("particles", 65536), ("image", (256, 192)), ("yuv", (256, 192))])
@@ -66,8 +71,8 @@ def test_scene_pixels_match_host_copy(gl, scene, size, sync):
 
     surface = EglSurface((256, 192))
     try:
-        ref, _ = _run_pixels(surface, scene, size, "host_copy", "finish")
-        px, waits = _run_pixels(surface, scene, size, "external_memory", sync)
+        ref, _, _ = _run_pixels(surface, scene, size, "host_copy", "finish")
+        px, waits, _ = _run_pixels(surface, scene, size, "external_memory", sync)
     finally:
         surface.close()
     assert ref[..., :3].std() > 1
@@ -79,6 +84,30 @@ def test_scene_pixels_match_host_copy(gl, scene, size, sync):
         # convert_uchar4_sat_rte, host_copy's image with write_imagef; the driver's float -> unorm8
         # rounding may differ by one step (the spec allows it): within 1 LSB.
         assert diff.max() <= 1, (scene, sync, int(diff.max()))
+    if sync == "semaphore":
+        assert waits == []  # no CPU wait per frame
+
+
+@pytest.mark.parametrize("size", [(256, 192), (200, 150)])  # 1:1, and stretched over the 256x192 surface
+@pytest.mark.parametrize("sync", ["finish", "semaphore"])
+def test_image_buffer_texture_matches_host_copy(gl, size, sync):
+    """external_memory shows the image scene's imported buffer as a buffer texture (no 2D texture
+    exists to copy into) and draws host_copy's pixels within 1 LSB (julia_buffer's rounding, as in
+    test_scene_pixels_match_host_copy); stretched, the texelFetch quad picks GL_NEAREST's texels."""
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((256, 192))
+    try:
+        ref, _, ref_shown = _run_pixels(surface, "image", size, "host_copy", "finish")
+        px, waits, shown = _run_pixels(surface, "image", size, "external_memory", sync)
+    finally:
+        surface.close()
+    assert shown["display_paths"] == {"image.julia": "buffer texture"}, shown
+    assert shown["gl_texture"] == 0 and shown["gl_buffer_texture"] == 1, shown
+    assert ref_shown["display_paths"] == {"image.julia": None} and ref_shown["gl_texture"] == 1  # the 2D path
+    assert ref[..., :3].std() > 1
+    diff = np.abs(px.astype(int) - ref.astype(int))
+    assert diff.max() <= 1, (size, sync, int(diff.max()), float((diff.max(axis=-1) > 1).mean()))
     if sync == "semaphore":
         assert waits == []  # no CPU wait per frame
 

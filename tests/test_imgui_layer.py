@@ -58,3 +58,45 @@ def test_memory_tab_shows_the_handle_table(gl):
             assert base[..., :3].std() > 5
     finally:
         surface.close()
+
+
+def test_merge_rects_joins_only_overlapping_ones():
+    from app.ui.imgui_layer import merge_rects
+
+    assert merge_rects([]) == []
+    apart = [(0, 0, 10, 10), (20, 0, 30, 10)]
+    assert merge_rects(apart) == apart  # touching nothing: kept as they are
+    assert merge_rects([(0, 0, 10, 10), (10, 0, 20, 10)]) == [(0, 0, 10, 10), (10, 0, 20, 10)]  # edges only
+    # a chain: a overlaps b, b overlaps c, so all three become one box; d stays
+    out = merge_rects([(0, 0, 10, 10), (5, 5, 15, 15), (14, 14, 20, 30), (40, 40, 50, 50)])
+    assert sorted(out) == [(0, 0, 20, 30), (40, 40, 50, 50)]
+
+
+def test_layer_reaches_the_frame_by_the_cheapest_copy(gl):
+    """Headless, the frame is an RGBA8 renderbuffer: the layer is copied with glCopyImageSubData, and
+    what arrives is exactly what the layer holds; the default panel rate follows the renderer."""
+    from OpenGL import GL
+
+    from app.gl.context import gl_info
+    from app.ui.imgui_layer import PANEL_HZ, SOFTWARE_PANEL_HZ, default_panel_hz
+
+    info = gl_info()
+    assert default_panel_hz(info) == (SOFTWARE_PANEL_HZ if "llvmpipe" in info.renderer else PANEL_HZ)
+    surface = EglSurface((320, 240))
+    try:
+        with Runtime(RunConfig(headless=True, frames=10_000, size=1024), surface=surface) as rt:
+            for _ in range(3):
+                rt.tick()
+            layer = rt.overlay._layer
+            assert rt.overlay.composite_path == "glCopyImageSubData"
+            assert rt.overlay.redraw_hz == default_panel_hz(info)
+            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, layer.fbo)
+            raw = GL.glReadPixels(0, 0, 320, 240, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE)
+            held = np.frombuffer(raw, np.uint8).reshape(240, 320, 4)[::-1]  # GL rows -> image rows
+            shown = surface.read_pixels()
+            for x0, y0, x1, y1 in layer.rects:
+                region = (slice(240 - y1, 240 - y0), slice(x0, x1))
+                assert np.array_equal(shown[region][..., :3], held[region][..., :3])  # copied exactly
+            assert layer.rects and held[..., :3].std() > 5
+    finally:
+        surface.close()

@@ -15,7 +15,15 @@ import time
 
 import numpy as np
 
-from app.bench.loops import BareLoop, Sample, glshare_copy_frame, glshare_frame, glshare_panel_frame, glshare_ui_frame
+from app.bench.loops import (
+    BareLoop,
+    Sample,
+    glshare_copy_frame,
+    glshare_frame,
+    glshare_panel_frame,
+    glshare_ui_frame,
+    show_panel,
+)
 from app.bench.sweep import Sweep, shared_bytes, size_label
 from app.config import SYNC_MODES, RunConfig
 from app.trace.stats import summary
@@ -183,6 +191,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
     copies = rt.backend_name == "host_copy"
     g, b, c, f, p, o, k = [], [], [], [], [], [], []
     u: dict[str | None, list] = {"panel": [], "overlay": [], None: []}  # isolated UI costs
+    u_block_ns = 0  # time spent in the panel's UI-alone blocks (two frames per round)
     records: list = []
     try:
         for _ in range(sweep.warmup):
@@ -218,13 +227,22 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
             if with_panel:
                 glshare_panel_frame(rt, [])  # its wait pays for the frame before, which drew no panel
                 p += _take(per_round, clock, len(p), lambda: glshare_panel_frame(rt, []))
-                rt.show_panel = False  # the minimal overlay instead (the "h" key), for comparison
+                show_panel(rt, False)  # the minimal overlay instead (the "h" key), for comparison
                 glshare_panel_frame(rt, [])
                 o += _take(per_round, clock, len(o), lambda: glshare_panel_frame(rt, []))
-                rt.show_panel = True
-                for j in range(per_round):  # the UI alone, the three kinds interleaved frame by frame
-                    for kind in (("panel", None, "overlay") if j % 2 else (None, "overlay", "panel")):
-                        u[kind].append(glshare_ui_frame(rt, kind))
+                # the UI alone: the overlay, then the panel, each against nothing frame by frame; the
+                # panel's block is left to its own redraw clock, as in a run (no toggling inside it)
+                for j in range(per_round):
+                    for draw in ((True, False) if j % 2 else (False, True)):
+                        (u["overlay"] if draw else u[None]).append(glshare_ui_frame(rt, draw))
+                show_panel(rt, True)
+                for _ in range(3):  # the two redraws a shown panel asks for at once, before the block
+                    glshare_ui_frame(rt, True)
+                block_t0 = time.perf_counter_ns()
+                for j in range(2 * per_round):
+                    for draw in ((True, False) if j % 2 else (False, True)):
+                        (u["panel"] if draw else u[None]).append(glshare_ui_frame(rt, draw))
+                u_block_ns += time.perf_counter_ns() - block_t0
             if clock.over:
                 break
         drained = _drained_ms(rt, max(MIN_FRAMES, per_round))
@@ -272,6 +290,15 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
                         "with_overlay": sample_stats(o), "overlay_draw_ui_ms": _ms(s.extra["draw_ui"] for s in o),
                         "ui_alone": {"panel": sample_stats(u["panel"]), "overlay": sample_stats(u["overlay"]),
                                      "nothing": sample_stats(u[None]), "frames": len(u[None]),
+                                     "panel_frames": len(u["panel"]),
+                                     "panel_redraws": sum(bool(s.extra.get("redrew")) for s in u["panel"]),
+                                     "panel_redraw_ms": _ms(s.process for s in u["panel"] if s.extra.get("redrew"))
+                                     if any(s.extra.get("redrew") for s in u["panel"]) else None,
+                                     "panel_composite_ms": _ms(s.process for s in u["panel"] if not s.extra.get("redrew")),
+                                     "panel_hz": rt.overlay.redraw_hz if rt.overlay is not None else None,
+                                     "panel_block_s": round(u_block_ns / 1e9, 3),
+                                     "composite_path": rt.overlay.composite_path if rt.overlay is not None else None,
                                      "what": "after the scene's GL work finished: draw_ui + glFinish, against "
-                                             "glFinish alone, interleaved frame by frame"}}
+                                             "glFinish alone, interleaved frame by frame (process CPU); the panel "
+                                             "redraws on its own clock inside its block"}}
     return cell

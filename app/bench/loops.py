@@ -72,25 +72,33 @@ def glshare_panel_frame(rt, records: list) -> Sample:
     return timed(frame)
 
 
-def glshare_ui_frame(rt, ui: str | None) -> Sample:
+def glshare_ui_frame(rt, draw: bool) -> Sample:
     """A frame whose scene GL work is finished before the UI: the sample times only what drawing
-    the UI adds (``ui`` "panel" or "overlay"; None: nothing, the same barrier alone), with its GL
-    work finished inside the sample, so llvmpipe's rasterising threads are counted too."""
+    the UI adds (``draw``: Runtime.draw_ui, the panel or the overlay as ``rt.show_panel`` says;
+    False: nothing, the same barrier alone), with its GL work finished inside the sample, so
+    llvmpipe's rasterising threads are counted too. ``extra["redrew"]``: the cached layer was
+    redrawn in this frame."""
     records = [rt.step()]
     GL.glFinish()
-    if ui is not None:
-        rt.show_panel = ui == "panel"
+    before = rt.overlay.redraws if rt.overlay is not None else 0
 
     def part():
-        if ui is not None:
+        if draw:
             rt.draw_ui()
         GL.glFinish()
 
     sample = timed(part)
+    sample.extra["redrew"] = (rt.overlay.redraws if rt.overlay is not None else 0) != before
     rt.surface.present()
-    rt.show_panel = True
     del records
     return sample
+
+
+def show_panel(rt, on: bool) -> None:
+    """What the "h" key does: the full panel or the minimal overlay, redrawn at once."""
+    rt.show_panel = on
+    if rt.overlay is not None:
+        rt.overlay.mark_dirty()
 
 
 def glshare_copy_frame(rt) -> Sample:
@@ -201,7 +209,7 @@ class BareLoop:
 
     def _draw(self) -> None:
         if self.kind == "external_memory":
-            self.backend.gl_after_release(self.scene.shared)  # GL's buffer -> texture copy (textures only)
+            self.backend.gl_after_release(self.scene.shared)  # textures on the copy path: buffer -> texture
         size = render_target(self.rt)
         if size is not None:
             self.scene.render(size)

@@ -14,6 +14,16 @@ SHARING_GL_EXTENSIONS = (
 )
 
 
+# renderers that rasterize on the CPU: there a GL pass costs CPU time the frame pays, and GL timer
+# stamps mark when a command was recorded rather than run (app/trace/gltimer.py)
+SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
+
+
+def is_software_renderer(renderer: str) -> bool:
+    name = (renderer or "").lower()
+    return any(s in name for s in SOFTWARE_RENDERERS)
+
+
 @dataclass(frozen=True)
 class GlInfo:
     vendor: str
@@ -32,6 +42,11 @@ class GlInfo:
 
     def has(self, name: str) -> bool:
         return name in self.extensions
+
+    @property
+    def software(self) -> bool:
+        """Whether the renderer rasterizes on the CPU (Mesa llvmpipe and the like)."""
+        return is_software_renderer(self.renderer)
 
     def as_dict(self) -> dict:
         return {"vendor": self.vendor, "renderer": self.renderer, "version": self.version, "glsl": self.glsl,

@@ -1,4 +1,5 @@
-"""GL buffers, textures, vertex arrays and pixel buffers: labelled, counted, ``release()`` idempotent.
+"""GL buffers, textures, buffer textures, vertex arrays and pixel buffers: labelled, counted,
+``release()`` idempotent.
 
 No GL call runs in ``__del__``: the app releases in reverse build order while the context is current.
 """
@@ -75,6 +76,14 @@ class GlBuffer:
         return f"<GlBuffer {self.label!r} name={self.name} {self.nbytes} B>"
 
 
+def texel_bytes(fmt: int, dtype: int) -> int:
+    """Bytes per texel of pixel format ``fmt`` with component type ``dtype`` (GL_RGBA, GL_UNSIGNED_BYTE: 4)."""
+    channels = {GL.GL_RGBA: 4, GL.GL_RG: 2, GL.GL_RED: 1, GL.GL_RG_INTEGER: 2, GL.GL_RED_INTEGER: 1,
+                GL.GL_RGBA_INTEGER: 4}[fmt]
+    size = {GL.GL_UNSIGNED_BYTE: 1, GL.GL_UNSIGNED_SHORT: 2, GL.GL_FLOAT: 4}[dtype]
+    return channels * size
+
+
 class GlTexture:
     """A 2D texture with immutable-size storage, nearest filtering (1:1 pixel comparisons)."""
 
@@ -98,10 +107,7 @@ class GlTexture:
 
     @property
     def bytes_per_pixel(self) -> int:
-        channels = {GL.GL_RGBA: 4, GL.GL_RG: 2, GL.GL_RED: 1, GL.GL_RG_INTEGER: 2, GL.GL_RED_INTEGER: 1,
-                    GL.GL_RGBA_INTEGER: 4}[self.format]
-        size = {GL.GL_UNSIGNED_BYTE: 1, GL.GL_UNSIGNED_SHORT: 2, GL.GL_FLOAT: 4}[self.dtype]
-        return channels * size
+        return texel_bytes(self.format, self.dtype)
 
     @property
     def nbytes(self) -> int:
@@ -132,6 +138,124 @@ class GlTexture:
 
     def __repr__(self) -> str:
         return f"<GlTexture {self.label!r} name={self.name} {self.width}x{self.height}>"
+
+
+# Internal formats a buffer texture accepts and their texel sizes in bytes: OpenGL 4.6 core
+# specification, section 8.9 "Buffer Textures", the table of internal formats for buffer textures
+# (refpage glTexBuffer). Not there: RGB8, SRGB8_ALPHA8 and every other format of three components
+# except the RGB32 ones, left out here because they need GL 4.0 and glshare makes no RGB textures.
+BUFFER_TEXTURE_FORMATS: dict[int, tuple[str, int]] = {
+    GL.GL_R8: ("GL_R8", 1), GL.GL_R16: ("GL_R16", 2), GL.GL_R16F: ("GL_R16F", 2), GL.GL_R32F: ("GL_R32F", 4),
+    GL.GL_R8I: ("GL_R8I", 1), GL.GL_R16I: ("GL_R16I", 2), GL.GL_R32I: ("GL_R32I", 4),
+    GL.GL_R8UI: ("GL_R8UI", 1), GL.GL_R16UI: ("GL_R16UI", 2), GL.GL_R32UI: ("GL_R32UI", 4),
+    GL.GL_RG8: ("GL_RG8", 2), GL.GL_RG16: ("GL_RG16", 4), GL.GL_RG16F: ("GL_RG16F", 4), GL.GL_RG32F: ("GL_RG32F", 8),
+    GL.GL_RG8I: ("GL_RG8I", 2), GL.GL_RG16I: ("GL_RG16I", 4), GL.GL_RG32I: ("GL_RG32I", 8),
+    GL.GL_RG8UI: ("GL_RG8UI", 2), GL.GL_RG16UI: ("GL_RG16UI", 4), GL.GL_RG32UI: ("GL_RG32UI", 8),
+    GL.GL_RGBA8: ("GL_RGBA8", 4), GL.GL_RGBA16: ("GL_RGBA16", 8), GL.GL_RGBA16F: ("GL_RGBA16F", 8),
+    GL.GL_RGBA32F: ("GL_RGBA32F", 16), GL.GL_RGBA8I: ("GL_RGBA8I", 4), GL.GL_RGBA16I: ("GL_RGBA16I", 8),
+    GL.GL_RGBA32I: ("GL_RGBA32I", 16), GL.GL_RGBA8UI: ("GL_RGBA8UI", 4), GL.GL_RGBA16UI: ("GL_RGBA16UI", 8),
+    GL.GL_RGBA32UI: ("GL_RGBA32UI", 16),
+}
+
+
+def max_texture_buffer_texels() -> int:
+    """GL_MAX_TEXTURE_BUFFER_SIZE of the current context: the most texels a buffer texture addresses."""
+    return int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_BUFFER_SIZE))
+
+
+def buffer_texture_refusal(internal_format: int, texel_size: int, width: int, height: int, pitch: int,
+                           max_texels: int) -> str | None:
+    """Why a ``width`` x ``height`` image whose rows lie ``pitch`` bytes apart cannot be read as a buffer
+    texture of ``internal_format`` with ``texel_size``-byte texels; None when it can.
+
+    The rules (OpenGL 4.6 core, section 8.9): the internal format must be one of the buffer-texture
+    formats; the texel array holds floor(buffer size / texel size) texels, clamped to
+    GL_MAX_TEXTURE_BUFFER_SIZE, so every texel the image uses must lie below ``max_texels``; and
+    texel (x, y) is texel y * (pitch / texel size) + x only when the pitch is a whole number of texels.
+    """
+    entry = BUFFER_TEXTURE_FORMATS.get(int(internal_format))
+    if entry is None:
+        return f"internal format 0x{int(internal_format):04X} is not a buffer-texture format (GL 4.6, 8.9)"
+    name, size = entry
+    if size != texel_size:
+        return f"{name} texels are {size} B but the image's are {texel_size} B"
+    if pitch < width * size:
+        return f"row pitch {pitch} B is shorter than a row of {width} texels ({width * size} B)"
+    if pitch % size:
+        return f"row pitch {pitch} B is not a multiple of the {size}-byte texel"
+    texels = pitch // size * height
+    if texels > max_texels:
+        return f"{texels} texels exceed GL_MAX_TEXTURE_BUFFER_SIZE ({max_texels})"
+    return None
+
+
+class GlBufferTexture:
+    """A buffer texture (GL_TEXTURE_BUFFER, core since GL 3.1) over ``buffer``, which holds a
+    ``width`` x ``height`` image with rows ``pitch`` bytes apart, row 0 first.
+
+    Shaders read texel (x, y) as ``texelFetch(samplerBuffer, y * row_length + x)`` with
+    ``row_length = pitch / texel size``: no filtering, no mipmaps, no copy. The buffer stays its
+    owner's; ``release()`` deletes only the texture (before the buffer, as ``destroy`` orders it).
+
+    Raises:
+        ValueError: the image cannot be a buffer texture here (``buffer_texture_refusal`` says why).
+    """
+
+    kind = "texture"
+
+    def __init__(self, label: str, buffer: GlBuffer, width: int, height: int, pitch: int, *,
+                 internal_format: int = GL.GL_RGBA8, fmt: int = GL.GL_RGBA, dtype: int = GL.GL_UNSIGNED_BYTE,
+                 owner: str = "") -> None:
+        self.label, self.width, self.height, self.owner = label, int(width), int(height), owner
+        self.internal_format, self.format, self.dtype = internal_format, fmt, dtype
+        self.pitch, self.buffer = int(pitch), buffer
+        self.target = GL.GL_TEXTURE_BUFFER
+        refusal = buffer_texture_refusal(internal_format, self.bytes_per_pixel, self.width, self.height, self.pitch,
+                                         max_texture_buffer_texels())
+        if refusal is None and buffer.nbytes < self.pitch * self.height:
+            refusal = f"buffer {buffer.label!r} holds {buffer.nbytes} B, the image needs {self.pitch * self.height} B"
+        if refusal:
+            raise ValueError(f"{label}: {refusal}")
+        self.name = int(GL.glGenTextures(1))
+        GL.glBindTexture(GL.GL_TEXTURE_BUFFER, self.name)  # the first bind makes it a buffer texture
+        GL.glTexBuffer(GL.GL_TEXTURE_BUFFER, internal_format, buffer.name)
+        GL.glBindTexture(GL.GL_TEXTURE_BUFFER, 0)
+        _label("texture", self.name, label)
+        live.created("gl_buffer_texture", owner)
+
+    @property
+    def bytes_per_pixel(self) -> int:
+        return texel_bytes(self.format, self.dtype)
+
+    @property
+    def row_length(self) -> int:
+        """Texels from one row to the next (what the shader multiplies y by)."""
+        return self.pitch // self.bytes_per_pixel
+
+    @property
+    def nbytes(self) -> int:
+        """The image's bytes (as GlTexture's), not counting the padding at the end of each row."""
+        return self.width * self.height * self.bytes_per_pixel
+
+    def read(self) -> np.ndarray:
+        """Texel rows as stored (row 0 first), shape H x W x channels, read from the buffer."""
+        np_dtype = {GL.GL_UNSIGNED_BYTE: np.uint8, GL.GL_UNSIGNED_SHORT: np.uint16, GL.GL_FLOAT: np.float32}[self.dtype]
+        raw = np.empty((self.height, self.pitch), np.uint8)
+        GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, self.buffer.name)
+        GL.glGetBufferSubData(GL.GL_COPY_READ_BUFFER, 0, raw.nbytes, raw.ctypes.data_as(ctypes.c_void_p))
+        GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, 0)
+        rows = np.ascontiguousarray(raw[:, :self.width * self.bytes_per_pixel]).view(np_dtype)
+        return rows.reshape(self.height, self.width, -1)
+
+    def release(self) -> None:
+        name, self.name = self.name, 0
+        if name:
+            GL.glDeleteTextures(1, [name])
+            live.released("gl_buffer_texture", self.owner)
+
+    def __repr__(self) -> str:
+        return (f"<GlBufferTexture {self.label!r} name={self.name} {self.width}x{self.height} "
+                f"pitch={self.pitch} B over buffer {self.buffer.name}>")
 
 
 class GlVertexArray:

@@ -1,34 +1,68 @@
-"""A full-window textured quad (shaders/quad.vert + quad.frag): how the image and yuv scenes show
-the texture CL wrote. Texture row 0 is drawn at the top, so a screenshot lines up with the image."""
+"""Full-window quads that show the image CL wrote: ``TexturedQuad`` samples a 2D texture
+(shaders/quad.vert + quad.frag), ``BufferTextureQuad`` reads a buffer texture (quad.vert +
+quad_buffer.frag) and picks the texel the 2D path picks with nearest filtering. Texture row 0 is
+drawn at the top, so a screenshot lines up with the image."""
 from __future__ import annotations
+
+from typing import ClassVar
 
 from OpenGL import GL
 
-from app.gl.objects import GlVertexArray
+from app.gl.objects import GlBufferTexture, GlVertexArray
 from app.gl.shaders import Program
 
 
-class TexturedQuad:
+class _Quad:
+    fragment: ClassVar[str]
+
     def __init__(self, label: str, owner: str = "") -> None:
         self.label = label
-        self.program = Program(label, "quad.vert", "quad.frag", owner=owner)
+        self.program = Program(label, "quad.vert", self.fragment, owner=owner)
         self.vao = GlVertexArray(f"{label}.vao", owner=owner)  # no attributes: corners from gl_VertexID
 
-    def draw(self, texture: int) -> None:
-        """Clear to black and draw ``texture`` over the whole viewport."""
+    def _draw(self, target: int, texture: int, uniforms=None) -> None:
+        """Clear to black, bind ``texture`` to unit 0 at ``target`` and draw the quad."""
         GL.glClearColor(0, 0, 0, 1)
         GL.glClear(GL.GL_COLOR_BUFFER_BIT)
         self.program.use()
         GL.glActiveTexture(GL.GL_TEXTURE0)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, texture)
+        GL.glBindTexture(target, texture)
         GL.glUniform1i(self.program.uniform("image"), 0)
+        if uniforms is not None:
+            uniforms()
         GL.glBindVertexArray(self.vao.name)
         GL.glDrawArrays(GL.GL_TRIANGLE_STRIP, 0, 4)
         GL.glBindVertexArray(0)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+        GL.glBindTexture(target, 0)
         GL.glUseProgram(0)
 
     def release(self) -> None:
         """Idempotent."""
         self.program.release()
         self.vao.release()
+
+
+class TexturedQuad(_Quad):
+    fragment = "quad.frag"
+
+    def draw(self, texture: int) -> None:
+        """Clear to black and draw 2D texture ``texture`` over the whole viewport."""
+        self._draw(GL.GL_TEXTURE_2D, texture)
+
+
+class BufferTextureQuad(_Quad):
+    """The quad for an image kept in a buffer: texel (x, y) is fetched at y * row_length + x.
+
+    For normalized and float formats (a ``samplerBuffer``); integer formats would need a
+    ``usamplerBuffer`` shader, and no glshare scene draws one.
+    """
+
+    fragment = "quad_buffer.frag"
+
+    def draw(self, texture: GlBufferTexture) -> None:
+        """Clear to black and draw buffer texture ``texture`` over the whole viewport."""
+        def uniforms() -> None:
+            GL.glUniform2i(self.program.uniform("size"), texture.width, texture.height)
+            GL.glUniform1i(self.program.uniform("row_length"), texture.row_length)
+
+        self._draw(GL.GL_TEXTURE_BUFFER, texture.name, uniforms)

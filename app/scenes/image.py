@@ -1,6 +1,9 @@
 """The animated Julia set (../shared/WORKLOADS.md): CL writes an image2d_t into a GL texture.
 
 The texture is GL_RGBA8, seen by CL as CL_RGBA / CL_UNORM_INT8 (write_imagef rounds to 8 bits).
+Where the backend offers it (external_memory, ``buffer_texture_display``) the scene asks for a
+buffer texture: GL then draws the imported buffer CL wrote directly (``BufferTextureQuad``), with
+no copy into a 2D texture; the shared object's ``private["display_path"]`` says which it got.
 Without ``--size`` the image follows the framebuffer (re-created on resize, CL side first);
 with ``--size WxH`` it keeps that size and the quad scales it.
 """
@@ -13,7 +16,8 @@ import pyopencl as cl
 
 from app.compute.kernels import KernelProgram
 from app.config import DEFAULT_IMAGE
-from app.gl.quad import TexturedQuad
+from app.gl.objects import GlBufferTexture
+from app.gl.quad import BufferTextureQuad, TexturedQuad
 from app.scenes.base import Scene
 
 
@@ -49,16 +53,24 @@ class ImageScene(Scene):
         if self.follow_window and (self.image_size[0] == 0 or self.image_size[1] == 0):
             self.image_size = DEFAULT_IMAGE
         self.texture = None
+        self.quad: TexturedQuad | BufferTextureQuad | None = None
         self._make_texture()
         self.program = KernelProgram(backend.context, "julia.cl", owner=backend.name)
         self.kernel = self.program.kernel("julia")
         self.kernel_buffer = self.program.kernel("julia_buffer")
-        self.quad = TexturedQuad("image quad", owner=backend.name)
 
     def _make_texture(self) -> None:
         w, h = self.image_size
-        self.texture = self.backend.create_texture("image.julia", w, h, access="write_only")
+        extra = {"buffer_texture": True} if getattr(self.backend, "buffer_texture_display", False) else {}
+        self.texture = self.backend.create_texture("image.julia", w, h, access="write_only", **extra)
         self.shared = [self.texture]
+        # the quad that draws what the backend made (a resize may change it: a buffer texture's
+        # texel limit); built once per kind
+        kind = BufferTextureQuad if isinstance(self.texture.gl, GlBufferTexture) else TexturedQuad
+        if not isinstance(self.quad, kind):
+            if self.quad is not None:
+                self.quad.release()
+            self.quad = kind("image quad", owner=self.backend.name)
 
     def resize(self, size) -> None:
         if not self.follow_window or size[0] == 0 or size[1] == 0 or tuple(size) == self.image_size:
@@ -81,7 +93,11 @@ class ImageScene(Scene):
         return cl.enqueue_nd_range_kernel(queue, kernel, (w, h), None, wait_for=wait_for)
 
     def render(self, size) -> None:
-        self.quad.draw(self.texture.gl.name)
+        gl = self.texture.gl
+        if isinstance(gl, GlBufferTexture):  # display_path "buffer texture": gl_after_release copied nothing
+            self.quad.draw(gl)
+        else:
+            self.quad.draw(gl.name)
 
     def teardown(self) -> None:
         backend, self.backend = self.backend, None
@@ -90,7 +106,9 @@ class ImageScene(Scene):
         backend.destroy(self.texture)
         self.shared = []
         self.program.release()
-        self.quad.release()
+        if self.quad is not None:
+            self.quad.release()
 
     def describe(self) -> str:
-        return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8"
+        shown = ", shown from a buffer texture" if isinstance(self.quad, BufferTextureQuad) else ""
+        return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8{shown}"

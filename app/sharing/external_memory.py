@@ -13,11 +13,19 @@ handles of ../shared/spec/external-memory-nt-handles.txt, "holds a reference to 
 KMT handle owns no reference: freeing the exporter's allocation would invalidate it, so glshare
 would have to keep the allocation alive; no KMT path exists on Linux and none is claimed.
 
-Textures: the CL side writes a shared *buffer* (seen by kernels as an image2d_t made from that
-buffer, cl_khr_image2d_from_buffer, so every backend runs the same kernel), and after the
-release GL copies it into the texture on the GPU through GL_PIXEL_UNPACK_BUFFER. A buffer texture
-would avoid that copy but needs other shaders (texelFetch on a samplerBuffer) and gives up
-filtering; the copy of a 512x512 RGBA8 frame is ~1 MiB of device-local bandwidth.
+Textures: the CL side writes a shared *buffer*, row pitch ``SharedObject.row_pitch`` (kernels see
+it as an image2d_t made from that buffer where the device has cl_khr_image2d_from_buffer, else as
+the buffer itself: NVIDIA lists no image2d_from_buffer). GL shows it one of two ways, chosen per
+texture and recorded as ``obj.private["display_path"]`` (``lifetime()["display_paths"]``):
+  - "buffer texture": GL samples the imported buffer itself, a GL_TEXTURE_BUFFER over it
+    (``GlBufferTexture``, drawn by ``BufferTextureQuad`` with texelFetch at y * row_length + x);
+    nothing is copied per frame. Taken when the caller asks (``create_texture(buffer_texture=True)``,
+    the image scene) and GL's buffer-texture rules allow it (``buffer_texture_refusal``).
+  - "copy into texture: <why not a buffer texture>": after the release GL copies the buffer into
+    a 2D texture on the GPU (glTexSubImage2D from GL_PIXEL_UNPACK_BUFFER, ``gl_after_release``), for
+    callers that sample a 2D texture (the yuv scene) or images a buffer texture cannot hold. That
+    copy of a 4096x4096 RGBA8 frame (64 MiB) made the H200's frame 2.17 ms against a 73 us kernel
+    (bench/results/2026-12-01-gpu-h200-nvidia-quick.json).
 """
 from __future__ import annotations
 
@@ -31,7 +39,14 @@ from OpenGL import GL
 from app.diagnostics import live
 from app.errors import ClError, GlError, SharingUnavailable
 from app.gl.context import check_gl
-from app.gl.objects import GlBuffer, GlTexture
+from app.gl.objects import (
+    GlBuffer,
+    GlBufferTexture,
+    GlTexture,
+    buffer_texture_refusal,
+    max_texture_buffer_texels,
+    texel_bytes,
+)
 from app.sharing import clext
 from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharedObject, SharingBackend, SyncStrategy
 from app.sharing.host_copy import cl_image_format_for
@@ -45,6 +60,8 @@ CL_SEMAPHORE_EXTENSIONS = ("cl_khr_semaphore", "cl_khr_external_semaphore", "cl_
 GL_EXTENSIONS = ("GL_EXT_memory_object", "GL_EXT_memory_object_fd")
 GL_SEMAPHORE_EXTENSIONS = ("GL_EXT_semaphore", "GL_EXT_semaphore_fd")
 CL_DEVICE_UUID_KHR = 0x106A
+CL_DEVICE_IMAGE_PITCH_ALIGNMENT = 0x104A
+BUFFER_TEXTURE = "buffer texture"  # obj.private["display_path"] when GL samples the imported buffer
 
 
 def import_handle_types(device: cl.Device) -> list[int] | None:
@@ -63,6 +80,21 @@ def _cl_uuid(device: cl.Device) -> bytes | None:
     if lib.clGetDeviceInfo(device.int_ptr, CL_DEVICE_UUID_KHR, 16, buf, None):
         return None
     return bytes(buf)
+
+
+def display_path(internal_format: int, texel_size: int, width: int, height: int, pitch: int, *,
+                 asked: bool, max_texels: int) -> str:
+    """How GL shows a texture kept in an imported pitched buffer: ``BUFFER_TEXTURE`` (GL samples the
+    buffer, nothing copied) or "copy into texture: <reason>" (the copy in ``gl_after_release``).
+
+    A buffer storing imported memory is a buffer object like any other (GL_EXT_memory_object,
+    BufferStorageMemEXT: BufferStorage's buffer with its storage taken from the memory object), so
+    TexBuffer may attach it; the limits are buffer textures' own (OpenGL 4.6 core, section 8.9).
+    """
+    if not asked:
+        return "copy into texture: the caller samples a 2D texture"
+    refusal = buffer_texture_refusal(internal_format, texel_size, width, height, pitch, max_texels)
+    return BUFFER_TEXTURE if refusal is None else f"copy into texture: {refusal}"
 
 
 def _gl_fn(name: str):
@@ -97,6 +129,7 @@ class ExternalMemory(SharingBackend):
     zero_copy = True
     sync_modes = ("finish", "semaphore", "none")
     release_exporter = True  # free Vulkan's allocation once GL and CL imported it (lifetime demo)
+    buffer_texture_display = True  # create_texture(buffer_texture=True): GL may sample the imported buffer
 
     @classmethod
     def probe(cls, env: ProbeEnv) -> Probe:
@@ -195,39 +228,68 @@ class ExternalMemory(SharingBackend):
 
     def create_texture(self, label: str, width: int, height: int, *, internal_format: int = GL.GL_RGBA8,
                        fmt: int = GL.GL_RGBA, dtype: int = GL.GL_UNSIGNED_BYTE,
-                       access: str = "write_only") -> SharedObject:
-        tex = GlTexture(label, width, height, internal_format=internal_format, fmt=fmt, dtype=dtype, owner=self.name)
-        bpp = tex.bytes_per_pixel
+                       access: str = "write_only", buffer_texture: bool = False) -> SharedObject:
+        """A texture whose storage is an imported pitched buffer CL writes (see the module docstring).
+
+        Args:
+            buffer_texture: the caller can draw a ``GlBufferTexture`` (``BufferTextureQuad``): where
+                ``display_path`` allows, ``obj.gl`` is one over the imported buffer and nothing is
+                copied after the release; otherwise ``obj.gl`` is a ``GlTexture`` filled by a copy.
+        Returns:
+            The shared object; ``private["display_path"]`` says which GL object it is and why.
+        """
+        bpp = texel_bytes(fmt, dtype)
         from_buffer = "cl_khr_image2d_from_buffer" in self.env.device_extensions
-        try:
-            align = max(1, int(self.device.image_pitch_alignment)) * bpp if from_buffer else bpp
-        except cl.Error:
-            align = bpp
-        pitch = -(-width * bpp // align) * align
-        name, memobj, buf = self._import(f"{label}.buffer", pitch * height)
+        align = bpp
         if from_buffer:
-            desc = cl.ImageDescriptor()
-            desc.image_type = cl.mem_object_type.IMAGE2D
-            desc.shape = (width, height)
-            desc.pitches = (pitch,)
-            desc.buffer = buf
-            try:
-                image = cl.Image(self.context, ACCESS_FLAGS[access], cl_image_format_for(tex), desc=desc)
-            except cl.Error as exc:
-                buf.release()
-                GL.glDeleteBuffers(1, [name])
-                memobj.release()
-                tex.release()
-                raise ClError.from_pyopencl(exc, f"image2d from buffer ({label})") from exc
-            kind = "cl_image"
-        else:
-            # no cl_khr_image2d_from_buffer (NVIDIA lists none): kernels write the pitched buffer
-            # itself (SharedObject.pitch tells them the row length)
-            image, kind = buf, "cl_buffer"
+            # rows a multiple of CL_DEVICE_IMAGE_PITCH_ALIGNMENT pixels; queried by number because not
+            # every pyopencl has Device.image_pitch_alignment
+            got = clext.device_info_u32_list(self.device, CL_DEVICE_IMAGE_PITCH_ALIGNMENT) or [1]
+            align *= max(1, got[0])
+        pitch = -(-width * bpp // align) * align
+        path = display_path(internal_format, bpp, width, height, pitch, asked=buffer_texture,
+                            max_texels=max_texture_buffer_texels())
+        name, memobj, buf = self._import(f"{label}.buffer", pitch * height)
+        imported = GlBuffer.wrap(f"{label}.buffer", name, pitch * height, target=GL.GL_PIXEL_UNPACK_BUFFER,
+                                 owner=self.name)
+        tex = None
+        try:
+            if path == BUFFER_TEXTURE:
+                tex = GlBufferTexture(label, imported, width, height, pitch, internal_format=internal_format,
+                                      fmt=fmt, dtype=dtype, owner=self.name)
+            else:
+                tex = GlTexture(label, width, height, internal_format=internal_format, fmt=fmt, dtype=dtype,
+                                owner=self.name)
+            check_gl(f"{label} ({path})")
+            if from_buffer:
+                desc = cl.ImageDescriptor()
+                desc.image_type = cl.mem_object_type.IMAGE2D
+                desc.shape = (width, height)
+                desc.pitches = (pitch,)
+                desc.buffer = buf
+                try:
+                    image = cl.Image(self.context, ACCESS_FLAGS[access], cl_image_format_for(tex), desc=desc)
+                except cl.Error as exc:
+                    raise ClError.from_pyopencl(exc, f"image2d from buffer ({label})") from exc
+                kind = "cl_image"
+            else:
+                # no cl_khr_image2d_from_buffer (NVIDIA lists none): kernels write the pitched buffer
+                # itself (SharedObject.row_pitch tells them the row length)
+                image, kind = buf, "cl_buffer"
+        except BaseException:
+            buf.release()
+            if tex is not None:
+                tex.release()  # the texture before the buffer it may read
+            imported.release()
+            memobj.release()
+            raise
         obj = self._adopt(tex, image, access, kind)
-        staging = GlBuffer.wrap(f"{label}.buffer", name, pitch * height, target=GL.GL_PIXEL_UNPACK_BUFFER, owner=self.name)
-        obj.private.update(gl_extra=[staging, memobj], acquire_mem=buf, pitch=pitch, staging=staging)
+        # "staging": the imported buffer, GL's view of the memory CL writes (copied from on the copy
+        # path; named by the semaphores; the yuv scene copies its uploads into it)
+        obj.private.update(gl_extra=[imported, memobj], acquire_mem=buf, pitch=pitch, staging=imported,
+                           display_path=path)
         obj.row_pitch = pitch
+        log.debug("%s %dx%d, row pitch %d B: %s", label, width, height, pitch, path)
         return obj
 
     def _share_buffer(self, gl, access):
@@ -264,10 +326,11 @@ class ExternalMemory(SharingBackend):
         return clext.enqueue_release_external(self.ext, queue, mems, wait_for)
 
     def gl_after_release(self, objects) -> None:
-        """GL's side of a texture hand-over: shared buffer -> texture, on the GPU (after the sync)."""
+        """GL's side of a texture hand-over on the copy path: shared buffer -> texture, on the GPU
+        (after the sync). Buffer textures read the shared buffer itself: nothing to do for them."""
         for obj in objects:
             staging = obj.private.get("staging")
-            if staging is None:
+            if staging is None or isinstance(obj.gl, GlBufferTexture):
                 continue
             tex = obj.gl
             GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, staging.name)
@@ -299,7 +362,9 @@ class ExternalMemory(SharingBackend):
         """What the panel's lifetime demonstration shows."""
         return {"exporter_released": self.release_exporter, "fds_closed": self.fds_closed,
                 "cl_took_fd_ownership": self.cl_took_fd, "open_fds": clext.open_fds(collect=False),
-                "holders": "GL memory object + CL buffer (each import holds a reference to the payload)"}
+                "holders": "GL memory object + CL buffer (each import holds a reference to the payload)",
+                "display_paths": {o.label: o.private["display_path"] for o in self.objects
+                                  if "display_path" in o.private}}
 
     def _close_extra(self) -> None:
         for vk_buffer, vk_memory in self._kept:

@@ -33,15 +33,15 @@ GL_QUERY_RESULT_AVAILABLE = 0x8867
 
 
 _UNTIMED = contextlib.nullcontext()
-SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
 SOFTWARE_EVERY = 8
 
 
 def default_every(renderer: str) -> int:
     """1 on a GPU; ``SOFTWARE_EVERY`` on a software rasterizer, where a pass's stamps say little
     (see the module text) and the queries cost the frame more than anything else glshare adds."""
-    name = (renderer or "").lower()
-    return SOFTWARE_EVERY if any(s in name for s in SOFTWARE_RENDERERS) else 1
+    from app.gl.context import is_software_renderer
+
+    return SOFTWARE_EVERY if is_software_renderer(renderer) else 1
 
 
 class GlTimer:

@@ -319,6 +319,8 @@ class PanelData:
             "chosen": rt.backend_name,
             "sync": sync,
             "gl_timer": timer.sampling if timer is not None else "off",
+            "panel_refresh": (f"{rt.overlay.redraw_hz:g} Hz, composited by {rt.overlay.composite_path}"
+                              if getattr(rt, "overlay", None) is not None else "no panel"),
             "memory": self._memory(rt),
         }
         return self._caps

@@ -478,6 +478,8 @@ def _memory(snap: dict) -> None:
                                "after GL and CL imported it")
             imgui.text_wrapped(f"held by: {life['holders']}; fds glshare closed: {life['fds_closed']}; "
                                f"CL took its fd: {life['cl_took_fd_ownership']}; open fds now: {life['open_fds']}")
+            for label, path in (life.get("display_paths") or {}).items():  # how GL shows each texture
+                imgui.text_colored(GREEN if path == "buffer texture" else DIM, f"{label}: GL draws it by {path}")
             imgui.text_colored(DIM, mem["kmt_note"])
         elif mem.get("unavailable"):
             imgui.text_colored(DIM, f"external_memory unavailable: {mem['unavailable']}")
@@ -500,7 +502,8 @@ def _capabilities(snap: dict) -> None:
         imgui.text_wrapped(f"CL platform: {caps['platform']}")
         imgui.text_wrapped(f"CL device: {caps['device']}")
         imgui.text_wrapped(f"GL: {caps['gl']}")
-        imgui.text_wrapped(f"surface: {caps['surface']}; GL timer queries: {caps['gl_timer']}")
+        imgui.text_wrapped(f"surface: {caps['surface']}; GL timer queries: {caps['gl_timer']}; "
+                           f"panel: {caps.get('panel_refresh', '')}")
         clock = snap.get("clock", {})
         for key in ("cl", "gl"):
             c = clock.get(key, {})

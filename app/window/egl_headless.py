@@ -187,6 +187,10 @@ class EglSurface:
     def poll_events(self) -> list[KeyEvent]:
         return []
 
+    @property
+    def draw_framebuffer(self) -> int:
+        return int(self._fbo or 0)
+
     def bind_target(self) -> bool:
         if not self._fbo:
             return False

@@ -80,6 +80,10 @@ class GlfwWindow:
         events, self._events = self._events, []
         return events
 
+    @property
+    def draw_framebuffer(self) -> int:
+        return 0
+
     def bind_target(self) -> bool:
         w, h = self.framebuffer_size
         GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)

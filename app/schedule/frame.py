@@ -21,7 +21,7 @@ class ErrorRecord:
                 "message": self.message, "meaning": self.meaning}
 
 
-@dataclass
+@dataclass(slots=True)
 class FrameRecord:
     index: int
     scene: str

@@ -32,9 +32,11 @@ LABEL_W = 64
 # ImGui flags as plain ints, computed once (an enum "|" costs ~20 us in Python)
 WINDOW_FLAGS = int(imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_saved_settings
                    | imgui.WindowFlags_.no_scrollbar | imgui.WindowFlags_.no_scroll_with_mouse)
-PLOT_FLAGS = int(implot.Flags_.no_menus | implot.Flags_.no_box_select | implot.Flags_.no_mouse_text)
-LEGEND_LOC = int(implot.Location_.north_west)
-LEGEND_FLAGS = int(implot.LegendFlags_.horizontal | implot.LegendFlags_.no_buttons | implot.LegendFlags_.outside)
+# no ImPlot legend: the coloured column heads of the median / p95 table under the plot are the legend.
+# ImPlot places an outside legend from the size it measured the frame before, so a panel redrawn a
+# few times a second sometimes drew it over the top of the data (the whole-frame line hidden under it)
+PLOT_FLAGS = int(implot.Flags_.no_menus | implot.Flags_.no_box_select | implot.Flags_.no_mouse_text
+                 | implot.Flags_.no_legend)
 OWN_TABLE = int(imgui.TableFlags_.borders_inner_h | imgui.TableFlags_.sizing_stretch_prop)
 DISABLED = int(imgui.SelectableFlags_.disabled)
 HOVER_DISABLED = int(imgui.HoveredFlags_.allow_when_disabled)
@@ -222,7 +224,7 @@ def _timing(snap: dict, rects: dict) -> None:
     else:
         xs = timing["frames"]
         series = timing["series"]
-        top = max(timing["stats"]["frame"][1], 0.1) * 2.0
+        top = max(timing["stats"]["frame"][1], 0.1) * 3.0  # headroom: the frame line never hugs the top
         # no plot backgrounds over the window's own: on llvmpipe every covered pixel costs CPU time
         with implot_ctx.push_style_color(implot.Col_.frame_bg, CLEAR), \
                 implot_ctx.push_style_color(implot.Col_.plot_bg, CLEAR), \
@@ -233,7 +235,6 @@ def _timing(snap: dict, rects: dict) -> None:
                 implot.setup_axis_scale(AXIS_Y, LOG10)  # phases span 10 us .. 100 ms: all of them readable
                 implot.setup_axis_limits(AXIS_X, float(xs[0]), float(xs[-1]), ALWAYS)
                 implot.setup_axis_limits(AXIS_Y, Y_FLOOR_MS, top, ALWAYS)
-                implot.setup_legend(LEGEND_LOC, LEGEND_FLAGS)
                 for name, spec in _specs().items():
                     implot.plot_line(name, xs, series[name], spec=spec)
     # median / p95 under the plot: plain text at fixed columns (an ImGui table costs ~10x more here)

@@ -162,10 +162,17 @@ class FrameScheduler:
         while after the next frame's sync wait the results are in."""
         if gl:
             self.gl_timer.harvest(wait)
-        while self._pending:
-            rec = self._pending[0]
+        pending = self._pending
+        if not pending:
+            return
+        # the queue is in order, so its commands complete in order: when the newest pending event is
+        # complete, so is every older one, and their statuses need not be asked one by one
+        newest = next((ev for rec in reversed(pending) for ev in reversed(rec.events.values())), None)
+        settled = wait or newest is None or newest.command_execution_status == CL_COMPLETE
+        while pending:
+            rec = pending[0]
             for name, ev in list(rec.events.items()):
-                if not wait and ev.command_execution_status != CL_COMPLETE:
+                if not settled and ev.command_execution_status != CL_COMPLETE:
                     return
                 try:
                     if wait:
@@ -175,7 +182,7 @@ class FrameScheduler:
                 except cl.Error as exc:
                     rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
                 del rec.events[name]
-            self._pending.popleft()
+            pending.popleft()
 
     def finish(self) -> None:
         self.backend.queue.finish()

@@ -344,7 +344,7 @@ class Runtime:
 
     def draw_ui(self) -> None:
         """The overlay or the panel over the frame. The panel's snapshot is taken only when the
-        cached layer is redrawn (app/ui/imgui_layer.py: 10 Hz by default, at once after input)."""
+        cached layer is redrawn (app/ui/imgui_layer.py: 5 Hz, 2 Hz on software GL, at once after input)."""
         if self.overlay is None or not self.surface.bind_target():
             return
         from app.ui import overlay

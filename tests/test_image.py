@@ -170,6 +170,8 @@ def test_display_path_falls_back_with_a_reason(gl):
         "copy into texture: GL_RGBA16F texels are 8 B but the image's are 4 B")
     assert path(internal_format=GL.GL_R16, texel=2, width=100, height=10, pitch=256) == BUFFER_TEXTURE
     assert path(asked=False) == "copy into texture: the caller samples a 2D texture"
+    assert path(internal_format=GL.GL_RGBA8UI) == (  # a buffer-texture format, but not for a float sampler
+        "copy into texture: GL_RGBA8UI texels are integers and the quad's samplerBuffer reads floats")
 
     # the object refuses the same way and makes nothing
     before = live.snapshot()

@@ -77,11 +77,15 @@ def test_layer_reaches_the_frame_by_the_cheapest_copy(gl):
     what arrives is exactly what the layer holds; the default panel rate follows the renderer."""
     from OpenGL import GL
 
-    from app.gl.context import gl_info
-    from app.ui.imgui_layer import PANEL_HZ, SOFTWARE_PANEL_HZ, default_panel_hz
+    from app.gl.context import GlInfo, gl_info
+    from app.ui.imgui_layer import default_panel_hz
 
+    def named(renderer):
+        return GlInfo("vendor", renderer, "4.6", "4.60", frozenset())
+
+    assert default_panel_hz(named("llvmpipe (LLVM 15.0.6, 256 bits)")) == 2.0
+    assert default_panel_hz(named("NVIDIA H200/PCIe/SSE2")) == 5.0
     info = gl_info()
-    assert default_panel_hz(info) == (SOFTWARE_PANEL_HZ if "llvmpipe" in info.renderer else PANEL_HZ)
     surface = EglSurface((320, 240))
     try:
         with Runtime(RunConfig(headless=True, frames=10_000, size=1024), surface=surface) as rt:

@@ -292,3 +292,43 @@ def test_scheduler_reads_cl_profiles_in_batches(host_copy, surface):
     finally:
         sched.close()
         scene.teardown()
+
+
+def test_harvest_reads_up_to_the_newest_complete_event(host_copy, surface):
+    """Sync none lets the CPU run ahead: the batch is read up to the newest complete command
+    (the queue is in order) and the rest waits for a later harvest, never read early."""
+    import pyopencl as cl
+
+    from app.config import RunConfig
+    from app.scenes.particles import ParticlesScene
+    from app.schedule.scheduler import FrameScheduler
+
+    scene = ParticlesScene(RunConfig(size=256, seed=2))
+    scene.build(host_copy, surface.framebuffer_size)
+    sched = FrameScheduler(host_copy, scene, host_copy.make_sync("finish"), strict=True)
+    q = host_copy.queue
+    gate = cl.UserEvent(host_copy.context)
+    try:
+        recs = [FrameRecord(i, "particles", "host_copy", "none") for i in range(3)]
+        recs[0].events = {"compute": cl.enqueue_marker(q), "release": cl.enqueue_marker(q)}
+        q.finish()
+        recs[1].events = {"compute": cl.enqueue_marker(q, wait_for=[gate])}  # held by the gate
+        recs[2].events = {"compute": cl.enqueue_marker(q), "release": cl.enqueue_marker(q)}  # queued behind it
+        sched._pending.extend(recs)
+        sched.harvest(gl=False)
+        assert set(recs[0].cl_profile) == {"compute", "release"} and not recs[0].events
+        assert not recs[1].cl_profile and not recs[2].cl_profile  # not complete: not read
+        assert list(sched._pending) == recs[1:]
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        q.finish()
+        sched.harvest(gl=False)
+        assert not sched._pending and [sorted(r.cl_profile) for r in recs] == [
+            ["compute", "release"], ["compute"], ["compute", "release"]]
+        ends = [r.cl_profile[n][3] for r in recs for n in ("compute", "release") if n in r.cl_profile]
+        assert ends == sorted(ends)  # in-order completion, as the shortcut assumes
+    finally:
+        if gate.command_execution_status != cl.command_execution_status.COMPLETE:
+            gate.set_status(cl.command_execution_status.COMPLETE)  # never leave the queue held
+        q.finish()
+        sched.close()
+        scene.teardown()

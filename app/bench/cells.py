@@ -189,7 +189,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
     clock = _Clock(sweep.cell_budget_s)
     bare = BareLoop(rt)
     copies = rt.backend_name == "host_copy"
-    g, b, c, f, p, o, k = [], [], [], [], [], [], []
+    g, b, c, f, p, o, k, aa = [], [], [], [], [], [], [], []
     u: dict[str | None, list] = {"panel": [], "overlay": [], None: []}  # isolated UI costs
     u_block_ns = 0  # time spent in the panel's UI-alone blocks (two frames per round)
     records: list = []
@@ -218,6 +218,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
                     b.append(bare.frame())
                 if floor:
                     k.append(bare.checked_frame())
+                    aa.append(bare.frame())  # a second bare frame: the pairs' own noise (A/A)
             if copies:
                 for _ in range(per_copy):
                     if clock.over and len(c) >= 3:
@@ -267,6 +268,9 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
         floor_diff = np.array([(x.thread - y.thread) / 1e3 for x, y in zip(k, b)])
         cell["paired"]["checked_floor_us_median"] = round(float(np.median(floor_diff)), 1)
         cell["paired"]["checked_floor_us_iqr"] = [round(float(q), 1) for q in np.percentile(floor_diff, [25, 75])]
+        same = np.array([(x.thread - y.thread) / 1e3 for x, y in zip(aa, b)])
+        cell["paired"]["bare_vs_bare_us_median"] = round(float(np.median(same)), 1)
+        cell["paired"]["bare_vs_bare_us_iqr"] = [round(float(q), 1) for q in np.percentile(same, [25, 75])]
     out["baselines"].append({"kind": "bare_loop", **base, "sync": "finish", "frames": len(b),
                              "bytes_shared_per_frame": nbytes, **bare_stats})
     if copies:

@@ -36,7 +36,8 @@ def _cpu_us(fn, reps: int, setup=None) -> float:
 
 
 def overhead_in_frame(rt, frames: int) -> dict:
-    """Run ``frames`` glshare frames with the scheduler's own pieces wrapped; us per frame (median)."""
+    """Run ``frames`` glshare frames with the scheduler's own pieces wrapped; us per frame (mean over
+    all of them, so batched and sampled pieces count for their share)."""
     from app.bench.loops import glshare_frame
 
     backend, sched = rt.backend, rt.scheduler

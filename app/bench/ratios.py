@@ -67,7 +67,7 @@ def _sustained(cell: dict) -> float:
 
 
 def _mean(d: dict, *path) -> float:
-    """The mean: what a cost paid on some frames only (the panel's 10 Hz redraw) amounts to per frame."""
+    """The mean: what a cost paid on some frames only (the panel's redraws) amounts to per frame."""
     for key in path:
         d = d[key]
     return float(d.get("mean", d["median"]))
@@ -121,14 +121,20 @@ def compute_ratios(result: dict, sweep: Sweep, backends: list[str]) -> tuple[dic
             entry = ratios["scheduler_overhead_us"]
             entry["checked_floor_us"] = floor
             entry["checked_floor_iqr"] = paired.get("checked_floor_us_iqr")
+            # the same measurement between two bare frames: how far from 0 the pairs' median strays
+            entry["bare_vs_bare_us"] = paired.get("bare_vs_bare_us_median")
+            entry["bare_vs_bare_iqr"] = paired.get("bare_vs_bare_us_iqr")
             entry["checked_floor_what"] = (
-                "the bare loop frame plus only what glshare cannot drop, inline (both calls checked against "
-                "the spec, four ownership transitions, one frame record), against the bare frame of the same "
-                "pair: the least any validating, recording scheduler written in Python adds here")
+                "the bare loop frame plus only what glshare cannot drop, inline (both calls checked by glshare's "
+                "SpecValidator, four transitions of its OwnershipTracker, one FrameRecord), against the bare "
+                "frame of the same pair: what glshare's own checks and record add here before any scheduling")
             op, limit = TARGETS["scheduler_overhead_us"]
-            if not _OPS[op](floor, limit):
-                entry["impossible_here"] = (f"the checked floor alone is {floor:g} us > {limit:g} us: the target "
-                                            "cannot be met on this machine without dropping per-call validation")
+            noise = abs(entry["bare_vs_bare_us"] or 0.0)
+            if not _OPS[op](floor - noise, limit):
+                entry["impossible_here"] = (
+                    f"the checked floor alone is {floor:g} us > {limit:g} us"
+                    + (f" (bare against bare: {entry['bare_vs_bare_us']:g} us)" if entry["bare_vs_bare_us"] is not None
+                       else "") + ": the target cannot be met on this machine without dropping per-call validation")
 
     # host_copy_efficiency: the memcpy floor against glshare's copy, from 4 MiB up
     per = {}

@@ -100,7 +100,8 @@ def print_table(result: dict, out) -> None:
     for name, r in result["ratios"].items():
         if "checked_floor_us" in r:
             out.write(f"  {name}: the checked floor (bare loop + spec checks, ownership, frame record) adds "
-                      f"{_f(r['checked_floor_us'], 1)} us by itself"
+                      f"{_f(r['checked_floor_us'], 1)} us by itself (bare against bare: "
+                      f"{_f(r.get('bare_vs_bare_us'), 1)} us)"
                       + (f"; {r['impossible_here']}" if "impossible_here" in r else "") + "\n")
     for name, why in result["not_measurable"].items():
         out.write(f"  {name}: not measurable here ({why})\n")

@@ -293,7 +293,8 @@ class SharingBackend(abc.ABC):
         return [o for o in objects if isinstance(o, SharedObject)]
 
     def acquire(self, queue, objects, wait_for=None) -> cl.Event | None:
-        """Enqueue the hand-over GL -> CL. Returns the acquire's event (None for 0 objects)."""
+        """Enqueue the hand-over GL -> CL. Returns the acquire's event, or None when nothing was
+        enqueued (0 objects; host_copy with nothing to copy in and no wait list)."""
         return self._hand_over("acquire", queue, objects, wait_for)
 
     def release(self, queue, objects, wait_for=None) -> cl.Event | None:

@@ -23,9 +23,10 @@ texture and recorded as ``obj.private["display_path"]`` (``lifetime()["display_p
     the image scene) and GL's buffer-texture rules allow it (``buffer_texture_refusal``).
   - "copy into texture: <why not a buffer texture>": after the release GL copies the buffer into
     a 2D texture on the GPU (glTexSubImage2D from GL_PIXEL_UNPACK_BUFFER, ``gl_after_release``), for
-    callers that sample a 2D texture (the yuv scene) or images a buffer texture cannot hold. That
-    copy of a 4096x4096 RGBA8 frame (64 MiB) made the H200's frame 2.17 ms against a 73 us kernel
-    (bench/results/2026-12-01-gpu-h200-nvidia-quick.json).
+    callers that sample a 2D texture (the yuv scene) or images a buffer texture cannot hold. With
+    that copy of a 4096x4096 RGBA8 frame (64 MiB) and one quad, the H200's frame was 2.17 ms, 1.74 of
+    them glFinish waiting for that GL work (how it splits between the two was not measured), against
+    a 73 us kernel (bench/results/2026-12-01-gpu-h200-nvidia-quick.json).
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from app.diagnostics import live
 from app.errors import ClError, GlError, SharingUnavailable
 from app.gl.context import check_gl
 from app.gl.objects import (
+    BUFFER_TEXTURE_FORMATS,
     GlBuffer,
     GlBufferTexture,
     GlTexture,
@@ -93,6 +95,9 @@ def display_path(internal_format: int, texel_size: int, width: int, height: int,
     """
     if not asked:
         return "copy into texture: the caller samples a 2D texture"
+    name = BUFFER_TEXTURE_FORMATS.get(int(internal_format), ("", 0))[0]
+    if name.endswith("I"):  # R8I, RGBA16UI ...: an isamplerBuffer/usamplerBuffer, not the quad's samplerBuffer
+        return f"copy into texture: {name} texels are integers and the quad's samplerBuffer reads floats"
     refusal = buffer_texture_refusal(internal_format, texel_size, width, height, pitch, max_texels)
     return BUFFER_TEXTURE if refusal is None else f"copy into texture: {refusal}"
 
@@ -305,7 +310,9 @@ class ExternalMemory(SharingBackend):
         tmp = GL.GLuint()
         GL.glCreateBuffers(1, ctypes.byref(tmp))
         GL.glNamedBufferData(tmp.value, data.nbytes, data, GL.GL_STREAM_COPY)
-        GL.glCopyNamedBufferSubData(tmp.value, obj.gl.name, 0, 0, data.nbytes)
+        # into the imported buffer itself: for a texture obj.gl is the texture (or the buffer texture)
+        dest = obj.private["staging"].name if "staging" in obj.private else obj.gl.name
+        GL.glCopyNamedBufferSubData(tmp.value, dest, 0, 0, data.nbytes)
         GL.glDeleteBuffers(1, [tmp.value])
         obj.gl_wrote()
         check_gl(f"upload {obj.label}")

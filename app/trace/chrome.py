@@ -163,6 +163,9 @@ def write_trace(path: str | Path, runtime) -> Path:
             clock.calibrate_gl(3)  # one more bracket: GL drift since the start shows as resets
         except Exception as exc:  # noqa: BLE001
             log.debug("GL re-calibration failed: %s", exc)
+    scheduler = getattr(runtime, "scheduler", None)
+    if scheduler is not None:
+        scheduler.harvest()  # the CL profiles of the frames since the last batch, and GL results in
     records = runtime.all_records
     meta = {"glshare_scene": runtime.cfg.scene, "backend": runtime.backend_name, "sync": runtime.cfg.sync,
             "switches": runtime.switches}

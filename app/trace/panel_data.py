@@ -289,6 +289,16 @@ class PanelData:
             row["state"] = state
         return rows
 
+    @staticmethod
+    def live_caps(rt) -> dict:
+        """The capabilities that change within one set-up (the timer may turn itself off, the layer's
+        copy path is known once it was composited): not cached with the others."""
+        timer = rt.scheduler.gl_timer if rt.scheduler is not None else None
+        overlay = getattr(rt, "overlay", None)
+        return {"gl_timer": timer.sampling if timer is not None else "off",
+                "panel_refresh": (f"{overlay.redraw_hz:g} Hz, composited by {overlay.composite_path}"
+                                  if overlay is not None else "no panel")}
+
     def caps(self, rt) -> dict:
         """Platform, device, GL, sharing extensions and every backend's verdict (cached per set-up)."""
         key = (rt.backend_name, rt.cfg.sync, rt.cfg.scene)
@@ -305,7 +315,6 @@ class PanelData:
         for mode in SYNC_MODES:
             reason = backend.sync_unavailable_reason(mode) if backend is not None else "no backend"
             sync.append({"name": mode, "available": not reason, "reason": reason or ""})
-        timer = rt.scheduler.gl_timer if rt.scheduler is not None else None
         self._caps_key = key
         self._caps = {
             "platform": f"{choice.platform.name.strip()} ({choice.platform.version.strip()})",
@@ -318,9 +327,7 @@ class PanelData:
             "backends": rt.registry.as_list(),
             "chosen": rt.backend_name,
             "sync": sync,
-            "gl_timer": timer.sampling if timer is not None else "off",
-            "panel_refresh": (f"{rt.overlay.redraw_hz:g} Hz, composited by {rt.overlay.composite_path}"
-                              if getattr(rt, "overlay", None) is not None else "no panel"),
+
             "memory": self._memory(rt),
         }
         return self._caps
@@ -406,7 +413,7 @@ class PanelData:
             "errors_other": self.errors.other,
             "hazards": self.hazards.as_list(),
             "hazards_total": self.hazards.total,
-            "caps": self.caps(rt),
+            "caps": self.caps(rt) | self.live_caps(rt),
             "controls": self.controls(rt),
             "gl_timer": {"timed": scheduler.gl_timer.timed, "dropped": scheduler.gl_timer.dropped}
             if scheduler is not None else {},

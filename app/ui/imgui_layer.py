@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import time
 
 import numpy as np
@@ -31,6 +32,8 @@ from imgui_bundle import imgui, implot
 from OpenGL import GL
 
 from app.diagnostics import live
+
+log = logging.getLogger(__name__)
 
 SOFTWARE_PANEL_HZ = 2.0
 PANEL_HZ = 5.0
@@ -85,7 +88,6 @@ class _Layer:
     def __init__(self, size: tuple[int, int]) -> None:
         self.size = size
         self.rects: list[tuple[int, int, int, int]] = []  # GL window coordinates (x0, y0, x1, y1)
-        self._targets: dict[int, tuple[int, int] | None] = {}  # draw framebuffer -> its copy target
         self.composite_path = "not composited yet"
         self.texture = int(GL.glGenTextures(1))
         GL.glBindTexture(GL.GL_TEXTURE_2D, self.texture)
@@ -135,55 +137,32 @@ class _Layer:
         GL.glClearColor(0, 0, 0, 0)
         GL.glClear(GL.GL_COLOR_BUFFER_BIT)
 
-    def composite(self, target: int) -> None:
-        """Copy the windows' rectangles into the draw framebuffer ``target`` (bound; its name is
-        passed in: asking GL for the binding made llvmpipe flush, ~250 us a frame)."""
-        dest = self._copy_target(target)
-        if dest is not None:
-            name, kind = dest
-            for x0, y0, x1, y1 in self.rects:
-                GL.glCopyImageSubData(self.texture, GL.GL_TEXTURE_2D, 0, x0, y0, 0,
-                                      name, kind, 0, x0, y0, 0, x1 - x0, y1 - y0, 1)
-            return
+    def composite(self, target: int, color: tuple[int, int, int] | None) -> None:
+        """Copy the windows' rectangles into the draw framebuffer ``target`` (bound), whose colour
+        buffer the surface describes (``Surface.color_buffer``): both are passed in, never asked of
+        GL (asking for the binding made llvmpipe flush, ~250 us a frame)."""
+        if color is not None and color[2] == GL.GL_RGBA8 and copy_image_supported():
+            name, kind, _ = color
+            try:
+                for x0, y0, x1, y1 in self.rects:
+                    GL.glCopyImageSubData(self.texture, GL.GL_TEXTURE_2D, 0, x0, y0, 0,
+                                          name, kind, 0, x0, y0, 0, x1 - x0, y1 - y0, 1)
+                self.composite_path = "glCopyImageSubData"
+                return
+            except GL.GLError as exc:  # a driver that refuses the copy: blit from now on, say why
+                log.warning("panel layer: glCopyImageSubData failed (%s); blitting instead", exc)
+                _COPY_IMAGE[:] = [False]
+                self.composite_path = f"glBlitFramebuffer (glCopyImageSubData failed: {exc})"
+        elif color is None:
+            self.composite_path = "glBlitFramebuffer (the frame's colour buffer has no name: a window's back buffer)"
+        elif color[2] != GL.GL_RGBA8:
+            self.composite_path = f"glBlitFramebuffer (the frame's colour buffer is 0x{color[2]:04X}, not RGBA8)"
+        else:
+            self.composite_path = "glBlitFramebuffer (no glCopyImageSubData: GL 4.3 or ARB_copy_image)"
         GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self.fbo)
         for x0, y0, x1, y1 in self.rects:
             GL.glBlitFramebuffer(x0, y0, x1, y1, x0, y0, x1, y1, GL.GL_COLOR_BUFFER_BIT, GL.GL_NEAREST)
         GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, target)
-
-    def _copy_target(self, fbo: int):
-        """(name, GL_TEXTURE_2D or GL_RENDERBUFFER) of ``fbo``'s colour buffer when
-        glCopyImageSubData can copy the layer into it, else None (and ``composite_path`` says why).
-        Asked once per framebuffer."""
-        if fbo in self._targets:
-            return self._targets[fbo]
-        dest, why = None, ""
-        if fbo == 0:
-            why = "the default framebuffer has no name glCopyImageSubData could take"
-        elif not copy_image_supported():
-            why = "no glCopyImageSubData (GL 4.3 or ARB_copy_image)"
-        else:
-            att = GL.GL_COLOR_ATTACHMENT0
-            kind = int(GL.glGetFramebufferAttachmentParameteriv(
-                GL.GL_DRAW_FRAMEBUFFER, att, GL.GL_FRAMEBUFFER_ATTACHMENT_OBJECT_TYPE))
-            name = int(GL.glGetFramebufferAttachmentParameteriv(
-                GL.GL_DRAW_FRAMEBUFFER, att, GL.GL_FRAMEBUFFER_ATTACHMENT_OBJECT_NAME))
-            fmt = 0
-            if kind == GL.GL_RENDERBUFFER:
-                GL.glBindRenderbuffer(GL.GL_RENDERBUFFER, name)
-                fmt = int(GL.glGetRenderbufferParameteriv(GL.GL_RENDERBUFFER, GL.GL_RENDERBUFFER_INTERNAL_FORMAT))
-                GL.glBindRenderbuffer(GL.GL_RENDERBUFFER, 0)
-            elif kind == GL.GL_TEXTURE:
-                kind = GL.GL_TEXTURE_2D
-                GL.glBindTexture(GL.GL_TEXTURE_2D, name)
-                fmt = int(GL.glGetTexLevelParameteriv(GL.GL_TEXTURE_2D, 0, GL.GL_TEXTURE_INTERNAL_FORMAT))
-                GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-            if fmt == GL.GL_RGBA8:
-                dest = (name, kind)
-            else:
-                why = f"the frame's colour buffer is not RGBA8 (internal format 0x{fmt:04X})"
-        self._targets[fbo] = dest
-        self.composite_path = "glCopyImageSubData" if dest else f"glBlitFramebuffer ({why})"
-        return dest
 
 
 class ImGuiLayer:
@@ -246,7 +225,7 @@ class ImGuiLayer:
             self._last_redraw_ns = now
             self.dirty = max(0, self.dirty - 1)
             self.redraws += 1
-        self._layer.composite(target)
+        self._layer.composite(target, self.surface.color_buffer)
         return redraw
 
     def _imgui_frame(self, build):

@@ -480,7 +480,7 @@ def _memory(snap: dict) -> None:
             imgui.text_wrapped(f"held by: {life['holders']}; fds glshare closed: {life['fds_closed']}; "
                                f"CL took its fd: {life['cl_took_fd_ownership']}; open fds now: {life['open_fds']}")
             for label, path in (life.get("display_paths") or {}).items():  # how GL shows each texture
-                imgui.text_colored(GREEN if path == "buffer texture" else DIM, f"{label}: GL draws it by {path}")
+                imgui.text_colored(DIM if path.startswith("copy") else GREEN, f"{label}: GL draws it by {path}")
             imgui.text_colored(DIM, mem["kmt_note"])
         elif mem.get("unavailable"):
             imgui.text_colored(DIM, f"external_memory unavailable: {mem['unavailable']}")

@@ -39,6 +39,10 @@ class Surface(Protocol):
     def draw_framebuffer(self) -> int:
         """The GL name ``bind_target`` binds (0: the window's default framebuffer), so nobody has to
         ask GL: on llvmpipe a glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING) after a draw cost ~250 us."""
+    @property
+    def color_buffer(self) -> tuple[int, int, int] | None:
+        """(GL name, GL_RENDERBUFFER or GL_TEXTURE_2D, internal format) of the colour buffer of
+        ``draw_framebuffer``, single-sampled, or None where it has no name (a window's back buffer)."""
     def present(self) -> None: ...
     def read_pixels(self) -> np.ndarray:
         """The drawn frame as uint8 RGBA, H x W x 4, top row first."""

@@ -191,6 +191,10 @@ class EglSurface:
     def draw_framebuffer(self) -> int:
         return int(self._fbo or 0)
 
+    @property
+    def color_buffer(self) -> tuple[int, int, int] | None:
+        return (self._color, GL.GL_RENDERBUFFER, GL.GL_RGBA8) if self._fbo else None
+
     def bind_target(self) -> bool:
         if not self._fbo:
             return False

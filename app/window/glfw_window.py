@@ -84,6 +84,10 @@ class GlfwWindow:
     def draw_framebuffer(self) -> int:
         return 0
 
+    @property
+    def color_buffer(self) -> None:
+        return None  # the back buffer has no GL name
+
     def bind_target(self) -> bool:
         w, h = self.framebuffer_size
         GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)

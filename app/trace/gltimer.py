@@ -56,8 +56,9 @@ class GlTimer:
         self.dropped = 0
         self.timed = 0
         # harvest() reads results every ``harvest_every``-th call (sooner when the ring runs low):
-        # on llvmpipe each availability query inside a frame cost 45-90 us (glshare bench)
-        self.harvest_every = 4
+        # on llvmpipe each availability query inside a frame cost 45-90 us (glshare bench). When
+        # frames are sampled, once per sampling period: then about one query per timed frame
+        self.harvest_every = max(4, self.every)
         self._calls = 0
         self.enabled = False
         self.reason = ""
@@ -133,8 +134,8 @@ class GlTimer:
             return
         if not wait:
             self._calls += 1
-            if self._calls % self.harvest_every and len(self._free) > 2:
-                return  # the ring has room: collect every few frames (each availability check costs)
+            if not self._pending or (self._calls % self.harvest_every and len(self._free) > 2):
+                return  # nothing in flight, or the ring has room: collect every few frames (each check costs)
         try:
             while self._pending:
                 rec, name, q0, q1 = self._pending[0]

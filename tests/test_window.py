@@ -83,3 +83,35 @@ def test_keys_switch_scene_and_sync_in_the_window(tmp_path):
     assert [(s["what"], s["to"]["scene"], s["to"]["sync"]) for s in r["switches"]] == [
         ("scene", "image", "finish"), ("sync", "image", "none")]
     assert r["scene"] == "image" and r["sync"] == "none" and r["errors"] == []
+
+
+def _window_panel(*args: str, env: dict | None = None):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("PYOPENGL_PLATFORM", None)
+    return subprocess.run([sys.executable, "-m", "app.bench.window_panel", *args], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=240)
+
+
+def test_window_panel_measurement_blits_into_the_back_buffer(tmp_path):
+    """In a window the layer is blitted (the back buffer has no GL name), and the panel frames cost
+    more CPU than the same frames without it."""
+    out = tmp_path / "w.json"
+    res = _window_panel("--frames", "6", "--json", str(out))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(out.read_text())
+    assert r["composite_path"].startswith("glBlitFramebuffer (the frame's colour buffer has no name")
+    assert r["frames"] == 6 and r["commit"] and r["machine"]["cores"] >= 1
+    assert r["panel"]["cpu_ms"]["process"]["mean"] > r["nothing"]["cpu_ms"]["process"]["mean"]
+    if r["composite_ms"] is not None:  # frames that only copied the layer: still more than nothing
+        assert r["composite_ms"]["median"] > r["nothing"]["cpu_ms"]["process"]["median"]
+
+
+def test_window_panel_measurement_needs_a_display(tmp_path):
+    res = _window_panel("--json", str(tmp_path / "w.json"), env={"DISPLAY": "", "WAYLAND_DISPLAY": ""})
+    assert res.returncode == 2 and "needs a display" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "w.json").exists()

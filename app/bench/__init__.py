@@ -90,6 +90,14 @@ def _git(*argv: str) -> str:
         return ""
 
 
+def machine_facts() -> dict:
+    """glshare's version, the commit measured (and whether uncommitted changes were), the machine."""
+    return {"glshare": __version__, "commit": _git("rev-parse", "HEAD"),
+            "worktree_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+            "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
+                        "python": platform.python_version()}}
+
+
 def probe_machine(cl_device: str | None, surface) -> dict:
     """Backends, GL and CL of this machine, probed on the bench's headless surface (as ``info`` does)."""
     from app.compute.device import select_device
@@ -155,16 +163,11 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
     progress.close()
     ratios, missing = compute_ratios(result, sweep, backends)
     date = now.date().isoformat()
-    commit = _git("rev-parse", "HEAD")
     return {
         "schema": SCHEMA,
         "run_name": _run_name(date, probe, sweep.name),
         "date": now.isoformat(timespec="seconds"),
-        "glshare": __version__,
-        "commit": commit,
-        "worktree_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-        "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
-                    "python": platform.python_version()},
+        **machine_facts(),
         "gl": probe["gl"],
         "cl": probe["cl"],
         "sweep": {"name": sweep.name, "particles": list(sweep.particles), "images": [list(s) for s in sweep.images],

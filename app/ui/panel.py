@@ -346,34 +346,18 @@ def _tabs(snap: dict, rects: dict, runtime, state: PanelState) -> None:
     with imgui_ctx.begin_tab_bar("##tabs") as bar:
         if not bar:
             return
-        with imgui_ctx.begin_tab_item("Owners###ownership", sel("ownership")) as tab:
-            if tab:
-                state.tab = "ownership"
-                _ownership(snap)
-        with imgui_ctx.begin_tab_item(f"Errors {n_err}###errors", sel("errors")) as tab:
-            if tab:
-                state.tab = "errors"
-                _errors(snap)
-        with imgui_ctx.begin_tab_item(f"Hazards {n_haz}###hazards", sel("hazards")) as tab:
-            if tab:
-                state.tab = "hazards"
-                _hazards(snap)
-        with imgui_ctx.begin_tab_item("Teach###teach", sel("teach")) as tab:
-            if tab:
-                state.tab = "teach"
-                _teach(snap, runtime)
-        with imgui_ctx.begin_tab_item("Lab###lab", sel("lab")) as tab:
-            if tab:
-                state.tab = "lab"
-                _lab(snap, runtime, state)
-        with imgui_ctx.begin_tab_item("Memory###memory", sel("memory")) as tab:
-            if tab:
-                state.tab = "memory"
-                _memory(snap)
-        with imgui_ctx.begin_tab_item("Caps###caps", sel("caps")) as tab:
-            if tab:
-                state.tab = "caps"
-                _capabilities(snap)
+        tabs = (("Owners", "ownership", lambda: _ownership(snap)),
+                (f"Errors {n_err}", "errors", lambda: _errors(snap)),
+                (f"Hazards {n_haz}", "hazards", lambda: _hazards(snap)),
+                ("Teach", "teach", lambda: _teach(snap, runtime)),
+                ("Lab", "lab", lambda: _lab(snap, runtime, state)),
+                ("Memory", "memory", lambda: _memory(snap)),
+                ("Caps", "caps", lambda: _capabilities(snap)))
+        for title, key, draw in tabs:  # "###key": the tab keeps its identity while its title counts
+            with imgui_ctx.begin_tab_item(f"{title}###{key}", sel(key)) as tab:
+                if tab:
+                    state.tab = key
+                    draw()
 
 
 def _teach(snap: dict, runtime) -> None:

@@ -33,6 +33,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of redraws per second, got {text!r}")
+    if not value >= 0 or value == float("inf"):  # NaN fails the comparison
+        raise argparse.ArgumentTypeError(f"expected 0 (every frame) or more, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="glshare", description="Watch OpenCL and OpenGL share memory, frame by frame.")
     p.add_argument("--version", action="version", version=f"glshare {__version__}")
@@ -54,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="hazard flags and frame errors are raised")
     r.add_argument("--no-panel", action="store_true", help="draw only the minimal overlay")
     r.add_argument("--no-overlay", action="store_true", help="draw the scene alone, no ImGui at all")
-    r.add_argument("--panel-hz", type=float, default=None,
+    r.add_argument("--panel-hz", type=_rate, default=None,
                    help="panel redraws per second, at once after input (default 5, 2 on software GL; 0: every frame)")
     r.add_argument("--vsync", action="store_true")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12")

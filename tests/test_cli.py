@@ -10,6 +10,8 @@ import pytest
     (["--size", "lots"], "--size"),
     (["--frames", "0"], "--frames"),
     (["--scene", "teapot"], "--scene"),
+    (["--panel-hz", "-1"], "--panel-hz"),
+    (["--panel-hz", "fast"], "--panel-hz"),
 ])
 def test_bad_input_exit_2(glshare, tmp_path, args, needle):
     report = tmp_path / "r.json"

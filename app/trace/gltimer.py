@@ -99,17 +99,17 @@ class GlTimer:
 
     @contextlib.contextmanager
     def _timed_span(self, rec, name: str):
+        """``span`` for a frame the timer samples (``span`` checked that the timer is on)."""
         pair = None
-        if self.enabled:
-            if self._free:
-                pair = self._free.pop()
-                try:
-                    self._gl.glQueryCounter(pair[0], GL_TIMESTAMP)
-                except Exception as exc:  # noqa: BLE001
-                    self._disable(exc)
-                    pair = None
-            else:
-                self.dropped += 1
+        if self._free:
+            pair = self._free.pop()
+            try:
+                self._gl.glQueryCounter(pair[0], GL_TIMESTAMP)
+            except Exception as exc:  # noqa: BLE001
+                self._disable(exc)
+                pair = None
+        else:
+            self.dropped += 1
         try:
             yield
         finally:

@@ -126,9 +126,9 @@ def overhead_alone(rt, reps: int = 200) -> dict:
     parts["frame record"] = _cpu_us(lambda: FrameRecord(0, scene.name, backend.name, "finish"), reps)
     events = [done] * 3
 
-    def profile():
-        for ev in events:
-            if ev.command_execution_status == cl.command_execution_status.COMPLETE:
+    def profile():  # as FrameScheduler.harvest reads them: the newest event's status, then every profile
+        if events[-1].command_execution_status == cl.command_execution_status.COMPLETE:
+            for ev in events:
                 tuple(ev.get_profiling_info(i) for i in PROFILE_INFO)
 
     parts["CL profiling of 3 events"] = _cpu_us(profile, reps)

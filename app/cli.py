@@ -128,7 +128,7 @@ def _info(args) -> int:
     from app.window import select_platform
 
     select_platform(True)
-    from app.info import gather, render_text
+    from app.commands.info import gather, render_text
 
     data = gather(cl_device_selector(args.cl_device))
     if args.json:
@@ -161,14 +161,14 @@ def main(argv: list[str] | None = None) -> int:
             from app.window import select_platform
 
             select_platform(True)
-            from app.validate.lab import main as lab_main
+            from app.lab.lab import main as lab_main
 
             return lab_main(args)
         if args.command == "convert":
             from app.window import select_platform
 
             select_platform(True)
-            from app.yuv_convert import main as convert_main
+            from app.commands.convert import main as convert_main
 
             return convert_main(args)
         raise UsageError(f"unknown command {args.command!r}")

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from app.compute.device import select_device
+from app.cl.device import select_device
 from app.config import DEFAULT_HEADLESS_FRAMES, SCENES, SYNC_MODES, RunConfig
 from app.errors import GlshareError, SharingUnavailable
 from app.gl.context import check_gl, gl_info
@@ -25,7 +25,7 @@ from app.schedule.scheduler import FrameScheduler, error_record
 from app.schedule.teach import TeachingStepper
 from app.sharing.base import ProbeEnv
 from app.sharing.registry import Registry
-from app.trace.gltimer import default_every
+from app.gl.timer import default_every
 from app.validate.demos import HazardDemos
 from app.window import open_surface
 
@@ -289,13 +289,13 @@ class Runtime:
         return snap | panel
 
     def _panel_snapshot(self) -> dict:
-        """The full panel's keys (app/trace/panel_data.py), only while the panel is shown; a failure
+        """The full panel's keys (app/ui/model.py), only while the panel is shown; a failure
         there never stops the loop."""
         if not self.show_panel:
             return {}
         try:
             if self._panel_data is None:
-                from app.trace.panel_data import PanelData
+                from app.ui.model import PanelData
 
                 self._panel_data = PanelData()
             if self.scheduler is not None:

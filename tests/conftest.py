@@ -64,7 +64,7 @@ def gl(surface):
 
 @pytest.fixture(scope="session")
 def device_choice():
-    from app.compute.device import select_device
+    from app.cl.device import select_device
 
     return select_device(os.environ.get("GLSHARE_CL_DEVICE"))
 
@@ -79,7 +79,7 @@ def probe_env(gl, device_choice):
 
 @pytest.fixture
 def host_copy(probe_env):
-    from app.sharing.host_copy import HostCopy
+    from app.sharing.backends.host_copy import HostCopy
 
     backend = HostCopy(probe_env, strict=True)
     yield backend

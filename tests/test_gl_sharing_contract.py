@@ -56,7 +56,7 @@ def recorded(probe_env, monkeypatch):
 
 
 def test_probe_context_and_hand_over(recorded):
-    from app.sharing.gl_sharing import KhrGlSharing
+    from app.sharing.backends.gl_sharing import KhrGlSharing
 
     env, calls = recorded
     probe = KhrGlSharing.probe(env)
@@ -85,7 +85,7 @@ def test_probe_context_and_hand_over(recorded):
 
 
 def test_context_failure_names_the_cl_error(recorded, monkeypatch):
-    from app.sharing.gl_sharing import KhrGlSharing
+    from app.sharing.backends.gl_sharing import KhrGlSharing
 
     env, _ = recorded
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture
 def nvidia_env(gl):
-    from app.compute.device import select_device
+    from app.cl.device import select_device
     from app.gl.context import gl_info
     from app.sharing.base import ProbeEnv
 
@@ -27,7 +27,7 @@ def nvidia_env(gl):
 
 @pytest.fixture
 def extmem(nvidia_env):
-    from app.sharing.external_memory import ExternalMemory
+    from app.sharing.backends.external_memory import ExternalMemory
 
     backend = ExternalMemory(nvidia_env, strict=True)
     yield backend
@@ -117,7 +117,7 @@ def _counter_frames(backend, sync_mode: str, frames: int):
     each frame's CL work saw that frame's GL write and GL saw CL's."""
     from OpenGL import GL
 
-    from app.compute.kernels import KernelProgram  # noqa: F401
+    from app.cl.programs import KernelProgram  # noqa: F401
 
     n = 4096
     obj = backend.create_buffer("counter", n * 16, data=np.zeros((n, 4), np.float32))
@@ -166,7 +166,7 @@ def test_lifetime_exporter_released_payload_lives(extmem):
     """After both imports the Vulkan allocation and every fd are gone; GL and CL still share it."""
     from OpenGL import GL
 
-    from app.sharing.clext import open_fds
+    from app.cl.ext import open_fds
 
     n = 1 << 16
     obj = extmem.create_buffer("lifetime", n * 4)
@@ -197,7 +197,7 @@ def test_lifetime_exporter_released_payload_lives(extmem):
 
 def test_no_fd_leak_across_backend_switches(gl):
     from app.runtime import Runtime
-    from app.sharing.clext import open_fds
+    from app.cl.ext import open_fds
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((128, 96))

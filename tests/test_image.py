@@ -52,7 +52,7 @@ def test_buffer_kernel_matches_image_kernel(host_copy):
     """julia_buffer (external_memory without image-from-buffer) writes what write_imagef writes."""
     import pyopencl as cl
 
-    from app.compute.kernels import KernelProgram
+    from app.cl.programs import KernelProgram
 
     w, h, pitch_px = 70, 50, 80
     prog = KernelProgram(host_copy.context, "julia.cl")
@@ -146,7 +146,7 @@ def test_display_path_falls_back_with_a_reason(gl):
 
     from app.diagnostics import live
     from app.gl.objects import GlBuffer, GlBufferTexture, max_texture_buffer_texels
-    from app.sharing.external_memory import BUFFER_TEXTURE, display_path
+    from app.sharing.backends.external_memory import BUFFER_TEXTURE, display_path
 
     limit = max_texture_buffer_texels()
     assert limit >= 65536  # the GL 3.1 minimum
@@ -196,7 +196,7 @@ def _plain_imports_backend():
     import pyopencl as cl
     from OpenGL import GL
 
-    from app.sharing.external_memory import ExternalMemory
+    from app.sharing.backends.external_memory import ExternalMemory
 
     class NoMemoryObject:
         def release(self) -> None:

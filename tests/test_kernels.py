@@ -9,7 +9,7 @@ from app.errors import KernelBuildError
 
 
 def test_build_failure_carries_its_context(host_copy, tmp_path, monkeypatch):
-    import app.compute.kernels as kernels
+    import app.cl.programs as kernels
 
     (tmp_path / "broken.cl").write_text("__kernel void k(__global float* p) { p[0] = undefined_name; }\n")
     monkeypatch.setattr(kernels, "KERNELS_DIR", tmp_path)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.errors import CL_CODES
-from app.validate import drivers, lab
+from app.lab import drivers, lab
 from app.validate.ownership import HAZARDS
 
 CASES = {"valid", "success_empty", "num_zero_list_given", "num_given_list_null", "invalid_mem_object",

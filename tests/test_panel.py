@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from app.schedule.frame import ErrorRecord, FrameRecord
-from app.trace.panel_data import SERIES, Folder, PhaseHistory
+from app.ui.model import SERIES, Folder, PhaseHistory
 from app.trace.png import read_png
 
 

@@ -5,8 +5,8 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from app.compute import planar
-from app.compute.planar import (
+from app.cl import planar
+from app.cl.planar import (
     CL_YUV_IMAGE_UV_PLANE_AMD,
     CL_YUV_IMAGE_Y_PLANE_AMD,
     PlaneLayout,

@@ -166,7 +166,7 @@ def test_gl_timer_reads_back_without_stalling(gl):
     from OpenGL import GL
 
     from app.diagnostics import live
-    from app.trace.gltimer import GlTimer
+    from app.gl.timer import GlTimer
 
     before = live.count("gl_query")
     timer = GlTimer("test timer", slots=2, owner="test")
@@ -246,7 +246,7 @@ def test_trace_across_a_switch_has_one_queue_track_per_setup(gl, tmp_path):
 def test_gl_timer_samples_one_frame_in_every(gl):
     from OpenGL import GL
 
-    from app.trace.gltimer import SOFTWARE_EVERY, GlTimer, default_every
+    from app.gl.timer import SOFTWARE_EVERY, GlTimer, default_every
 
     assert default_every("llvmpipe (LLVM 15.0.6, 256 bits)") == SOFTWARE_EVERY > 1
     assert default_every("NVIDIA H200/PCIe/SSE2") == 1

@@ -125,7 +125,7 @@ def test_kernel_matches_reference(cl_ctx, name, matrix, range_):
 @pytest.mark.parametrize("name,matrix,range_", CASES[::3])
 def test_buffer_kernel_matches_reference(cl_ctx, name, matrix, range_):
     """The variant for textures that CL sees as pitched buffers (padded rows here)."""
-    from app.compute.planar import PlaneLayout
+    from app.cl.planar import PlaneLayout
     from app.yuv.converter import YuvConverter
 
     context, queue = cl_ctx
@@ -229,7 +229,7 @@ def test_headless_screenshot_matches_reference(glshare, tmp_path, name):
 
 def test_failed_build_leaves_nothing(probe_env, gl, monkeypatch):
     from app.scenes import yuv as yuv_scene
-    from app.sharing.host_copy import HostCopy
+    from app.sharing.backends.host_copy import HostCopy
 
     backend = HostCopy(probe_env, strict=True)
     before = live.snapshot()

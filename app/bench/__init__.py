@@ -100,7 +100,7 @@ def machine_facts() -> dict:
 
 def probe_machine(cl_device: str | None, surface) -> dict:
     """Backends, GL and CL of this machine, probed on the bench's headless surface (as ``info`` does)."""
-    from app.compute.device import select_device
+    from app.cl.device import select_device
     from app.gl.context import gl_info
     from app.sharing.base import ProbeEnv
     from app.sharing.registry import Registry

@@ -22,7 +22,7 @@ import pyopencl as cl
 from OpenGL import GL
 
 from app.gl.objects import GlBuffer
-from app.sharing.host_copy import mapped_bytes  # the same mapping a user's code would make
+from app.sharing.backends.host_copy import mapped_bytes  # the same mapping a user's code would make
 
 ns = time.perf_counter_ns
 
@@ -146,7 +146,7 @@ class BareLoop:
     # the hand-over, written out per backend
     def _acquire(self):
         if self.kind == "external_memory":
-            from app.sharing import clext
+            from app.cl import ext as clext
 
             return clext.enqueue_acquire_external(self.backend.ext, self.queue, self.mems)
         if self.kind == "gl_sharing":
@@ -156,7 +156,7 @@ class BareLoop:
     def _release(self, kernel_event) -> None:
         q = self.queue
         if self.kind == "external_memory":
-            from app.sharing import clext
+            from app.cl import ext as clext
 
             clext.enqueue_release_external(self.backend.ext, q, self.mems, [kernel_event])
             return

@@ -15,7 +15,7 @@ SHARING_GL_EXTENSIONS = (
 
 
 # renderers that rasterize on the CPU: there a GL pass costs CPU time the frame pays, and GL timer
-# stamps mark when a command was recorded rather than run (app/trace/gltimer.py)
+# stamps mark when a command was recorded rather than run (app/gl/timer.py)
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
 
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pyopencl as cl
 
-from app.compute.kernels import KernelProgram
+from app.cl.programs import KernelProgram
 from app.config import DEFAULT_IMAGE
 from app.gl.objects import GlBufferTexture
 from app.gl.quad import BufferTextureQuad, TexturedQuad

@@ -7,7 +7,7 @@ import numpy as np
 import pyopencl as cl
 from OpenGL import GL
 
-from app.compute.kernels import KernelProgram
+from app.cl.programs import KernelProgram
 from app.diagnostics import live
 from app.gl.objects import GlVertexArray
 from app.gl.shaders import Program

@@ -7,7 +7,7 @@ and an RGBA8 texture CL writes (shared write_only), drawn on a full-window quad.
 because cl_amd_planar_yuv's table gives the planes CL_UNSIGNED_INT8 / CL_UNSIGNED_INT16, which is
 what cl_khr_gl_sharing maps GL_R8UI / GL_RG8UI / GL_R16UI / GL_RG16UI to. On a device without
 two-channel images (PoCL 3.1) the UV texture is GL_R8UI / GL_R16UI of width x height/2 with the
-same interleaved bytes (app/compute/planar.py says why). Where the backend gives textures to CL
+same interleaved bytes (app/cl/planar.py says why). Where the backend gives textures to CL
 as pitched buffers (external_memory without cl_khr_image2d_from_buffer, NVIDIA), there are no
 plane images to take: the scene runs the buffer variant of the same kernel on the Y, UV and RGBA
 buffers (``buffer_planes``).
@@ -27,7 +27,7 @@ import logging
 import numpy as np
 from OpenGL import GL
 
-from app.compute.planar import YuvImage, plane_layout
+from app.cl.planar import YuvImage, plane_layout
 from app.gl.objects import GlBuffer
 from app.gl.quad import TexturedQuad
 from app.scenes.base import Scene

@@ -17,7 +17,7 @@ import pyopencl as cl
 from app.errors import ClError, GlshareError
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.sharing.base import SharingBackend, SyncStrategy
-from app.trace.gltimer import GlTimer
+from app.gl.timer import GlTimer
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns

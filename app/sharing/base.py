@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Iterator
 import pyopencl as cl
 from OpenGL import GL
 
-from app.compute.device import ComputeQueue, DeviceChoice
+from app.cl.device import ComputeQueue, DeviceChoice
 from app.diagnostics import live
 from app.errors import ClError, SharingUnavailable
 from app.gl.objects import GlBuffer, GlTexture

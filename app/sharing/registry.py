@@ -13,15 +13,15 @@ ORDER = ("gl_sharing", "external_memory", "host_copy")
 
 def backend_class(name: str) -> type[SharingBackend]:
     if name == "gl_sharing":
-        from app.sharing.gl_sharing import KhrGlSharing
+        from app.sharing.backends.gl_sharing import KhrGlSharing
 
         return KhrGlSharing
     if name == "external_memory":
-        from app.sharing.external_memory import ExternalMemory
+        from app.sharing.backends.external_memory import ExternalMemory
 
         return ExternalMemory
     if name == "host_copy":
-        from app.sharing.host_copy import HostCopy
+        from app.sharing.backends.host_copy import HostCopy
 
         return HostCopy
     raise UsageError(f"unknown backend {name!r}; choose one of auto, {', '.join(ORDER)}")

@@ -129,7 +129,7 @@ class ClockMap:
             return False
         if resolution <= 0:
             return False
-        from app.sharing.clext import libopencl
+        from app.cl.ext import libopencl
 
         fn = getattr(libopencl(), "clGetDeviceAndHostTimer", None)
         if fn is None:

@@ -20,7 +20,7 @@ def lab_results(runtime_or_backend) -> dict:
     A lab run never disturbs the scene: its objects are its own and its hazards use their own
     tracker. Under teaching mode, the frame in progress is finished first.
     """
-    from app.validate.lab import run_lab
+    from app.lab.lab import run_lab
 
     backend = getattr(runtime_or_backend, "backend", None)
     if backend is None or not hasattr(runtime_or_backend, "scheduler"):

@@ -15,7 +15,7 @@ import logging
 import numpy as np
 from imgui_bundle import imgui, imgui_ctx, implot, implot_ctx
 
-from app.trace.panel_data import KIND_GL, KIND_QUEUED, KIND_SUBMITTED, KIND_WAIT, ROWS, SERIES
+from app.ui.model import KIND_GL, KIND_QUEUED, KIND_SUBMITTED, KIND_WAIT, ROWS, SERIES
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
-from app.compute.device import select_device
+from app.cl.device import select_device
 from app.config import cl_device_selector, parse_size
 from app.errors import ClError, UsageError
 from app.trace.png import write_png

@@ -305,7 +305,7 @@ class PanelData:
         if self._caps is not None and key == self._caps_key:
             return self._caps
         from app.config import SYNC_MODES
-        from app.info import CL_SHARING_EXTENSIONS
+        from app.commands.info import CL_SHARING_EXTENSIONS
 
         choice = rt.choice
         cl_exts = set(choice.device.extensions.split()) | set(choice.platform.extensions.split())
@@ -336,9 +336,9 @@ class PanelData:
     def _memory(rt) -> dict:
         """The external-memory handle types (cl_khr_external_memory) and, on external_memory, the
         lifetime of the payload (exporter released, fds closed)."""
-        from app.sharing.external_memory import import_handle_types
-        from app.sharing.handles import handle_table
-        from app.sharing.lifetime import KMT_NOTE
+        from app.sharing.backends.external_memory import import_handle_types
+        from app.sharing.backends.external_memory.handles import handle_table
+        from app.sharing.backends.external_memory.lifetime import KMT_NOTE
 
         types = import_handle_types(rt.choice.device)
         lifetime = rt.backend.lifetime() if hasattr(rt.backend, "lifetime") else None

@@ -1,6 +1,6 @@
 """Which acquire/release driver calls are safe on the OpenCL implementation at hand, and why.
 
-This is the ONE place that lists them. The error lab (``app/validate/lab.py``) calls the driver's
+This is the ONE place that lists them. The error lab (``app/lab/lab.py``) calls the driver's
 clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects only where this table allows it, and only
 when the device lists cl_khr_gl_sharing (an entry point the device does not list is never called:
 PoCL aborts the process on them). Facts were measured on 2026-12-01: ../shared/PLATFORMS.md (the
@@ -104,7 +104,7 @@ class RawEntryPoints:
     """
 
     def __init__(self) -> None:
-        from app.sharing.clext import libopencl
+        from app.cl.ext import libopencl
 
         vp = ctypes.c_void_p
         self._fns = {}

@@ -132,13 +132,13 @@ class GlEventSync(SyncStrategy):
 
     def __init__(self, backend: KhrGlSharing) -> None:
         super().__init__(backend)
-        from app.sharing.clext import ExtensionFunctions
+        from app.cl.ext import ExtensionFunctions
 
         self.ext = ExtensionFunctions(backend.env.choice.platform)
         self._fences: list = []
 
     def before_acquire(self, waits: list) -> list[cl.Event]:
-        from app.sharing.clext import create_event_from_gl_sync
+        from app.cl.ext import create_event_from_gl_sync
 
         for fence in self._fences:  # the previous frame's fences are complete (its acquire waited)
             GL.glDeleteSync(fence)

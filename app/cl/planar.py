@@ -38,7 +38,7 @@ import pyopencl as cl
 
 from app.diagnostics import live
 from app.errors import ClError
-from app.sharing.clext import ExtensionFunctions, cl_int, cl_uint, vp
+from app.cl.ext import ExtensionFunctions, cl_int, cl_uint, vp
 from app.yuv.formats import YuvFormat, check_size
 
 log = logging.getLogger(__name__)

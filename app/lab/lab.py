@@ -2,7 +2,7 @@
 
 Each case changes one argument of a valid call (one shared buffer, no events) so that exactly one
 rule of ../shared/spec/gl-acquire-release.txt applies; the validator's answer is set beside the
-spec's code and, where ``app/validate/drivers.py`` says it is safe, beside the driver's own. Each
+spec's code and, where ``app/lab/drivers.py`` says it is safe, beside the driver's own. Each
 hazard of ``app/validate/ownership.py`` is provoked on a fresh shared buffer, once to see it
 flagged and once under strict to see it raised. The panel's "Error lab" tab shows the same
 results (``app/ui/lab_tab.py``).
@@ -21,7 +21,7 @@ import numpy as np
 import pyopencl as cl
 
 from app.errors import ClError, HazardError, ValidationError, cl_error_name
-from app.validate import drivers
+from app.lab import drivers
 from app.validate.ownership import CL, HAZARDS, OwnershipTracker
 from app.validate.spec import CALLS, NOOP, NULL, RETIRED, RULES
 
@@ -368,7 +368,7 @@ def open_lab_backend(choice, surface):
 def main(args) -> int:
     """``glshare errors [--json]``: exit 0 when the validator agrees with the spec everywhere
     (and every hazard is flagged and raised under strict), 1 otherwise."""
-    from app.compute.device import select_device
+    from app.cl.device import select_device
     from app.config import cl_device_selector
     from app.window.egl_headless import EglSurface
 

@@ -14,7 +14,7 @@ import pyopencl as cl
 from OpenGL import GL
 
 from app.diagnostics import live
-from app.sharing.clext import open_fds
+from app.cl.ext import open_fds
 
 KMT_NOTE = ("A KMT / global share handle (OPAQUE_WIN32_KMT, D3D11_TEXTURE_KMT) owns no reference: it "
             "'will become invalid when all memory objects and Direct3D resources associated with it are "
@@ -60,7 +60,7 @@ def run_lifetime_demo(env, n: int = 4096) -> dict:
     The object's life runs twice: the first pays the driver's one-time set-up (its first kernel
     launch, its first imports open descriptors it keeps), the second is measured for fds.
     """
-    from app.sharing.external_memory import ExternalMemory
+    from app.sharing.backends.external_memory import ExternalMemory
 
     steps: list = []
     backend = ExternalMemory(env)  # the process's Vulkan exporter exists from here on (its own fds)

@@ -49,10 +49,10 @@ from app.gl.objects import (
     max_texture_buffer_texels,
     texel_bytes,
 )
-from app.sharing import clext
+from app.cl import ext as clext
 from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharedObject, SharingBackend, SyncStrategy
-from app.sharing.host_copy import cl_image_format_for
-from app.sharing.vulkan_export import close_fd, shared_exporter
+from app.sharing.backends.host_copy import cl_image_format_for
+from app.sharing.backends.external_memory.vulkan import close_fd, shared_exporter
 
 log = logging.getLogger(__name__)
 

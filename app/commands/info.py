@@ -4,7 +4,7 @@ from __future__ import annotations
 import pyopencl as cl
 
 from app import __version__
-from app.compute.device import all_devices, select_device
+from app.cl.device import all_devices, select_device
 from app.config import SYNC_MODES
 
 CL_SHARING_EXTENSIONS = (
@@ -29,8 +29,8 @@ def gather(selector: str | None) -> dict:
     """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe."""
     from app.gl.context import gl_info
     from app.sharing.base import ProbeEnv
-    from app.sharing.external_memory import import_handle_types
-    from app.sharing.handles import handle_table
+    from app.sharing.backends.external_memory import import_handle_types
+    from app.sharing.backends.external_memory.handles import handle_table
     from app.sharing.registry import ORDER, Registry, backend_class
     from app.window import open_surface
 
@@ -51,7 +51,7 @@ def gather(selector: str | None) -> dict:
         import_types = import_handle_types(choice.device)
         lifetime = None
         if registry.probes["external_memory"].available:
-            from app.sharing.lifetime import run_lifetime_demo
+            from app.sharing.backends.external_memory.lifetime import run_lifetime_demo
 
             try:
                 lifetime = run_lifetime_demo(registry.env)

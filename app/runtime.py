@@ -19,13 +19,13 @@ from app.cl.device import select_device
 from app.config import DEFAULT_HEADLESS_FRAMES, SCENES, SYNC_MODES, RunConfig
 from app.errors import GlshareError, SharingUnavailable
 from app.gl.context import check_gl, gl_info
+from app.gl.timer import default_every
 from app.scenes import scene_class
 from app.schedule.frame import ErrorRecord
 from app.schedule.scheduler import FrameScheduler, error_record
 from app.schedule.teach import TeachingStepper
 from app.sharing.base import ProbeEnv
 from app.sharing.registry import Registry
-from app.gl.timer import default_every
 from app.validate.demos import HazardDemos
 from app.window import open_surface
 

@@ -196,8 +196,8 @@ def test_lifetime_exporter_released_payload_lives(extmem):
 
 
 def test_no_fd_leak_across_backend_switches(gl):
-    from app.runtime import Runtime
     from app.cl.ext import open_fds
+    from app.runtime import Runtime
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((128, 96))

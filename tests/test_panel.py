@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from app.schedule.frame import ErrorRecord, FrameRecord
-from app.ui.model import SERIES, Folder, PhaseHistory
 from app.trace.png import read_png
+from app.ui.model import SERIES, Folder, PhaseHistory
 
 
 # -- folding and statistics ----------------------------------------------------------------------

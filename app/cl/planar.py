@@ -36,9 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
+from app.cl.ext import ExtensionFunctions, cl_int, cl_uint, vp
 from app.diagnostics import live
 from app.errors import ClError
-from app.cl.ext import ExtensionFunctions, cl_int, cl_uint, vp
 from app.yuv.formats import YuvFormat, check_size
 
 log = logging.getLogger(__name__)

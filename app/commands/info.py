@@ -28,9 +28,9 @@ def _device_entry(choice) -> dict:
 def gather(selector: str | None) -> dict:
     """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe."""
     from app.gl.context import gl_info
-    from app.sharing.base import ProbeEnv
     from app.sharing.backends.external_memory import import_handle_types
     from app.sharing.backends.external_memory.handles import handle_table
+    from app.sharing.base import ProbeEnv
     from app.sharing.registry import ORDER, Registry, backend_class
     from app.window import open_surface
 

@@ -15,9 +15,9 @@ import time
 import pyopencl as cl
 
 from app.errors import ClError, GlshareError
+from app.gl.timer import GlTimer
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.sharing.base import SharingBackend, SyncStrategy
-from app.gl.timer import GlTimer
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns

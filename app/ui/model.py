@@ -304,8 +304,8 @@ class PanelData:
         key = (rt.backend_name, rt.cfg.sync, rt.cfg.scene)
         if self._caps is not None and key == self._caps_key:
             return self._caps
-        from app.config import SYNC_MODES
         from app.commands.info import CL_SHARING_EXTENSIONS
+        from app.config import SYNC_MODES
 
         choice = rt.choice
         cl_exts = set(choice.device.extensions.split()) | set(choice.platform.extensions.split())

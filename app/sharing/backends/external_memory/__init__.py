@@ -37,6 +37,7 @@ import os
 import pyopencl as cl
 from OpenGL import GL
 
+from app.cl import ext as clext
 from app.diagnostics import live
 from app.errors import ClError, GlError, SharingUnavailable
 from app.gl.context import check_gl
@@ -49,10 +50,9 @@ from app.gl.objects import (
     max_texture_buffer_texels,
     texel_bytes,
 )
-from app.cl import ext as clext
-from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharedObject, SharingBackend, SyncStrategy
-from app.sharing.backends.host_copy import cl_image_format_for
 from app.sharing.backends.external_memory.vulkan import close_fd, shared_exporter
+from app.sharing.backends.host_copy import cl_image_format_for
+from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharedObject, SharingBackend, SyncStrategy
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,9 @@
-"""The ``glshare`` command line: run, info, bench, errors, convert.
+"""The ``glshare`` command line: the parser and the dispatch to ``app/commands/`` (run, info,
+bench, errors, convert).
 
 Bad input gets one clear line on stderr and exit status 2; nothing is written in that case.
-No GL module is imported before the command knows whether it runs in a window or headless.
+No GL module is imported before the command knows whether it runs in a window or headless:
+scene and backend names come from their modules' names, sync modes are checked once imported.
 """
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ import sys
 from pathlib import Path
 
 from app import __version__
-from app.config import BACKENDS, DEFAULT_HEADLESS_FRAMES, SCENES, SYNC_MODES, RunConfig, cl_device_selector, parse_size
 from app.errors import GlshareError, UsageError
 
 log = logging.getLogger("glshare")
@@ -49,10 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="log at debug level and show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    from app.scenes import scene_module_names
+    from app.sharing.registry import backend_module_names
+
     r = sub.add_parser("run", help="run a scene in a window (or headless)")
-    r.add_argument("--scene", choices=SCENES, default="particles")
-    r.add_argument("--backend", choices=("auto",) + BACKENDS, default="auto")
-    r.add_argument("--sync", choices=SYNC_MODES, default="finish")
+    r.add_argument("--scene", choices=scene_module_names(), default="particles")
+    r.add_argument("--backend", choices=["auto", *backend_module_names()], default="auto")
+    r.add_argument("--sync", default="finish", metavar="MODE",
+                   help="finish, gl_event, semaphore or none; 'glshare info' says which work here")
     r.add_argument("--headless", action="store_true", help="EGL, no window: render into an FBO")
     r.add_argument("--frames", type=_positive, help="stop after N frames (headless default: 120)")
     r.add_argument("--size", help="particles: a count (65536, 64k); image/yuv: WxH")
@@ -94,36 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _run(args) -> int:
-    from app.window import has_display, select_platform
-
-    headless = args.headless
-    if not headless and not has_display():
-        print("glshare: no display (DISPLAY is not set): running headless", file=sys.stderr)
-        headless = True
-    frames = args.frames
-    screenshot, report = args.screenshot, args.report
-    if headless and frames is None:
-        frames = DEFAULT_HEADLESS_FRAMES
-        out = Path("out")
-        screenshot = screenshot or out / f"glshare-{args.scene}.png"
-        report = report or out / f"glshare-{args.scene}.json"
-    for path in (screenshot, report, args.trace):
-        if path is not None and path.exists() and path.is_dir():
-            raise UsageError(f"{path} is a directory, not a file")
-    cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
-                    size=parse_size(args.scene, args.size), report=report, screenshot=screenshot,
-                    trace=args.trace, cl_device=cl_device_selector(args.cl_device), seed=args.seed,
-                    strict=args.strict, panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync, yuv_format=args.yuv_format)
-    select_platform(headless)
-    from app.runtime import run
-
-    written = run(cfg)
-    for kind, path in written.items():
-        print(f"glshare: wrote {kind} {path}")
-    return 0
-
-
 def _info(args) -> int:
     from app.window import select_platform
 
@@ -147,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "run":
-            return _run(args)
+            from app.commands.run import main as run_main
+
+            return run_main(args)
         if args.command == "info":
             return _info(args)
         if args.command == "bench":

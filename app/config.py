@@ -8,12 +8,9 @@ from pathlib import Path
 
 from app.errors import UsageError
 
-SCENES = ("particles", "image", "yuv")
-BACKENDS = ("gl_sharing", "external_memory", "host_copy")
-SYNC_MODES = ("finish", "gl_event", "semaphore", "none")
 DEFAULT_HEADLESS_FRAMES = 120
-DEFAULT_PARTICLES = 65_536
-DEFAULT_IMAGE = (512, 512)
+MAX_IMAGE_SIDE = 16384  # GL 4.x guarantees textures of at least 16384 texels a side
+MAX_COUNT = 64 * 1024 * 1024
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS_DIR = ROOT / "kernels"
@@ -21,31 +18,30 @@ SHADERS_DIR = ROOT / "shaders"
 ASSETS_DIR = ROOT / "assets"
 
 
-def parse_size(scene: str, text: str | None) -> tuple[int, int] | int | None:
-    """``--size``: a particle count for particles, ``WxH`` (or one number for a square) for images.
-
-    Returns None when the scene's default applies. Raises UsageError with one line on bad input.
-    """
-    if text is None:
-        return None
-    text = text.strip().lower().replace("_", "")
-    if scene == "particles":
-        m = re.fullmatch(r"(\d+)([km]?)", text)
-        if not m:
-            raise UsageError(f"--size for particles takes a particle count such as 65536 or 64k, not {text!r}")
-        n = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2)]
-        if not 1 <= n <= 64 * 1024 * 1024:
-            raise UsageError(f"--size {n}: particle count must be between 1 and 67108864")
-        return n
-    m = re.fullmatch(r"(\d+)(?:x(\d+))?", text)
+def parse_count(text: str, *, what: str = "--size") -> int:
+    """A count such as 65536, 64k or 1m. Raises UsageError with one line on bad input."""
+    clean = text.strip().lower().replace("_", "")
+    m = re.fullmatch(r"(\d+)([km]?)", clean)
     if not m:
-        raise UsageError(f"--size for {scene} takes WxH such as 512x512, not {text!r}")
+        raise UsageError(f"{what} takes a count such as 65536 or 64k, not {text!r}")
+    n = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2)]
+    if not 1 <= n <= MAX_COUNT:
+        raise UsageError(f"{what} {n}: must be between 1 and {MAX_COUNT}")
+    return n
+
+
+def parse_wxh(text: str, *, what: str = "--size", even: bool = False) -> tuple[int, int]:
+    """``WxH`` (or one number for a square). Raises UsageError with one line on bad input."""
+    clean = text.strip().lower().replace("_", "")
+    m = re.fullmatch(r"(\d+)(?:x(\d+))?", clean)
+    if not m:
+        raise UsageError(f"{what} takes WxH such as 512x512, not {text!r}")
     w = int(m.group(1))
     h = int(m.group(2) or m.group(1))
-    if not (1 <= w <= 16384 and 1 <= h <= 16384):
-        raise UsageError(f"--size {w}x{h}: width and height must be between 1 and 16384")
-    if scene == "yuv" and (w % 2 or h % 2):
-        raise UsageError(f"--size {w}x{h}: NV12/P010 frames need an even width and height")
+    if not (1 <= w <= MAX_IMAGE_SIDE and 1 <= h <= MAX_IMAGE_SIDE):
+        raise UsageError(f"{what} {w}x{h}: width and height must be between 1 and {MAX_IMAGE_SIDE}")
+    if even and (w % 2 or h % 2):
+        raise UsageError(f"{what} {w}x{h}: NV12/P010 frames need an even width and height")
     return (w, h)
 
 
@@ -75,10 +71,6 @@ class RunConfig:
 
     def with_(self, **changes) -> "RunConfig":
         return replace(self, **changes)
-
-    @property
-    def particle_count(self) -> int:
-        return self.size if isinstance(self.size, int) else DEFAULT_PARTICLES
 
 
 def cl_device_selector(cli_value: str | None) -> str | None:

@@ -9,6 +9,16 @@ from app.diagnostics import live
 from app.errors import UsageError
 
 
+# the CL extensions that matter for sharing with GL (info, the panel's Capabilities tab)
+CL_SHARING_EXTENSIONS = (
+    "cl_khr_gl_sharing", "cl_khr_gl_event", "cl_khr_gl_depth_images", "cl_khr_gl_msaa_sharing",
+    "cl_khr_egl_image", "cl_khr_egl_event", "cl_khr_external_memory", "cl_khr_external_memory_opaque_fd",
+    "cl_khr_external_memory_dma_buf", "cl_khr_external_memory_win32", "cl_khr_semaphore",
+    "cl_khr_external_semaphore", "cl_khr_external_semaphore_opaque_fd", "cl_amd_planar_yuv",
+    "cl_khr_image2d_from_buffer",
+)
+
+
 @dataclass(frozen=True)
 class DeviceChoice:
     platform: cl.Platform
@@ -65,14 +75,6 @@ def select_device(selector: str | None) -> DeviceChoice:
     if index >= len(matching):
         raise UsageError(f"--cl-device {selector!r}: no device {index} on that platform; devices: {describe_devices(choices)}")
     return matching[index]
-
-
-def device_extensions(device: cl.Device) -> frozenset[str]:
-    return frozenset(device.extensions.split())
-
-
-def platform_extensions(platform: cl.Platform) -> frozenset[str]:
-    return frozenset(platform.extensions.split())
 
 
 class ComputeQueue:

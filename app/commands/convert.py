@@ -16,7 +16,7 @@ import numpy as np
 import pyopencl as cl
 
 from app.cl.device import select_device
-from app.config import cl_device_selector, parse_size
+from app.config import cl_device_selector, parse_wxh
 from app.errors import ClError, UsageError
 from app.trace.png import write_png
 from app.yuv.converter import convert_frame
@@ -45,7 +45,7 @@ def main(args) -> int:
     """Run the command; returns the exit status (0). Raises UsageError on bad input."""
     fmt = yuv_format(args.fmt)
     check_choice(args.matrix, args.range_)
-    size = parse_size("yuv", args.size)
+    size = parse_wxh(args.size, even=True)
     if not isinstance(size, tuple):
         raise UsageError("--size takes WxH such as 1920x1080")
     width, height = size

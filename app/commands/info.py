@@ -5,15 +5,8 @@ import pyopencl as cl
 
 from app import __version__
 from app.cl.device import all_devices, select_device
-from app.config import SYNC_MODES
 
-CL_SHARING_EXTENSIONS = (
-    "cl_khr_gl_sharing", "cl_khr_gl_event", "cl_khr_gl_depth_images", "cl_khr_gl_msaa_sharing",
-    "cl_khr_egl_image", "cl_khr_egl_event", "cl_khr_external_memory", "cl_khr_external_memory_opaque_fd",
-    "cl_khr_external_memory_dma_buf", "cl_khr_external_memory_win32", "cl_khr_semaphore",
-    "cl_khr_external_semaphore", "cl_khr_external_semaphore_opaque_fd", "cl_amd_planar_yuv",
-    "cl_khr_image2d_from_buffer",
-)
+from app.cl.device import CL_SHARING_EXTENSIONS
 
 
 def _device_entry(choice) -> dict:
@@ -40,13 +33,13 @@ def gather(selector: str | None) -> dict:
         info = gl_info()
         registry = Registry(ProbeEnv(choice, surface, info))
         sync = []
-        for mode in SYNC_MODES:
+        for mode in sync_modes():
             per = {}
-            for name in ORDER:
+            for name in registry.order:
                 if not registry.probes[name].available:
                     per[name] = "backend unavailable"
                     continue
-                per[name] = _sync_reason(backend_class(name), name, mode, registry) or "available"
+                per[name] = backend_class(name).sync_refusal(registry.env, mode) or "available"
             sync.append({"name": mode, "backends": per})
         import_types = import_handle_types(choice.device)
         lifetime = None
@@ -71,11 +64,6 @@ def gather(selector: str | None) -> dict:
         }
     finally:
         surface.close()
-
-
-def _sync_reason(cls, name: str, mode: str, registry) -> str | None:
-    """A sync mode's verdict for an available backend, without building the backend."""
-    return cls.sync_probe(registry.env, mode)
 
 
 def render_text(data: dict) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 from OpenGL import GL
 
 from app.diagnostics import live
+from app.gl.formats import RGBA8, TexelFormat
 
 GL_OBJECT_LABEL_TYPES = {"buffer": 0x82E0, "texture": GL.GL_TEXTURE, "vertex_array": 0x8074,
                          "program": 0x82E2, "framebuffer": GL.GL_FRAMEBUFFER}
@@ -76,23 +77,45 @@ class GlBuffer:
         return f"<GlBuffer {self.label!r} name={self.name} {self.nbytes} B>"
 
 
-def texel_bytes(fmt: int, dtype: int) -> int:
-    """Bytes per texel of pixel format ``fmt`` with component type ``dtype`` (GL_RGBA, GL_UNSIGNED_BYTE: 4)."""
-    channels = {GL.GL_RGBA: 4, GL.GL_RG: 2, GL.GL_RED: 1, GL.GL_RG_INTEGER: 2, GL.GL_RED_INTEGER: 1,
-                GL.GL_RGBA_INTEGER: 4}[fmt]
-    size = {GL.GL_UNSIGNED_BYTE: 1, GL.GL_UNSIGNED_SHORT: 2, GL.GL_FLOAT: 4}[dtype]
-    return channels * size
 
 
-class GlTexture:
+class _TextureFormat:
+    """What GlTexture and GlBufferTexture share: the texel format and the image's byte sizes."""
+
+    texel_format: TexelFormat
+    width: int
+    height: int
+
+    @property
+    def internal_format(self) -> int:
+        return self.texel_format.internal_format
+
+    @property
+    def format(self) -> int:
+        return self.texel_format.format
+
+    @property
+    def dtype(self) -> int:
+        return self.texel_format.type
+
+    @property
+    def bytes_per_pixel(self) -> int:
+        return self.texel_format.texel_bytes
+
+    @property
+    def nbytes(self) -> int:
+        """The image's bytes, tightly packed (no row padding)."""
+        return self.width * self.height * self.bytes_per_pixel
+
+
+class GlTexture(_TextureFormat):
     """A 2D texture with immutable-size storage, nearest filtering (1:1 pixel comparisons)."""
 
     kind = "texture"
 
-    def __init__(self, label: str, width: int, height: int, *, internal_format: int = GL.GL_RGBA8,
-                 fmt: int = GL.GL_RGBA, dtype: int = GL.GL_UNSIGNED_BYTE, owner: str = "") -> None:
+    def __init__(self, label: str, width: int, height: int, *, fmt: TexelFormat = RGBA8, owner: str = "") -> None:
         self.label, self.width, self.height, self.owner = label, int(width), int(height), owner
-        self.internal_format, self.format, self.dtype = internal_format, fmt, dtype
+        self.texel_format = fmt
         self.target = GL.GL_TEXTURE_2D
         self.name = int(GL.glGenTextures(1))
         GL.glBindTexture(GL.GL_TEXTURE_2D, self.name)
@@ -100,18 +123,11 @@ class GlTexture:
         GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAG_FILTER, GL.GL_NEAREST)
         GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_WRAP_S, GL.GL_CLAMP_TO_EDGE)
         GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_WRAP_T, GL.GL_CLAMP_TO_EDGE)
-        GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, internal_format, self.width, self.height, 0, fmt, dtype, None)
+        GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, fmt.internal_format, self.width, self.height, 0, fmt.format, fmt.type,
+                        None)
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
         _label("texture", self.name, label)
         live.created("gl_texture", owner)
-
-    @property
-    def bytes_per_pixel(self) -> int:
-        return texel_bytes(self.format, self.dtype)
-
-    @property
-    def nbytes(self) -> int:
-        return self.width * self.height * self.bytes_per_pixel
 
     def upload(self, data: np.ndarray) -> None:
         GL.glBindTexture(GL.GL_TEXTURE_2D, self.name)
@@ -123,9 +139,7 @@ class GlTexture:
         """Texel rows as stored (row 0 first), shape H x W x channels."""
         GL.glBindTexture(GL.GL_TEXTURE_2D, self.name)
         GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
-        np_dtype = {GL.GL_UNSIGNED_BYTE: np.uint8, GL.GL_UNSIGNED_SHORT: np.uint16, GL.GL_FLOAT: np.float32}[self.dtype]
-        channels = self.bytes_per_pixel // np.dtype(np_dtype).itemsize
-        out = np.empty((self.height, self.width, channels), np_dtype)
+        out = np.empty((self.height, self.width, self.texel_format.channels), self.texel_format.numpy_dtype)
         GL.glGetTexImage(GL.GL_TEXTURE_2D, 0, self.format, self.dtype, out.ctypes.data_as(ctypes.c_void_p))
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
         return out
@@ -189,7 +203,7 @@ def buffer_texture_refusal(internal_format: int, texel_size: int, width: int, he
     return None
 
 
-class GlBufferTexture:
+class GlBufferTexture(_TextureFormat):
     """A buffer texture (GL_TEXTURE_BUFFER, core since GL 3.1) over ``buffer``, which holds a
     ``width`` x ``height`` image with rows ``pitch`` bytes apart, row 0 first.
 
@@ -204,10 +218,10 @@ class GlBufferTexture:
     kind = "texture"
 
     def __init__(self, label: str, buffer: GlBuffer, width: int, height: int, pitch: int, *,
-                 internal_format: int = GL.GL_RGBA8, fmt: int = GL.GL_RGBA, dtype: int = GL.GL_UNSIGNED_BYTE,
-                 owner: str = "") -> None:
+                 fmt: TexelFormat = RGBA8, owner: str = "") -> None:
         self.label, self.width, self.height, self.owner = label, int(width), int(height), owner
-        self.internal_format, self.format, self.dtype = internal_format, fmt, dtype
+        self.texel_format = fmt
+        internal_format = fmt.internal_format
         self.pitch, self.buffer = int(pitch), buffer
         self.target = GL.GL_TEXTURE_BUFFER
         refusal = buffer_texture_refusal(internal_format, self.bytes_per_pixel, self.width, self.height, self.pitch,
@@ -224,22 +238,13 @@ class GlBufferTexture:
         live.created("gl_buffer_texture", owner)
 
     @property
-    def bytes_per_pixel(self) -> int:
-        return texel_bytes(self.format, self.dtype)
-
-    @property
     def row_length(self) -> int:
         """Texels from one row to the next (what the shader multiplies y by)."""
         return self.pitch // self.bytes_per_pixel
 
-    @property
-    def nbytes(self) -> int:
-        """The image's bytes (as GlTexture's), not counting the padding at the end of each row."""
-        return self.width * self.height * self.bytes_per_pixel
-
     def read(self) -> np.ndarray:
         """Texel rows as stored (row 0 first), shape H x W x channels, read from the buffer."""
-        np_dtype = {GL.GL_UNSIGNED_BYTE: np.uint8, GL.GL_UNSIGNED_SHORT: np.uint16, GL.GL_FLOAT: np.float32}[self.dtype]
+        np_dtype = self.texel_format.numpy_dtype
         raw = np.empty((self.height, self.pitch), np.uint8)
         GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, self.buffer.name)
         GL.glGetBufferSubData(GL.GL_COPY_READ_BUFFER, 0, raw.nbytes, raw.ctypes.data_as(ctypes.c_void_p))

@@ -1,7 +1,8 @@
 """Full-window quads that show the image CL wrote: ``TexturedQuad`` samples a 2D texture
 (shaders/quad.vert + quad.frag), ``BufferTextureQuad`` reads a buffer texture (quad.vert +
-quad_buffer.frag) and picks the texel the 2D path picks with nearest filtering. Texture row 0 is
-drawn at the top, so a screenshot lines up with the image."""
+quad_buffer.frag) and picks the texel the 2D path picks with nearest filtering; ``ImageQuad``
+draws whichever of the two a backend made. Texture row 0 is drawn at the top, so a screenshot
+lines up with the image."""
 from __future__ import annotations
 
 from typing import ClassVar
@@ -66,3 +67,31 @@ class BufferTextureQuad(_Quad):
             GL.glUniform1i(self.program.uniform("row_length"), texture.row_length)
 
         self._draw(GL.GL_TEXTURE_BUFFER, texture.name, uniforms)
+
+
+class ImageQuad:
+    """Draws a shared texture whichever GL object its backend made (``SharedObject.gl``): a 2D
+    texture or a buffer texture; each quad's program is built the first time it is needed."""
+
+    def __init__(self, label: str, owner: str = "") -> None:
+        self.label, self.owner = label, owner
+        self._quads: dict[type, _Quad] = {}
+
+    def draw(self, texture) -> None:
+        """Clear to black and draw ``texture`` (a GlTexture or GlBufferTexture) over the viewport."""
+        buffer = isinstance(texture, GlBufferTexture)
+        kind = BufferTextureQuad if buffer else TexturedQuad
+        quad = self._quads.get(kind)
+        if quad is None:
+            quad = self._quads[kind] = kind(self.label, owner=self.owner)
+        quad.draw(texture if buffer else texture.name)
+
+    @property
+    def kinds(self) -> list[str]:
+        return [k.__name__ for k in self._quads]
+
+    def release(self) -> None:
+        """Idempotent."""
+        quads, self._quads = self._quads, {}
+        for quad in quads.values():
+            quad.release()

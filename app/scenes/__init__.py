@@ -1,20 +1,37 @@
-"""Scenes: each declares the GL objects it shares with CL, its kernels and how GL draws them."""
+"""Scenes: each module here defines one scene (a ``Scene`` subclass named for the module), which
+registers itself; ``scene_classes()`` finds them all."""
 from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+
+NOT_SCENES = ("base",)
+
+
+def scene_module_names() -> list[str]:
+    """The scenes' names without importing them (each module is named for its scene)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in NOT_SCENES)
+
+
+@lru_cache(maxsize=1)
+def _import_all() -> None:
+    for name in scene_module_names():
+        importlib.import_module(f"app.scenes.{name}")
+
+
+def scene_classes() -> dict:
+    """{name: Scene subclass} in their ``order``."""
+    from app.scenes.base import Scene
+
+    _import_all()
+    return dict(sorted(Scene.registry.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
 def scene_class(name: str):
     from app.errors import UsageError
 
-    if name == "particles":
-        from app.scenes.particles import ParticlesScene
-
-        return ParticlesScene
-    if name == "image":
-        from app.scenes.image import ImageScene
-
-        return ImageScene
-    if name == "yuv":
-        from app.scenes.yuv import YuvScene
-
-        return YuvScene
-    raise UsageError(f"unknown scene {name!r}; choose particles, image or yuv")
+    classes = scene_classes()
+    if name not in classes:
+        raise UsageError(f"unknown scene {name!r}; choose one of {', '.join(classes)}")
+    return classes[name]

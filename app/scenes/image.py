@@ -1,9 +1,8 @@
 """The animated Julia set (../shared/WORKLOADS.md): CL writes an image2d_t into a GL texture.
 
 The texture is GL_RGBA8, seen by CL as CL_RGBA / CL_UNORM_INT8 (write_imagef rounds to 8 bits).
-Where the backend offers it (external_memory, ``buffer_texture_display``) the scene asks for a
-buffer texture: GL then draws the imported buffer CL wrote directly (``BufferTextureQuad``), with
-no copy into a 2D texture; the shared object's ``private["display_path"]`` says which it got.
+GL only draws it with the image quad, so a backend may keep it as a buffer texture over the memory
+CL writes (external_memory: nothing copied); ``SharedObject.display_path`` says what it got.
 Without ``--size`` the image follows the framebuffer (re-created on resize, CL side first);
 with ``--size WxH`` it keeps that size and the quad scales it.
 """
@@ -15,9 +14,7 @@ import numpy as np
 import pyopencl as cl
 
 from app.cl.programs import KernelProgram
-from app.config import DEFAULT_IMAGE
-from app.gl.objects import GlBufferTexture
-from app.gl.quad import BufferTextureQuad, TexturedQuad
+from app.gl.quad import ImageQuad
 from app.scenes.base import Scene
 
 
@@ -45,32 +42,50 @@ def julia_reference(width: int, height: int, frame: int) -> np.ndarray:
 
 class ImageScene(Scene):
     name = "image"
+    title = "the animated Julia set (CL writes a texture)"
+    order = 20
+    size_kind = "image"
+    default_size = (512, 512)
+    follows_window = True
+    panel_sizes = ("window", "256x256", "512x512", "1024x1024", "2048x2048")
+    bench_sizes = {"full": ((256, 256), (512, 512), (1024, 1024), (2048, 2048), (4096, 4096)),
+                   "quick": ((256, 256), (1024, 1024)), "tiny": ((64, 64),)}
+
+    @classmethod
+    def shared_bytes(cls, size) -> int:
+        return 4 * size[0] * size[1]
 
     def build(self, backend, size) -> None:
         self.backend = backend
-        self.follow_window = self.cfg.size is None
-        self.image_size = tuple(size) if self.follow_window else tuple(self.cfg.size)
+        self.follow_window = self.size is None
+        self.image_size = tuple(size) if self.follow_window else tuple(self.size)
         if self.follow_window and (self.image_size[0] == 0 or self.image_size[1] == 0):
-            self.image_size = DEFAULT_IMAGE
+            self.image_size = self.default_size
         self.texture = None
-        self.quad: TexturedQuad | BufferTextureQuad | None = None
-        self._make_texture()
+        self.quad = ImageQuad("image quad", owner=backend.name)
         self.program = KernelProgram(backend.context, "julia.cl", owner=backend.name)
-        self.kernel = self.program.kernel("julia")
-        self.kernel_buffer = self.program.kernel("julia_buffer")
+        self._make_texture()
 
     def _make_texture(self) -> None:
         w, h = self.image_size
-        extra = {"buffer_texture": True} if getattr(self.backend, "buffer_texture_display", False) else {}
-        self.texture = self.backend.create_texture("image.julia", w, h, access="write_only", **extra)
-        self.shared = [self.texture]
-        # the quad that draws what the backend made (a resize may change it: a buffer texture's
-        # texel limit); built once per kind
-        kind = BufferTextureQuad if isinstance(self.texture.gl, GlBufferTexture) else TexturedQuad
-        if not isinstance(self.quad, kind):
-            if self.quad is not None:
-                self.quad.release()
-            self.quad = kind("image quad", owner=self.backend.name)
+        self.texture = tex = self.backend.create_texture("image.julia", w, h, access="write_only", drawn_by_quad=True)
+        self.shared = [tex]
+        # the arguments that stay are set once; each frame sets only the constant (cr, ci)
+        if tex.is_image:
+            self.kernel = self.program.kernel("julia")
+            self.kernel.set_arg(0, tex.mem)
+            self._c_index = 1
+        else:
+            self.kernel = self.program.kernel("julia_buffer")
+            self.kernel.set_arg(0, tex.mem)
+            self.kernel.set_arg(1, np.int32(w))
+            self.kernel.set_arg(2, np.int32(h))
+            self.kernel.set_arg(3, np.int32(tex.row_pitch // 4))
+            self._c_index = 4
+
+    @property
+    def current_size(self):
+        return self.image_size
 
     def resize(self, size) -> None:
         if not self.follow_window or size[0] == 0 or size[1] == 0 or tuple(size) == self.image_size:
@@ -81,23 +96,13 @@ class ImageScene(Scene):
 
     def compute(self, queue, frame, wait_for):
         cr, ci = julia_constant(frame)
-        w, h = self.image_size
-        tex = self.texture
-        if tex.is_image:
-            kernel = self.kernel
-            kernel.set_args(tex.mem, np.float32(cr), np.float32(ci))
-        else:
-            kernel = self.kernel_buffer
-            kernel.set_args(tex.mem, np.int32(w), np.int32(h), np.int32(tex.row_pitch // 4), np.float32(cr),
-                            np.float32(ci))
-        return cl.enqueue_nd_range_kernel(queue, kernel, (w, h), None, wait_for=wait_for)
+        kernel, i = self.kernel, self._c_index
+        kernel.set_arg(i, np.float32(cr))
+        kernel.set_arg(i + 1, np.float32(ci))
+        return cl.enqueue_nd_range_kernel(queue, kernel, self.image_size, None, wait_for=wait_for)
 
     def render(self, size) -> None:
-        gl = self.texture.gl
-        if isinstance(gl, GlBufferTexture):  # display_path "buffer texture": gl_after_release copied nothing
-            self.quad.draw(gl)
-        else:
-            self.quad.draw(gl.name)
+        self.quad.draw(self.texture.gl)
 
     def teardown(self) -> None:
         backend, self.backend = self.backend, None
@@ -106,9 +111,7 @@ class ImageScene(Scene):
         backend.destroy(self.texture)
         self.shared = []
         self.program.release()
-        if self.quad is not None:
-            self.quad.release()
+        self.quad.release()
 
     def describe(self) -> str:
-        shown = ", shown from a buffer texture" if isinstance(self.quad, BufferTextureQuad) else ""
-        return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8{shown}"
+        return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8, {self.texture.display_path}"

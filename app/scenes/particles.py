@@ -86,10 +86,21 @@ def view_projection(width: int, height: int) -> np.ndarray:
 
 class ParticlesScene(Scene):
     name = "particles"
+    title = "the particle fountain (CL moves points GL draws)"
+    order = 10
+    size_kind = "count"
+    default_size = 65_536
+    panel_sizes = ("4096", "16384", "65536", "262144", "1048576")
+    bench_sizes = {"full": (16_384, 65_536, 262_144, 1 << 20, 2 << 20, 4 << 20, 16 << 20),
+                   "quick": (16_384, 65_536, 262_144), "tiny": (4_096, 8_192)}
+
+    @classmethod
+    def shared_bytes(cls, size) -> int:
+        return 32 * size  # position + color, float4 each (WORKLOADS.md)
 
     def build(self, backend, size) -> None:
         self.backend = backend
-        n = self.n = self.cfg.particle_count
+        n = self.n = self.current_size
         state = initial_state(n, self.cfg.seed)
         self.position = backend.create_buffer("particles.position", n * 16, data=state["position"])
         self.color = backend.create_buffer("particles.color", n * 16, data=state["color"])
@@ -102,16 +113,17 @@ class ParticlesScene(Scene):
             live.created("cl_buffer", backend.name)
         self.program = KernelProgram(ctx, "particles.cl", owner=backend.name)
         self.kernel = self.program.kernel("particle_fountain")
+        # every argument stays the same from frame to frame: set once, not per frame
+        self.kernel.set_args(self.position.mem, self.color.mem, self.cl_only["velocity"],
+                             self.cl_only["start_position"], self.cl_only["start_velocity"], np.float32(DT),
+                             np.uint32(n))
         self.gl_program = Program("particles", "particles.vert", "particles.frag", owner=backend.name)
         self.vao = GlVertexArray("particles.vao", owner=backend.name)
         self.vao.attribute(0, self.position.gl, 4)
         self.vao.attribute(1, self.color.gl, 4)
 
     def compute(self, queue, frame, wait_for):
-        k = self.kernel
-        k.set_args(self.position.mem, self.color.mem, self.cl_only["velocity"], self.cl_only["start_position"],
-                   self.cl_only["start_velocity"], np.float32(DT), np.uint32(self.n))
-        return cl.enqueue_nd_range_kernel(queue, k, (self.n,), None, wait_for=wait_for)
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, (self.n,), None, wait_for=wait_for)
 
     def render(self, size) -> None:
         GL.glClearColor(0.02, 0.02, 0.05, 1.0)

@@ -21,15 +21,16 @@ After a runtime switch the first frame shows frame 0's pattern. Matrix BT.709, l
 """
 from __future__ import annotations
 
-import ctypes
 import logging
 
 import numpy as np
 from OpenGL import GL
 
 from app.cl.planar import YuvImage, plane_layout
+from app.gl.formats import unsigned_integer
 from app.gl.objects import GlBuffer
-from app.gl.quad import TexturedQuad
+from app.gl.quad import ImageQuad
+from app.gl.upload import stream_into, texture_from_unpack_buffer
 from app.scenes.base import Scene
 from app.yuv.converter import YuvConverter, planes_of
 from app.yuv.formats import yuv_format
@@ -39,17 +40,15 @@ log = logging.getLogger(__name__)
 
 DEFAULT_YUV_SIZE = (640, 360)
 
-# (internal format, pixel format, pixel type) per word size and channel count
-GL_FORMATS = {
-    (1, 1): (GL.GL_R8UI, GL.GL_RED_INTEGER, GL.GL_UNSIGNED_BYTE),
-    (1, 2): (GL.GL_RG8UI, GL.GL_RG_INTEGER, GL.GL_UNSIGNED_BYTE),
-    (2, 1): (GL.GL_R16UI, GL.GL_RED_INTEGER, GL.GL_UNSIGNED_SHORT),
-    (2, 2): (GL.GL_RG16UI, GL.GL_RG_INTEGER, GL.GL_UNSIGNED_SHORT),
-}
-
 
 class YuvScene(Scene):
     name = "yuv"
+    title = "NV12 / P010 planes converted to RGBA on CL"
+    order = 30
+    size_kind = "image"
+    default_size = DEFAULT_YUV_SIZE
+    even_size = True
+    panel_sizes = ("320x180", "640x360", "1280x720", "1920x1080")
 
     def build(self, backend, size) -> None:
         self.backend = backend
@@ -63,19 +62,17 @@ class YuvScene(Scene):
     def _build(self, backend) -> None:
         self.fmt = yuv_format(self.cfg.yuv_format)
         self.matrix, self.range_ = "bt709", "limited"
-        self.image_size = tuple(self.cfg.size) if isinstance(self.cfg.size, tuple) else DEFAULT_YUV_SIZE
+        self.image_size = tuple(self.current_size)
         w, h = self.image_size
         self.layout = plane_layout(backend.context, self.fmt, w, h)
         wb = self.fmt.word_bytes
-        y_if, y_fmt, y_type = GL_FORMATS[(wb, 1)]
-        uv_if, uv_fmt, uv_type = GL_FORMATS[(wb, 1 if self.layout.uv_pairs else 2)]
-        self.y = backend.create_texture("yuv.y", *self.layout.y_shape, internal_format=y_if, fmt=y_fmt,
-                                        dtype=y_type, access="read_only")
+        self.y = backend.create_texture("yuv.y", *self.layout.y_shape, fmt=unsigned_integer(wb, 1),
+                                        access="read_only")
         self._built.append(("shared", self.y))
-        self.uv = backend.create_texture("yuv.uv", *self.layout.uv_shape, internal_format=uv_if, fmt=uv_fmt,
-                                         dtype=uv_type, access="read_only")
+        self.uv = backend.create_texture("yuv.uv", *self.layout.uv_shape,
+                                         fmt=unsigned_integer(wb, 1 if self.layout.uv_pairs else 2), access="read_only")
         self._built.append(("shared", self.uv))
-        self.out = backend.create_texture("yuv.rgba", w, h, access="write_only")
+        self.out = backend.create_texture("yuv.rgba", w, h, access="write_only", drawn_by_quad=True)
         self._built.append(("shared", self.out))
         self.shared = [self.y, self.uv, self.out]
         self.buffer_planes = not all(o.is_image for o in self.shared)
@@ -90,11 +87,11 @@ class YuvScene(Scene):
         self._built.append(("release", self.converter))
         self.pbos = {}
         for obj in (self.y, self.uv):
-            pbo = GlBuffer(f"{obj.label}.unpack", self._staged_nbytes(obj), target=GL.GL_PIXEL_UNPACK_BUFFER,
+            pbo = GlBuffer(f"{obj.label}.unpack", obj.pitch * obj.gl.height, target=GL.GL_PIXEL_UNPACK_BUFFER,
                            usage=GL.GL_STREAM_DRAW, owner=backend.name)
             self.pbos[obj.label] = pbo
             self._built.append(("release", pbo))
-        self.quad = TexturedQuad("yuv quad", owner=backend.name)
+        self.quad = ImageQuad("yuv quad", owner=backend.name)
         self._built.append(("release", self.quad))
         self.uploaded_frame: int | None = None  # the pattern frame GL's Y/UV textures hold
         self.shown_frame: int | None = None  # the pattern frame the RGBA texture shows
@@ -102,16 +99,9 @@ class YuvScene(Scene):
         self.upload(0)
 
     # -- GL upload ---------------------------------------------------------------------------
-    @staticmethod
-    def _pitch(obj) -> int:
-        """Bytes per row of the memory CL reads (external_memory pads rows to its pitch)."""
-        return int(obj.row_pitch or obj.private.get("pitch") or obj.gl.width * obj.gl.bytes_per_pixel)
-
-    def _staged_nbytes(self, obj) -> int:
-        return self._pitch(obj) * obj.gl.height
-
     def upload(self, frame: int) -> None:
-        """Write frame ``frame`` of the pattern into the Y and UV textures through their PBOs.
+        """Write frame ``frame`` of the pattern into the Y and UV textures through their PBOs (and,
+        where a texture's texels live in a buffer CL reads, into that buffer).
 
         GL must own the textures (outside acquire/release); marks them changed for the backend.
         """
@@ -121,27 +111,19 @@ class YuvScene(Scene):
         for obj, words in ((self.y, y), (self.uv, uv)):
             tex, pbo = obj.gl, self.pbos[obj.label]
             rows = np.ascontiguousarray(words).view(np.uint8).reshape(tex.height, -1)
-            pitch = self._pitch(obj)
+            pitch = obj.pitch
             if pitch != rows.shape[1]:
                 padded = np.zeros((tex.height, pitch), np.uint8)
                 padded[:, :rows.shape[1]] = rows
                 rows = padded
-            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, pbo.name)
-            GL.glBufferData(GL.GL_PIXEL_UNPACK_BUFFER, pbo.nbytes, None, GL.GL_STREAM_DRAW)  # orphan
-            GL.glBufferSubData(GL.GL_PIXEL_UNPACK_BUFFER, 0, rows.nbytes, rows)
-            GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
-            GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, pitch // tex.bytes_per_pixel)
-            GL.glBindTexture(GL.GL_TEXTURE_2D, tex.name)
-            GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, tex.width, tex.height, tex.format, tex.dtype,
-                               ctypes.c_void_p(0))
-            GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-            GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, 0)
-            staging = obj.private.get("staging")  # external_memory: CL reads this imported buffer
-            if staging is not None:
-                GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, staging.name)
-                GL.glCopyBufferSubData(GL.GL_PIXEL_UNPACK_BUFFER, GL.GL_COPY_WRITE_BUFFER, 0, 0, rows.nbytes)
+            stream_into(pbo, rows)
+            texture_from_unpack_buffer(tex, pbo.name, pitch)
+            if obj.storage is not None:  # external_memory: CL reads this imported buffer
+                GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, pbo.name)
+                GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, obj.storage.name)
+                GL.glCopyBufferSubData(GL.GL_COPY_READ_BUFFER, GL.GL_COPY_WRITE_BUFFER, 0, 0, rows.nbytes)
                 GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, 0)
-            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
+                GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, 0)
             obj.gl_wrote()
         self.uploaded_frame = frame
 
@@ -152,14 +134,14 @@ class YuvScene(Scene):
         self._last_computed = frame
         self.shown_frame = self.uploaded_frame
         if self.buffer_planes:
-            return self.converter.enqueue_buffers(queue, self.y.mem, self._pitch(self.y), self.uv.mem,
-                                                  self._pitch(self.uv), self.out.mem, self._pitch(self.out),
+            return self.converter.enqueue_buffers(queue, self.y.mem, self.y.pitch, self.uv.mem,
+                                                  self.uv.pitch, self.out.mem, self.out.pitch,
                                                   self.fmt, self.matrix, self.range_, wait_for)
         return self.converter.enqueue(queue, self.planes[0], self.planes[1], self.out.mem, self.fmt,
                                       self.matrix, self.range_, wait_for)
 
     def render(self, size) -> None:
-        self.quad.draw(self.out.gl.name)
+        self.quad.draw(self.out.gl)
         upcoming = self._last_computed + 1
         if self.uploaded_frame != upcoming:  # GL owns the planes now: stage the next frame
             self.upload(upcoming)
@@ -182,3 +164,7 @@ class YuvScene(Scene):
         matrix = {"bt601": "BT.601", "bt709": "BT.709"}[self.matrix]
         planes = ", planes as buffers" if self.buffer_planes else ""
         return f"yuv ({self.fmt.name.upper()} test pattern), {w}x{h}, {matrix} {self.range_}{planes}"
+
+    @property
+    def current_size(self):
+        return getattr(self, "image_size", None) or (tuple(self.size) if self.size else self.default_size)

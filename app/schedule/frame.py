@@ -27,6 +27,7 @@ class FrameRecord:
     scene: str
     backend: str
     sync: str
+    segment: int = 0  # the set-up it ran in (RunHistory.segments)
     start_ns: int = 0
     end_ns: int = 0
     phases: dict[str, tuple[int, int]] = field(default_factory=dict)  # host (start, end)

@@ -42,12 +42,14 @@ def error_record(frame: int, exc: BaseException, where: str) -> ErrorRecord:
 class FrameScheduler:
     """Runs frames of one scene on one backend with one sync strategy."""
 
-    def __init__(self, backend: SharingBackend, scene, sync: SyncStrategy, *, strict: bool = False,
-                 history: int = 600, gl_timer_every: int = 1) -> None:
+    def __init__(self, backend: SharingBackend, scene, sync: SyncMode, *, history: RunHistory | None = None,
+                 strict: bool = False, gl_timer_every: int = 1) -> None:
         self.backend, self.scene, self.sync, self.strict = backend, scene, sync, strict
-        self.records: collections.deque[FrameRecord] = collections.deque(maxlen=history)  # the recent ones
-        # every frame run, beyond the history kept: frames, acquire/compute/release, errors
-        self.totals = collections.Counter()
+        self.history = history if history is not None else RunHistory()
+        if self.history.segment is None or (self.history.segment.scene, self.history.segment.backend,
+                                            self.history.segment.sync) != (scene.name, backend.name, sync.name):
+            self.history.begin_segment(scene.name, backend.name, sync.name, 0)
+        self.segment = self.history.segment.index
         self._pending: collections.deque[FrameRecord] = collections.deque()
         self.skip: set[str] = set()  # hazard demonstrations: "acquire", "release"
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
@@ -58,25 +60,31 @@ class FrameScheduler:
         # caches; a batch reads them warm (glshare bench, overhead_breakdown)
         self.profile_batch = PROFILE_BATCH
 
+    @property
+    def records(self) -> collections.deque[FrameRecord]:
+        """The run's kept records (every segment's, oldest first)."""
+        return self.history.records
+
     # -- one frame ---------------------------------------------------------------------------
     def run_frame(self, frame: int, render_target) -> FrameRecord:
         """``render_target()`` binds the framebuffer and returns its size, or None (minimized)."""
         steps = self.frame_phases(frame, render_target)
         for _ in steps:
             pass
-        return self.records[-1]
+        return self.history.last
 
     def frame_phases(self, frame: int, render_target):
         """The frame as a generator: yields the name of each phase after it ran ("acquire",
         "compute", "release", "render"), so the teaching mode can pause between phases; driving
         it to the end is exactly ``run_frame``."""
         backend, scene, queue = self.backend, self.scene, self.backend.queue
-        rec = FrameRecord(frame, scene.name, backend.name, self.sync.name)
+        rec = FrameRecord(frame, scene.name, backend.name, self.sync.name, self.segment)
         self.current = rec
         backend.tracker.frame = frame
         rec.start_ns = t = ns()
         ok = True
         try:
+            backend.gl_before_acquire(scene.shared)
             wait_for = self.sync.before_acquire(rec.waits)
             ev_a = None
             if "acquire" not in self.skip:
@@ -132,14 +140,7 @@ class FrameScheduler:
                 first -= 1
             rec.hazards = flags[first:]
         rec.bytes_moved = 0 if backend.zero_copy else scene.bytes_per_frame
-        self.records.append(rec)
-        totals, counts = self.totals, rec.counts
-        totals["acquire"] += counts["acquire"]
-        totals["compute"] += counts["compute"]
-        totals["release"] += counts["release"]
-        totals["frames"] += 1
-        if rec.errors:
-            totals["errors"] += len(rec.errors)
+        self.history.add(rec)
         self._pending.append(rec)
         self.current = None
         if len(self._pending) >= self.profile_batch:

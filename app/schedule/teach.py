@@ -4,14 +4,17 @@
 phase of the same code a normal frame runs, so stepping a frame through leaves the same result
 as ``run_frame``. Between the steps the objects belong to whoever the last phase handed them to;
 while CL owns them GL does not draw them (the screen shows a plain background: "These objects
-need to be released before they can be used by OpenGL"). ``teaching_snapshot`` is the plain data
-``app/ui/teaching.py`` draws: the phase strip, who owns each object, and the spec text of the step.
+need to be released before they can be used by OpenGL"). ``teaching_view`` is the read-only data
+``app/ui/teaching.py`` draws: the phase strip, who owns each object, and the spec text of the step;
+what the backend did in each phase is the backend's own text (``SharingBackend.teaching``).
 The spec sentences are quoted from ../shared/spec/gl-acquire-release.txt (5.5.15).
 """
 from __future__ import annotations
 
 import collections
 import logging
+from dataclasses import dataclass
+from typing import Mapping
 
 from app.validate.ownership import CL
 
@@ -43,30 +46,6 @@ SPEC: dict[str, str] = {
                "objects.",
 }
 
-DOES: dict[str, dict[str, str]] = {  # what the backend did in the phase that just ran
-    "host_copy": {
-        "acquire": "host_copy: copied GL -> CL where GL changed the data since CL's last copy (write-only "
-                   "objects: nothing to copy). Sync 'finish' waited in glFinish first.",
-        "compute": "The kernel ran on CL's own buffers/images.",
-        "release": "host_copy: copied CL's result into a mapped GL buffer (textures: a pixel-unpack buffer, then "
-                   "glTexSubImage2D). Sync 'finish' waited in clFinish after.",
-        "render": "GL drew the scene from the objects it owns again.",
-    },
-    "gl_sharing": {
-        "acquire": "clEnqueueAcquireGLObjects: the driver hands the GL storage itself to CL (zero-copy).",
-        "compute": "The kernel wrote into the GL object's storage.",
-        "release": "clEnqueueReleaseGLObjects: the storage goes back to GL.",
-        "render": "GL drew straight from the storage the kernel wrote.",
-    },
-    "external_memory": {
-        "acquire": "clEnqueueAcquireExternalMemObjectsKHR on the Vulkan-exported memory GL and CL both imported.",
-        "compute": "The kernel wrote into the shared device memory.",
-        "release": "clEnqueueReleaseExternalMemObjectsKHR (textures: then GL copies the buffer into the texture).",
-        "render": "GL drew from the imported memory.",
-    },
-}
-
-
 class TeachingStepper:
     """Runs a frame phase by phase. Held by ``Runtime`` (``runtime.stepper``); while ``active`` the
     runtime is paused and each step request (``n``, right arrow, the panel's button) runs one phase."""
@@ -89,18 +68,12 @@ class TeachingStepper:
         return NEXT_PHASE[self.last]
 
     # -- on / off -----------------------------------------------------------------------------
-    def start(self, runtime) -> None:
+    def start(self) -> None:
         self.active = True
-        runtime.paused = True
 
-    def stop(self, runtime) -> None:
-        """Leave teaching mode: the frame in progress is finished first, then the loop runs on."""
-        self.finish_frame(runtime)
+    def stop(self) -> None:
+        """Leave teaching mode (the caller finishes the frame in progress first: ``finish_frame``)."""
         self.active = False
-        runtime.paused = False
-
-    def toggle(self, runtime) -> None:
-        self.stop(runtime) if self.active else self.start(runtime)
 
     # -- stepping -----------------------------------------------------------------------------
     def advance(self, scheduler, frame: int, render_target):
@@ -129,34 +102,19 @@ class TeachingStepper:
         self._drop()
         return phase, scheduler.records[-1]
 
-    def step(self, runtime):
-        """``Runtime.step`` while teaching: one phase; the frame counter moves when a frame completes.
-        Returns the completed FrameRecord or None."""
-        _, rec = self.advance(runtime.scheduler, runtime.frame, runtime._render_target)
-        if rec is not None:
-            runtime.frame += 1
-        elif runtime.surface.bind_target():
-            self.idle_render(runtime.scene, runtime.surface.framebuffer_size)
-        return rec
-
-    def finish_frame(self, runtime) -> None:
-        """Run the rest of the frame in progress, if any (before a switch, a teardown, leaving)."""
-        while self._gen is not None and self._scheduler is runtime.scheduler and runtime.scheduler is not None:
-            self.step(runtime)
+    def finish_frame(self, scheduler, frame: int, render_target) -> int:
+        """Run the rest of the frame in progress, if any (before a switch, a teardown, leaving).
+        Returns how many frames completed (0 or 1)."""
+        done = 0
+        while self._gen is not None and self._scheduler is scheduler and scheduler is not None:
+            _, rec = self.advance(scheduler, frame, render_target)
+            done += rec is not None
         self._drop()
+        return done
 
-    def idle_render(self, scene, size) -> None:
-        """What the paused loop draws: the scene, except in the middle of a stepped frame while CL
-        owns a shared object (after the acquire, until the release): then only the background."""
-        backend = getattr(scene, "backend", None)
-        tracker = backend.tracker if backend is not None else None
-        if self._gen is None or tracker is None or all(tracker.owner_of(o) != CL for o in scene.shared):
-            scene.render(size)
-            return
-        from OpenGL import GL
-
-        GL.glClearColor(0.08, 0.08, 0.10, 1.0)
-        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+    def covers(self, shared, owner_of) -> bool:
+        """Whether GL must not draw ``shared`` now: mid-frame while CL owns one of them."""
+        return self._gen is not None and any(owner_of(o) == CL for o in shared)
 
     def _drop(self) -> None:
         gen, self._gen, self._scheduler = self._gen, None, None
@@ -164,32 +122,40 @@ class TeachingStepper:
             gen.close()
 
 
-def teaching_snapshot(runtime) -> dict:
-    """Plain data for ``app/ui/teaching.py``: no GL or CL object crosses."""
-    st: TeachingStepper | None = getattr(runtime, "stepper", None)
-    if st is None:
-        return {"active": False}
-    backend = runtime.backend
-    shared = list(runtime.scene.shared) if runtime.scene is not None else []
-    tracker = backend.tracker if backend is not None else None
-    objects = []
-    for obj in shared:
-        state = tracker.states.get(id(obj)) if tracker is not None else None
-        objects.append({"label": obj.label, "kind": obj.kind, "owner": state.owner if state else "?",
-                        "since_frame": state.since_frame if state else None,
-                        "acquires": state.acquires if state else 0, "releases": state.releases if state else 0})
+@dataclass(frozen=True)
+class TeachingView:
+    """What the teaching section shows (read-only)."""
+
+    active: bool
+    paused: bool
+    frame: int
+    mid_frame: bool
+    last: str
+    last_title: str
+    next: str
+    next_title: str
+    steps: tuple[str, ...]
+    step_index: int
+    visited: tuple[str, ...]
+    objects: tuple  # OwnerView rows
+    gl_may_draw: bool
+    spec: str
+    next_spec: str
+    does: str
+    backend: str
+    sync: str
+    skip: tuple[str, ...]
+
+
+def teaching_view(st: TeachingStepper, *, frame: int, paused: bool, objects: tuple, backend: str,
+                  does: Mapping[str, str], sync: str, skip) -> TeachingView:
+    """The teaching section's data from the stepper and the owners of the shared objects."""
     last = st.last
     step_index = STEP_OF_PHASE[last] if (st.visited or st.mid_frame) else 0
-    name = getattr(runtime, "backend_name", "") or (backend.name if backend else "")
-    skip = sorted(runtime.scheduler.skip) if runtime.scheduler is not None else []
-    return {
-        "active": st.active, "paused": runtime.paused, "frame": st.frame if st.mid_frame else runtime.frame,
-        "mid_frame": st.mid_frame, "last": last, "last_title": PHASE_TITLE[last] if step_index else "GL draw",
-        "next": st.next_phase, "next_title": PHASE_TITLE[st.next_phase],
-        "steps": list(STEPS), "step_index": step_index, "visited": list(st.visited),
-        "objects": objects, "gl_may_draw": all(o["owner"] != CL for o in objects),
-        "spec": SPEC[last], "next_spec": SPEC[st.next_phase],
-        "does": DOES.get(name, DOES["host_copy"])[last] if step_index else "",
-        "backend": name, "sync": runtime.cfg.sync, "skip": skip,
-        "keys": {"t": "teaching mode on/off", "n / right arrow": "next phase"},
-    }
+    return TeachingView(
+        active=st.active, paused=paused, frame=st.frame if st.mid_frame else frame, mid_frame=st.mid_frame,
+        last=last, last_title=PHASE_TITLE[last] if step_index else "GL draw", next=st.next_phase,
+        next_title=PHASE_TITLE[st.next_phase], steps=STEPS, step_index=step_index, visited=tuple(st.visited),
+        objects=objects, gl_may_draw=all(o.owner != CL for o in objects), spec=SPEC[last],
+        next_spec=SPEC[st.next_phase], does=does.get(last, "") if step_index else "", backend=backend, sync=sync,
+        skip=tuple(sorted(skip)))

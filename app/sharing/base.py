@@ -1,5 +1,10 @@
 """The sharing contract every backend keeps: share GL objects with CL, acquire, release, close.
 
+A backend is a subclass of ``SharingBackend`` in its own module under ``app/sharing/backends/``;
+it registers itself by ``name`` and carries its own capabilities and texts (teaching mode's
+explanations, what each hazard demonstration does on it, the Memory tab), so adding one touches
+that module and its tests only.
+
 The contract is cl_khr_gl_sharing's (../shared/spec/gl-acquire-release.txt, 5.5.15): CL may use a
 shared object only between an acquire and the matching release, GL only outside that bracket.
 Every backend validates each call against that text before doing anything (``SpecValidator``)
@@ -10,17 +15,17 @@ from __future__ import annotations
 import abc
 import contextlib
 import logging
-import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Iterator, Mapping
 
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl.device import ComputeQueue, DeviceChoice
 from app.diagnostics import live
 from app.errors import ClError, SharingUnavailable
+from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
+from app.sharing.sync import SyncMode
 from app.validate.ownership import OwnershipTracker
 from app.validate.spec import SpecValidator
 
@@ -53,19 +58,33 @@ class ProbeEnv:
         return frozenset(self.choice.device.extensions.split())
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared once on its class; sync modes and scenes read these."""
+
+    zero_copy: bool  # GL and CL use the same memory: nothing is copied per frame
+    gl_context: bool = False  # its CL context is created from the GL context (cl_khr_gl_event possible)
+    semaphores: bool = False  # its memory comes with exported semaphores GL and CL both import
+    buffer_textures: bool = False  # a texture may live in a buffer CL writes, drawn from a buffer texture
+
+
 @dataclass(eq=False)
 class SharedObject:
     """A GL object and the CL memory object kernels use for it, with the hand-over state."""
 
     label: str
-    gl: GlBuffer | GlTexture
-    mem: cl.MemoryObjectHolder
+    gl: Any  # GlBuffer, GlTexture or GlBufferTexture
+    mem: cl.MemoryObjectHolder  # what kernels take
     access: str
     backend: str
+    live_kind: str = "cl_buffer"  # its name in the live-object counters
+    handover: cl.MemoryObjectHolder | None = None  # what acquire/release name, when not ``mem``
+    storage: GlBuffer | None = None  # the GL buffer holding a texture's texels (imported memory)
+    row_pitch: int = 0  # bytes per row when a texture's texels lie in a buffer
+    display_path: str = ""  # how GL shows a texture ("2D texture", "buffer texture", "copy into texture: why")
+    owned: list = field(default_factory=list)  # GL objects released after ``gl`` (memory objects, storage)
     gl_generation: int = 0  # bumped whenever GL writes the data
-    synced_generation: int = -1  # the GL generation CL's copy holds (host_copy only)
-    private: dict = field(default_factory=dict)  # backend's own per-object state (PBOs, imports)
-    row_pitch: int = 0  # bytes per row when a texture's CL side is a plain buffer (``is_image`` False)
+    synced_generation: int = -1  # the GL generation CL's copy holds (copying backends)
 
     @property
     def is_image(self) -> bool:
@@ -80,6 +99,20 @@ class SharedObject:
     def nbytes(self) -> int:
         return self.gl.nbytes
 
+    @property
+    def pitch(self) -> int:
+        """Bytes from one row of a texture's texels to the next, as CL sees them."""
+        return self.row_pitch or self.gl.width * self.gl.bytes_per_pixel
+
+    @property
+    def handover_mem(self) -> cl.MemoryObjectHolder:
+        return self.mem if self.handover is None else self.handover
+
+    @property
+    def gl_memory(self) -> int:
+        """The GL buffer or texture name that holds the data (what GL semaphore operations name)."""
+        return self.storage.name if self.storage is not None else self.gl.name
+
     def gl_wrote(self) -> None:
         """GL changed the data (upload, GL pass): a copying backend must bring it to CL at acquire."""
         self.gl_generation += 1
@@ -88,62 +121,26 @@ class SharedObject:
         return f"<SharedObject {self.label!r} {self.kind} via {self.backend}>"
 
 
-class SyncStrategy:
-    """How GL's work is ordered before CL's (before acquire) and CL's before GL's (after release).
-
-    ``waits`` collects (name, start_ns, end_ns) CPU waits for the frame record.
-    """
-
-    name: ClassVar[str] = "none"
-
-    def __init__(self, backend: "SharingBackend") -> None:
-        self.backend = backend
-
-    def before_acquire(self, waits: list) -> list[cl.Event]:
-        return []
-
-    def after_release(self, queue: cl.CommandQueue, release_event: cl.Event | None, waits: list) -> None:
-        queue.flush()
-
-    def after_gl_use(self, waits: list) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
-def timed_wait(waits: list, name: str, fn) -> None:
-    t0 = time.perf_counter_ns()
-    fn()
-    waits.append((name, t0, time.perf_counter_ns()))
-
-
-class FinishSync(SyncStrategy):
-    """The portable rule: glFinish before acquire, clFinish after release."""
-
-    name = "finish"
-
-    def before_acquire(self, waits: list) -> list[cl.Event]:
-        timed_wait(waits, "glFinish", GL.glFinish)
-        return []
-
-    def after_release(self, queue, release_event, waits) -> None:
-        timed_wait(waits, "clFinish", queue.finish)
-
-
-class NoSync(SyncStrategy):
-    """No wait at all: only for the hazard demonstrations."""
-
-    name = "none"
-
-
 class SharingBackend(abc.ABC):
     """Base of every backend. Subclasses implement the ``_`` methods; the public ones validate,
-    track ownership and count objects."""
+    track ownership and count objects, with one signature for every backend."""
 
     name: ClassVar[str]
-    zero_copy: ClassVar[bool]
-    sync_modes: ClassVar[tuple[str, ...]] = ("finish", "none")
+    title: ClassVar[str] = ""  # one line: what it is
+    probe_order: ClassVar[int] = 50  # ``auto`` takes the available backend of the lowest order
+    capabilities: ClassVar[Capabilities]
+    teaching: ClassVar[Mapping[str, str]] = {}  # phase (acquire, compute, release, render) -> what it does
+    hazard_effects: ClassVar[Mapping[str, str]] = {}  # hazard demonstration -> what the user sees here
+    registry: ClassVar[dict[str, type["SharingBackend"]]] = {}
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        if "name" in cls.__dict__:
+            SharingBackend.registry[cls.name] = cls
+
+    @property
+    def zero_copy(self) -> bool:
+        return self.capabilities.zero_copy
 
     def __init__(self, env: ProbeEnv, *, strict: bool = False) -> None:
         self.env = env
@@ -167,11 +164,34 @@ class SharingBackend(abc.ABC):
     @abc.abstractmethod
     def _create_context(self) -> cl.Context: ...
 
-    @abc.abstractmethod
-    def _share_buffer(self, gl: GlBuffer, access: str) -> cl.MemoryObjectHolder: ...
+    def _share_buffer(self, gl: GlBuffer, access: str) -> cl.MemoryObjectHolder:
+        """The CL memory object for an existing GL buffer (backends whose memory GL allocates)."""
+        raise SharingUnavailable(self.name, "an existing GL buffer cannot be shared: its storage must come from "
+                                 "memory the backend imports (use create_buffer)")
 
-    @abc.abstractmethod
-    def _share_texture(self, gl: GlTexture, access: str) -> cl.MemoryObjectHolder: ...
+    def _share_texture(self, gl: GlTexture, access: str) -> cl.MemoryObjectHolder:
+        raise SharingUnavailable(self.name, "an existing GL texture cannot be shared: use create_texture")
+
+    def _new_buffer(self, label: str, nbytes: int, access: str) -> SharedObject:
+        """A new GL buffer and its CL memory object (default: GL allocates, ``_share_buffer`` shares)."""
+        gl = GlBuffer(label, nbytes, owner=self.name)
+        try:
+            return self._wrap(gl, self._share_gl(self._share_buffer, gl, access), access)
+        except BaseException:
+            gl.release()
+            raise
+
+    def _new_texture(self, label: str, width: int, height: int, fmt: TexelFormat, access: str,
+                     drawn_by_quad: bool) -> SharedObject:
+        """A new GL texture and its CL memory object (default: a 2D texture shared as an image)."""
+        gl = GlTexture(label, width, height, fmt=fmt, owner=self.name)
+        try:
+            obj = self._wrap(gl, self._share_gl(self._share_texture, gl, access), access)
+        except BaseException:
+            gl.release()
+            raise
+        obj.display_path = "2D texture"
+        return obj
 
     @abc.abstractmethod
     def _enqueue_acquire(self, queue, objects: list[SharedObject], wait_for) -> cl.Event | None: ...
@@ -179,34 +199,46 @@ class SharingBackend(abc.ABC):
     @abc.abstractmethod
     def _enqueue_release(self, queue, objects: list[SharedObject], wait_for) -> cl.Event | None: ...
 
+    def _upload(self, obj: SharedObject, data) -> None:
+        obj.gl.upload(data)
+
     def _unshare(self, obj: SharedObject) -> None:
         obj.mem.release()
+        if obj.handover is not None and obj.handover is not obj.mem:
+            obj.handover.release()
 
-    def gl_after_release(self, objects: list[SharedObject]) -> None:
-        """GL's part of the hand-over after the release is ordered (external_memory: buffer -> texture)."""
+    def gl_before_acquire(self, objects: list[SharedObject]) -> None:
+        """GL's part of the hand-over before the acquire is ordered (a copy into the memory CL reads)."""
         return None
 
+    def gl_after_release(self, objects: list[SharedObject]) -> None:
+        """GL's part of the hand-over after the release is ordered (a copy out of the memory CL wrote)."""
+        return None
+
+    def memory_tab(self) -> dict | None:
+        """What the panel's Memory tab shows about this backend's memory, or None."""
+        return None
+
+    def _close_extra(self) -> None:
+        return None
+
+    # -- sync modes -----------------------------------------------------------------------------
     @classmethod
-    def sync_probe(cls, env: ProbeEnv, mode: str) -> str | None:
+    def sync_refusal(cls, env: ProbeEnv, mode: str) -> str | None:
         """None when sync ``mode`` works with this backend here, else the reason (no backend built)."""
-        if mode in ("finish", "none"):
-            return None
-        if mode == "gl_event":
-            return (f"gl_event needs cl_khr_gl_event on a CL context created from the GL context; {cls.name} "
-                    "uses a plain context (and clCreateEventFromGLsyncKHR crashed NVIDIA's driver on one)")
-        if mode == "semaphore":
-            return "semaphore sync needs the external_memory backend (Vulkan-exported semaphores)"
-        return f"unknown sync mode {mode!r}"
+        mode_cls = SyncMode.registry.get(mode)
+        if mode_cls is None:
+            return f"unknown sync mode {mode!r}; modes: {', '.join(SyncMode.registry)}"
+        return mode_cls.refusal(cls, env)
 
     def sync_unavailable_reason(self, mode: str) -> str | None:
-        """None when ``mode`` works with this backend here, else the reason."""
-        return type(self).sync_probe(self.env, mode)
+        return type(self).sync_refusal(self.env, mode)
 
-    def make_sync(self, mode: str) -> SyncStrategy:
+    def make_sync(self, mode: str) -> SyncMode:
         reason = self.sync_unavailable_reason(mode)
         if reason:
             raise SharingUnavailable(f"sync {mode}", reason)
-        return {"finish": FinishSync, "none": NoSync}[mode](self)
+        return SyncMode.registry[mode](self)
 
     # -- public API -----------------------------------------------------------------------------
     @property
@@ -216,55 +248,61 @@ class SharingBackend(abc.ABC):
     def _is_shared(self, mem) -> bool:
         return any(o.mem is mem or o.mem == mem for o in self.objects)
 
-    def share_buffer(self, gl: GlBuffer, access: str = "read_write") -> SharedObject:
+    def _share_gl(self, share, gl, access: str) -> cl.MemoryObjectHolder:
         try:
-            mem = self._share_buffer(gl, access)
+            return share(gl, access)
         except cl.Error as exc:
-            raise ClError.from_pyopencl(exc, f"{self.name}.share_buffer({gl.label})") from exc
-        return self._adopt(gl, mem, access, "cl_buffer")
+            raise ClError.from_pyopencl(exc, f"{self.name}: sharing {gl.label}") from exc
 
-    def share_texture(self, gl: GlTexture, access: str = "write_only") -> SharedObject:
-        try:
-            mem = self._share_texture(gl, access)
-        except cl.Error as exc:
-            raise ClError.from_pyopencl(exc, f"{self.name}.share_texture({gl.label})") from exc
-        return self._adopt(gl, mem, access, "cl_image" if isinstance(mem, cl.Image) else "cl_buffer")
+    def _wrap(self, gl, mem, access: str, **fields) -> SharedObject:
+        kind = "cl_image" if isinstance(mem, cl.Image) else "cl_buffer"
+        return SharedObject(gl.label, gl, mem, access, self.name, live_kind=kind, **fields)
 
-    def _adopt(self, gl, mem, access: str, kind: str) -> SharedObject:
-        obj = SharedObject(gl.label, gl, mem, access, self.name)
-        obj.private["live_kind"] = kind
-        live.created(kind, self.name)
+    def _adopt(self, obj: SharedObject) -> SharedObject:
+        live.created(obj.live_kind, self.name)
         self.objects.append(obj)
         self.tracker.add(obj)
         return obj
 
-    def create_buffer(self, label: str, nbytes: int, *, access: str = "read_write",
-                      data=None) -> SharedObject:
+    def share_buffer(self, gl: GlBuffer, access: str = "read_write") -> SharedObject:
+        """Share an existing GL buffer (where the backend's memory is GL's own); the caller keeps ``gl``."""
+        return self._adopt(self._wrap(gl, self._share_gl(self._share_buffer, gl, access), access))
+
+    def share_texture(self, gl: GlTexture, access: str = "write_only") -> SharedObject:
+        """Share an existing 2D texture as a CL image of the same texel format."""
+        obj = self._adopt(self._wrap(gl, self._share_gl(self._share_texture, gl, access), access))
+        obj.display_path = "2D texture"
+        return obj
+
+    def create_buffer(self, label: str, nbytes: int, *, access: str = "read_write", data=None) -> SharedObject:
         """A new GL buffer shared with CL (a backend may back it with imported memory)."""
-        gl = GlBuffer(label, nbytes, owner=self.name)
-        obj = self.share_buffer(gl, access)
+        obj = self._adopt(self._new_buffer(label, nbytes, access))
         if data is not None:
             self.upload(obj, data)
         return obj
 
-    def create_texture(self, label: str, width: int, height: int, *, internal_format: int = GL.GL_RGBA8,
-                       fmt: int = GL.GL_RGBA, dtype: int = GL.GL_UNSIGNED_BYTE,
-                       access: str = "write_only") -> SharedObject:
-        """A new GL texture shared with CL as an image of the same texel format."""
-        gl = GlTexture(label, width, height, internal_format=internal_format, fmt=fmt, dtype=dtype, owner=self.name)
-        return self.share_texture(gl, access)
+    def create_texture(self, label: str, width: int, height: int, *, fmt: TexelFormat = RGBA8,
+                       access: str = "write_only", drawn_by_quad: bool = False) -> SharedObject:
+        """A new GL texture shared with CL in the same texel format.
+
+        ``drawn_by_quad``: GL only ever draws it with ``app.gl.quad.ImageQuad`` (never samples it
+        otherwise), so a backend may keep it as a buffer texture over the memory CL writes.
+        ``obj.display_path`` says what it got.
+        """
+        return self._adopt(self._new_texture(label, width, height, fmt, access, drawn_by_quad))
 
     def upload(self, obj: SharedObject, data) -> None:
         """GL writes ``data`` into the object (GL must own it); CL sees it after the next acquire."""
         self.tracker.gl_use([obj], "upload")
-        obj.gl.upload(data)
+        self._upload(obj, data)
         obj.gl_wrote()
 
     def destroy(self, obj: SharedObject) -> None:
         """CL memory object first, then the GL object (cl_khr_gl_sharing's order). Idempotent."""
         self.unshare(obj)
         obj.gl.release()
-        for extra in obj.private.pop("gl_extra", []):
+        owned, obj.owned = obj.owned, []
+        for extra in owned:
             extra.release()
 
     def delete_gl_first(self, obj: SharedObject) -> None:
@@ -280,7 +318,7 @@ class SharingBackend(abc.ABC):
         self.objects.remove(obj)
         self.tracker.remove(obj)
         self._unshare(obj)
-        live.released(obj.private["live_kind"], self.name)
+        live.released(obj.live_kind, self.name)
 
     def _validated(self, call: str, queue, objects, wait_for) -> list[SharedObject]:
         """Check the call against the spec (on the CL memory objects, as the driver would see
@@ -314,6 +352,16 @@ class SharingBackend(abc.ABC):
         (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)
         return event
 
+    def bare_acquire(self, queue, objects, wait_for=None) -> cl.Event | None:
+        """The hand-over GL -> CL alone: what a user's loop would call by hand (no validation, no
+        ownership tracking: the bench's bare loop)."""
+        self.gl_before_acquire(objects)
+        return self._enqueue_acquire(queue, list(objects), wait_for)
+
+    def bare_release(self, queue, objects, wait_for=None) -> cl.Event | None:
+        """The hand-over CL -> GL alone (see ``bare_acquire``); GL's part follows in ``gl_after_release``."""
+        return self._enqueue_release(queue, list(objects), wait_for)
+
     @contextlib.contextmanager
     def acquired(self, queue, objects, wait_for=None) -> Iterator[list]:
         """``with backend.acquired(q, objs) as events:`` acquire, yield, release.
@@ -339,9 +387,6 @@ class SharingBackend(abc.ABC):
         self._close_extra()
         live.released("cl_context", self.name)
         self.context = None
-
-    def _close_extra(self) -> None:
-        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} on {self.device.name.strip()!r}>"

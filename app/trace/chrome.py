@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 
+from app.outputs import write_text
 from app.trace.clock import ClockMap
 
 log = logging.getLogger(__name__)
@@ -89,13 +89,9 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
     cl_off, gl_off = clock.cl.offset, clock.gl.offset
     queue_tids: dict[tuple, int] = {}
     flows = _Flows()
-    segment, prev = 0, None
     async_id = 1
     for rec in records:
-        if prev is not None and (rec.backend, rec.scene, rec.sync) != (prev.backend, prev.scene, prev.sync):
-            segment += 1  # a switch built a new backend: a new queue
-        prev = rec
-        qkey = (segment, rec.backend)
+        qkey = (rec.segment, rec.backend)  # each set-up (segment) built its own queue
         if qkey not in queue_tids:
             tid = queue_tids[qkey] = TID_CL_BASE + len(queue_tids)
             events += _meta(tid, f"CL queue {rec.backend} #{len(queue_tids)}", 2 + len(queue_tids))
@@ -155,30 +151,12 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
 
 
-def write_trace(path: str | Path, runtime) -> Path:
-    """Write the trace of ``runtime``'s frames (every record kept, all set-ups) to ``path``."""
-    clock = getattr(runtime, "clock", None)
+def write_trace(path, records: list, clock: ClockMap | None, meta: dict) -> str:
+    """Write the trace of ``records`` (every record kept, all set-ups) to ``path``."""
     if clock is not None:
         try:
             clock.calibrate_gl(3)  # one more bracket: GL drift since the start shows as resets
         except Exception as exc:  # noqa: BLE001
             log.debug("GL re-calibration failed: %s", exc)
-    scheduler = getattr(runtime, "scheduler", None)
-    if scheduler is not None:
-        scheduler.harvest()  # the CL profiles of the frames since the last batch, and GL results in
-    records = runtime.all_records
-    meta = {"glshare_scene": runtime.cfg.scene, "backend": runtime.backend_name, "sync": runtime.cfg.sync,
-            "switches": runtime.switches}
-    choice = getattr(runtime, "choice", None)
-    if choice is not None:
-        meta["cl_device"] = choice.label
-    info = getattr(runtime, "gl_info", None)
-    if info is not None:
-        meta["gl_renderer"] = info.renderer
     trace = build_trace(records, clock, meta)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(trace, separators=(",", ":"), default=str))
-    tmp.replace(path)
-    return path
+    return write_text(path, json.dumps(trace, separators=(",", ":"), default=str))

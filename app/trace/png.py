@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
+from app.outputs import write_bytes
 
-def write_png(path: str | Path, pixels: np.ndarray) -> Path:
+
+def write_png(path, pixels: np.ndarray) -> str:
     """Write uint8 H x W x {1,3,4} pixels, top row first."""
     arr = np.ascontiguousarray(pixels, np.uint8)
     if arr.ndim == 2:
@@ -22,12 +24,7 @@ def write_png(path: str | Path, pixels: np.ndarray) -> Path:
 
     png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color_type, 0, 0, 0))
     png += chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(png)
-    tmp.replace(path)
-    return path
+    return write_bytes(path, png)
 
 
 def read_png(path: str | Path) -> np.ndarray:

@@ -1,19 +1,37 @@
-"""The JSON report of a run (``--report``): what ran, where, how often and how long."""
+"""The JSON report of a run (``--report``): what ran, where, how often and how long, read from
+the run history and the facts of the set-up."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from dataclasses import dataclass, field
 
+from app.outputs import write_text
 from app.schedule.frame import PHASES
+from app.schedule.history import RunHistory
 from app.trace.stats import summary
 
 SCHEMA = "glshare.report/1"
 
 
-def build_report(app) -> dict:
-    """``app`` is the Runtime after its loop ended (see app/runtime.py)."""
-    records = app.all_records  # the recent history of each set-up (FrameScheduler keeps 600)
-    totals = app.totals
+@dataclass(frozen=True)
+class RunFacts:
+    """What the outputs say about the machine and the set-up the run ended in."""
+
+    scene: str
+    backend: str
+    sync: str
+    headless: bool
+    size: object
+    bytes_per_frame: int
+    gl: dict
+    cl: dict
+    backends: list
+    extra: dict = field(default_factory=dict)  # how the run ended, start-up time ...
+
+
+def build_report(history: RunHistory, facts: RunFacts) -> dict:
+    records = list(history.records)  # the run's kept history, every set-up's
+    totals = history.totals
     counts = {k: totals[k] for k in ("acquire", "compute", "release")}
     phases = {p: summary(r.phase_us(p) for r in records) for p in PHASES}
     phases["frame"] = summary(r.frame_us for r in records)
@@ -21,38 +39,34 @@ def build_report(app) -> dict:
     for name in ("acquire", "compute", "release"):
         spans = [(r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3 for r in records if name in r.cl_profile]
         cl_us[name] = summary(spans)
-    errors = [e.as_dict() for r in records for e in r.errors] + [e.as_dict() for e in app.loop_errors]
+    errors = [e.as_dict() for r in records for e in r.errors] + [e.as_dict() for e in history.loop_errors]
     hazards = [{"case": h.case, "label": h.label, "frame": h.frame, "where": h.where, "spec": h.spec}
                for r in records for h in r.hazards]
-    choice = app.choice
     return {
         "schema": SCHEMA,
-        "scene": app.cfg.scene,
-        "backend": app.backend_name,
-        "sync": app.cfg.sync,
-        "headless": app.surface.kind == "headless",
+        "scene": facts.scene,
+        "backend": facts.backend,
+        "sync": facts.sync,
+        "headless": facts.headless,
         "frames": totals["frames"],
         "frames_in_statistics": len(records),
-        "size": app.scene_size_field(),
-        "bytes_per_frame": app.scene.bytes_per_frame if app.scene else 0,
-        "gl": {k: app.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")},
-        "cl": {"platform": choice.platform.name.strip(), "device": choice.device.name.strip(),
-               "version": choice.device.version.strip(), "extensions": sorted(choice.device.extensions.split())},
+        "size": facts.size,
+        "bytes_per_frame": facts.bytes_per_frame,
+        "gl": facts.gl,
+        "cl": facts.cl,
         "counts": counts,
         "phases_us": phases,
         "cl_device_us": cl_us,
         "waits_us": summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in records),
         "errors": errors,
+        "errors_total": totals["errors"] + history.loop_errors_total,
         "hazards": hazards,
-        "switches": app.switches,
-        "backends": app.registry.as_list(),
+        "switches": history.switches,
+        "segments": [s.as_dict() for s in history.segments],
+        "backends": facts.backends,
+        **facts.extra,
     }
 
 
-def write_report(path: str | Path, report: dict) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
-    return path
+def write_report(path, report: dict) -> str:
+    return write_text(path, json.dumps(report, indent=2, sort_keys=False, default=str) + "\n")

@@ -1,8 +1,7 @@
 """The "Error lab" tab: the lab's table (spec, validator, driver) and the hazard demonstrations.
 
 ``draw_lab_tab(results)`` and ``draw_hazard_demos(state)`` only draw (no GL or CL call) and
-return what was asked for; ``lab_results(runtime_or_backend)`` runs the lab (GL and CL calls: call
-it after the ImGui frame, from ``runtime.ui_actions``, never while a frame is in progress).
+return what was asked for; the lab itself runs as the ``run_lab`` command, after the ImGui frame.
 """
 from __future__ import annotations
 
@@ -12,24 +11,6 @@ RED = (1.0, 0.42, 0.35, 1.0)
 GREEN = (0.45, 0.90, 0.45, 1.0)
 DIM = (0.60, 0.62, 0.68, 1.0)
 ON = (1.0, 0.75, 0.30, 1.0)
-
-
-def lab_results(runtime_or_backend) -> dict:
-    """Run the error lab on the runtime's backend (or on the backend given); the lab's JSON dict.
-
-    A lab run never disturbs the scene: its objects are its own and its hazards use their own
-    tracker. Under teaching mode, the frame in progress is finished first.
-    """
-    from app.lab.lab import run_lab
-
-    backend = getattr(runtime_or_backend, "backend", None)
-    if backend is None or not hasattr(runtime_or_backend, "scheduler"):
-        backend = runtime_or_backend
-    else:
-        stepper = getattr(runtime_or_backend, "stepper", None)
-        if stepper is not None:
-            stepper.finish_frame(runtime_or_backend)
-    return run_lab(backend)
 
 
 def draw_lab_tab(results: dict | None) -> bool:
@@ -103,8 +84,7 @@ def _cell(row: dict) -> None:
 
 
 def draw_hazard_demos(state: dict) -> str | None:
-    """The demonstration toggles (from ``HazardDemos.state``). Returns the key ("1".."4") of the
-    button pressed, else None; the caller passes it to ``Runtime.handle_key``."""
+    """The demonstration toggles. Returns the name of the demonstration whose button was pressed."""
     pressed = None
     imgui.text(f"hazard demonstrations on {state.get('backend', '')}"
                + ("  (--strict: the first flag stops the run)" if state.get("strict") else ""))
@@ -113,12 +93,12 @@ def draw_hazard_demos(state: dict) -> str | None:
         if d["on"]:
             imgui.push_style_color(imgui.Col_.text, ON)
         if imgui.button(label):
-            pressed = d["key"]
+            pressed = d["demo"]
         if d["on"]:
             imgui.pop_style_color()
         if imgui.is_item_hovered():
             imgui.set_tooltip(f"flags: {d['flags']}")
-        if d["on"] or d["demo"] == state.get("last"):
+        if d["on"]:
             imgui.text_wrapped(d["effect"])
     counts = state.get("hazard_counts") or {}
     if counts:

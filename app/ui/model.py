@@ -163,7 +163,7 @@ def frame_bars(rec) -> tuple:
 
 
 class PanelData:
-    """Keeps what the panel shows between frames; ``update(runtime)`` returns the new keys."""
+    """Keeps what the panel shows between frames; ``update(view)`` returns the panel snapshot."""
 
     def __init__(self) -> None:
         self.history = PhaseHistory()
@@ -171,13 +171,9 @@ class PanelData:
         self.hazards = Folder()
         self._last_index = -1
         self._loop_errors_seen = 0
-        self._caps: dict | None = None
-        self._caps_key = None
         self._timeline_key = None
         self._timeline: dict = {}
         self._bars: dict[int, tuple] = {}  # frame index -> frame_bars(rec), for the frames shown
-        self._controls_key = None
-        self._controls: dict = {}
 
     # -- ingest --------------------------------------------------------------------------------
     def _ingest(self, records, clock) -> None:
@@ -200,10 +196,12 @@ class PanelData:
                 clock.observe_frame(rec)
             self._last_index = rec.index
 
-    def _ingest_loop_errors(self, loop_errors: list) -> None:
-        for err in loop_errors[self._loop_errors_seen:]:
-            self.errors.add_error(err)
-        self._loop_errors_seen = len(loop_errors)
+    def _ingest_loop_errors(self, history) -> None:
+        new = history.loop_errors_total - self._loop_errors_seen
+        if new > 0:
+            for err in history.loop_errors[-min(new, len(history.loop_errors)):]:
+                self.errors.add_error(err)
+        self._loop_errors_seen = history.loop_errors_total
 
     # -- pieces --------------------------------------------------------------------------------
     def timing(self) -> dict:
@@ -212,13 +210,12 @@ class PanelData:
         return {"frames": frames, "series": {name: data[k] for k, name in enumerate(SERIES)},
                 "stats": self.history.stats(), "count": int(data.shape[1])}
 
-    def timeline(self, records, scheduler, clock, n: int = TIMELINE_FRAMES) -> dict:
+    def timeline(self, records, gl_timer, clock, n: int = TIMELINE_FRAMES) -> dict:
         """The last ``n`` frames whose CL profile and GL timer results are all in, on one clock (ms
         from the first one's start), as numpy arrays: row, kind, start, end, frame (+ names).
         Rebuilt only when that set of frames changes; each frame's bars are made once."""
-        timer = scheduler.gl_timer if scheduler is not None else None
-        gl_pending = timer.oldest_pending_frame if timer is not None else None
-        every = timer.every if timer is not None and timer.enabled else 1
+        gl_pending = gl_timer.oldest_pending_frame
+        every = gl_timer.every if gl_timer.enabled else 1
         chosen = []
         for rec in reversed(records):
             if rec.events or (gl_pending is not None and rec.index >= gl_pending):
@@ -261,160 +258,69 @@ class PanelData:
         return self._timeline
 
     @staticmethod
-    def ownership(backend, scheduler) -> list[dict]:
-        """Each shared object: GL, CL, or in transition (its acquire / release enqueued, not complete)."""
-        if backend is None:
-            return []
-        rows = backend.tracker.snapshot()
-        rec = None
-        if scheduler is not None:
-            rec = scheduler.current or (scheduler.records[-1] if scheduler.records else None)
-        pending = {}
-        if rec is not None:
-            import pyopencl as cl
-
-            for name in ("acquire", "release"):
-                ev = rec.events.get(name)
-                if ev is not None:
-                    try:
-                        pending[name] = ev.command_execution_status != cl.command_execution_status.COMPLETE
-                    except Exception:  # noqa: BLE001 - a bad event is shown as settled, never raised
-                        pending[name] = False
-        for row in rows:
-            state = row["owner"].upper()
-            if row["owner"] == "cl" and pending.get("acquire"):
-                state = "GL -> CL"
-            elif row["owner"] == "gl" and pending.get("release"):
-                state = "CL -> GL"
-            row["state"] = state
-        return rows
+    def ownership(view) -> list[dict]:
+        return [{"label": o.label, "kind": o.kind, "owner": o.owner, "state": o.state, "since_frame": o.since_frame,
+                 "acquires": o.acquires, "releases": o.releases} for o in view.owners]
 
     @staticmethod
-    def live_caps(rt) -> dict:
-        """The capabilities that change within one set-up (the timer may turn itself off, the layer's
-        copy path is known once it was composited): not cached with the others."""
-        timer = rt.scheduler.gl_timer if rt.scheduler is not None else None
-        overlay = getattr(rt, "overlay", None)
-        return {"gl_timer": timer.sampling if timer is not None else "off",
-                "panel_refresh": (f"{overlay.redraw_hz:g} Hz, composited by {overlay.composite_path}"
-                                  if overlay is not None else "no panel")}
-
-    def caps(self, rt) -> dict:
-        """Platform, device, GL, sharing extensions and every backend's verdict (cached per set-up)."""
-        key = (rt.backend_name, rt.cfg.sync, rt.cfg.scene)
-        if self._caps is not None and key == self._caps_key:
-            return self._caps
-        from app.commands.info import CL_SHARING_EXTENSIONS
-        from app.config import SYNC_MODES
-
-        choice = rt.choice
-        cl_exts = set(choice.device.extensions.split()) | set(choice.platform.extensions.split())
-        info = rt.gl_info.as_dict()
-        backend = rt.backend
-        sync = []
-        for mode in SYNC_MODES:
-            reason = backend.sync_unavailable_reason(mode) if backend is not None else "no backend"
-            sync.append({"name": mode, "available": not reason, "reason": reason or ""})
-        self._caps_key = key
-        self._caps = {
-            "platform": f"{choice.platform.name.strip()} ({choice.platform.version.strip()})",
-            "device": f"{choice.device.name.strip()} ({choice.device.version.strip()})",
-            "gl": f"{info['renderer']} | {info['version']}",
-            "gl_vendor": info["vendor"],
-            "surface": getattr(rt.surface, "label", rt.surface.kind),
-            "cl_extensions": [(e, e in cl_exts) for e in CL_SHARING_EXTENSIONS],
-            "gl_extensions": list(info["sharing_extensions"].items()),
-            "backends": rt.registry.as_list(),
-            "chosen": rt.backend_name,
-            "sync": sync,
-
-            "memory": self._memory(rt),
-        }
-        return self._caps
+    def caps(view, ui_caps: dict) -> dict:
+        c = view.caps
+        return {"platform": c.platform, "device": c.device, "gl": c.gl, "gl_vendor": c.gl_vendor,
+                "surface": c.surface, "cl_extensions": list(c.cl_extensions), "gl_extensions": list(c.gl_extensions),
+                "backends": list(c.backends), "chosen": c.chosen,
+                "sync": [{"name": s.name, "available": s.available, "reason": s.reason} for s in c.sync],
+                "memory": c.memory, "gl_timer": view.gl_timer.sampling, **ui_caps}
 
     @staticmethod
-    def _memory(rt) -> dict:
-        """The external-memory handle types (cl_khr_external_memory) and, on external_memory, the
-        lifetime of the payload (exporter released, fds closed)."""
-        from app.sharing.backends.external_memory import import_handle_types
-        from app.sharing.backends.external_memory.handles import handle_table
-        from app.sharing.backends.external_memory.lifetime import KMT_NOTE
-
-        types = import_handle_types(rt.choice.device)
-        lifetime = rt.backend.lifetime() if hasattr(rt.backend, "lifetime") else None
-        return {"handle_types": handle_table(types), "import_types": [f"0x{t:04X}" for t in types or []],
-                "lifetime": lifetime, "kmt_note": KMT_NOTE,
-                "unavailable": rt.registry.probes["external_memory"].reason
-                if not rt.registry.probes["external_memory"].available else ""}
-
-    def controls(self, rt) -> dict:
-        """The choices of the panel's combos (cached until the set-up or the size changes)."""
-        from app.config import SCENES
-
-        key = (rt.backend_name, rt.cfg.sync, rt.cfg.scene, rt.cfg.size, rt.cfg.vsync)
-        if key == self._controls_key:
-            return self._controls
-        caps = self.caps(rt)
-        if rt.cfg.scene == "particles":
-            sizes = [str(n) for n in (4096, 16384, 65536, 262144, 1048576)]
-            current = str(rt.cfg.particle_count)
-        else:
-            sizes = ["window", "256x256", "512x512", "1024x1024", "2048x2048"]
-            current = f"{rt.cfg.size[0]}x{rt.cfg.size[1]}" if isinstance(rt.cfg.size, tuple) else "window"
-        if current not in sizes:
-            sizes.insert(0, current)
-        self._controls_key = key
-        self._controls = {"scenes": list(SCENES),
-                "backends": [(b["name"], b["available"], b["reason"]) for b in caps["backends"]],
-                "syncs": [(s["name"], s["available"], s["reason"]) for s in caps["sync"]],
-                "sizes": sizes, "size": current, "vsync": bool(rt.cfg.vsync),
-                "headless": rt.surface.kind == "headless"}
-        return self._controls
+    def controls(view) -> dict:
+        c = view.controls
+        return {"scenes": [s.name for s in c.scenes], "backends": [(b.name, b.available, b.reason) for b in c.backends],
+                "syncs": [(s.name, s.available, s.reason) for s in c.syncs], "sizes": list(c.sizes), "size": c.size,
+                "vsync": view.setup.vsync, "headless": view.setup.headless}
 
     @staticmethod
-    def extras(rt) -> dict:
-        """The teaching and error-lab tabs' data, built only while the panel shows that tab
-        (``panel_state.tab``) or teaching mode runs; absent pieces are simply left out."""
-        out = {}
-        stepper = getattr(rt, "stepper", None)
-        active = bool(getattr(stepper, "active", False))
-        out["teaching_active"] = active
-        tab = getattr(rt.panel_state, "tab", "")
-        if active or tab == "teach":
-            try:
-                from app.schedule.teach import teaching_snapshot
-
-                out["teaching"] = teaching_snapshot(rt)
-            except ImportError:
-                pass
-        demos = getattr(rt, "demos", None)
-        if tab == "lab" and demos is not None:
-            out["demos"] = demos.state(rt)
-        lab = getattr(rt.panel_state, "lab_results", None)
-        if tab == "lab" and lab is not None:
-            out["lab"] = lab
+    def extras(view, tab: str, lab: dict | None) -> dict:
+        """The teaching and error-lab tabs' data, built only while the panel shows that tab or
+        teaching mode runs; absent pieces are simply left out."""
+        t = view.teaching
+        out = {"teaching_active": t.active}
+        if t.active or tab == "teach":
+            out["teaching"] = {**{k: getattr(t, k) for k in t.__dataclass_fields__},
+                               "objects": [{"label": o.label, "kind": o.kind, "owner": o.owner,
+                                            "since_frame": o.since_frame, "acquires": o.acquires,
+                                            "releases": o.releases} for o in t.objects],
+                               "steps": list(t.steps), "skip": list(t.skip)}
+        if tab == "lab":
+            out["demos"] = {"backend": view.setup.backend, "strict": view.setup.strict, "last": view.status,
+                            "demos": [{"demo": d.demo, "key": d.key, "title": d.title, "on": d.on, "flags": d.flags,
+                                       "effect": d.effect} for d in view.demos],
+                            "hazard_counts": view.hazard_counts}
+            if lab is not None:
+                out["lab"] = lab
         return out
 
     # -- all of it -----------------------------------------------------------------------------
-    def update(self, rt) -> dict:
-        """The panel's keys of ``Runtime.snapshot()`` (``Runtime._panel_snapshot`` catches any failure)."""
-        scheduler = rt.scheduler
-        records = scheduler.records if scheduler is not None else ()
-        clock = getattr(rt, "clock", None)
+    def update(self, view, *, tab: str = "", lab: dict | None = None, ui_caps: dict | None = None) -> dict:
+        """The panel's snapshot of one redraw, from the session's read-only view."""
+        history = view.history
+        records = history.records
+        clock = view.clock_map
         self._ingest(records, clock)
-        self._ingest_loop_errors(rt.loop_errors)
+        self._ingest_loop_errors(history)
+        s = view.setup
         return {
+            "scene": s.scene, "scene_desc": s.scene_title, "backend": s.backend, "sync": s.sync, "frame": view.frame,
+            "paused": view.paused, "status": view.status, "trace_written": view.trace_written,
             "timing": self.timing(),
-            "timeline": self.timeline(records, scheduler, clock),
-            "clock": clock.as_dict() if clock is not None else {},
-            "ownership": self.ownership(rt.backend, scheduler),
+            "timeline": self.timeline(records, view.gl_timer, clock),
+            "clock": view.clock,
+            "ownership": self.ownership(view),
             "errors": self.errors.as_list(),
             "errors_total": self.errors.total,
             "errors_other": self.errors.other,
             "hazards": self.hazards.as_list(),
             "hazards_total": self.hazards.total,
-            "caps": self.caps(rt) | self.live_caps(rt),
-            "controls": self.controls(rt),
-            "gl_timer": {"timed": scheduler.gl_timer.timed, "dropped": scheduler.gl_timer.dropped}
-            if scheduler is not None else {},
-        } | self.extras(rt)
+            "caps": self.caps(view, ui_caps or {}),
+            "controls": self.controls(view),
+            "gl_timer": {"timed": view.gl_timer.timed, "dropped": view.gl_timer.dropped},
+        } | self.extras(view, tab, lab)

@@ -1,9 +1,8 @@
 """The panel: timing plots, the frame timeline, ownership, errors, capabilities and the controls.
 
-Drawn with imgui-bundle (ImGui + ImPlot) from ``Runtime.snapshot()`` only: no GL or CL call in
-here. Controls never act in the middle of the ImGui frame: they queue a call on
-``runtime.ui_actions`` (run by ``Runtime.draw_ui`` after the frame) or set a plain flag
-(``runtime.paused``). The window sits at a fixed place on the left (``layout``), so the screenshot
+Drawn with imgui-bundle (ImGui + ImPlot) from the panel model (``app/ui/model.py``) only: no GL
+or CL call in here, and no reference to the session. Controls never act in the middle of the
+ImGui frame: they ``request`` a command of ``app/session/controls.py``, run after the frame. The window sits at a fixed place on the left (``layout``), so the screenshot
 tests know where the plot and the timeline are. Kept cheap (target: under 1 ms of CPU a frame):
 series arrive as numpy arrays, the timeline is a few dozen rectangles, and the capability tab is
 only built while it is shown.
@@ -82,7 +81,7 @@ def layout(width: int, height: int) -> dict[str, tuple[int, int, int, int]]:
 
 
 class PanelState:
-    """What the panel keeps between frames (on ``runtime.panel_state``)."""
+    """What the panel keeps between frames (held by the UI host)."""
 
     def __init__(self) -> None:
         self.failures = 0
@@ -93,11 +92,9 @@ class PanelState:
         self._was_teaching = False
 
 
-def draw_panel(snap: dict, runtime) -> None:
-    """Issue the panel's widgets for one ImGui frame (inside ``ImGuiLayer.draw``)."""
-    state = runtime.panel_state
-    if not isinstance(state, PanelState):
-        state = runtime.panel_state = PanelState()
+def draw_panel(snap: dict, state: PanelState, request) -> None:
+    """Issue the panel's widgets for one ImGui frame (inside ``ImGuiLayer.draw``); ``request(name,
+    **args)`` queues a command for after the frame."""
     io = imgui.get_io()
     rects = layout(int(io.display_size.x), int(io.display_size.y))
     x0, y0, x1, y1 = rects["window"]
@@ -109,10 +106,10 @@ def draw_panel(snap: dict, runtime) -> None:
             return
         try:
             _header(snap)
-            _controls(snap, runtime)
+            _controls(snap, request)
             _timing(snap, rects)
             _timeline(snap, rects)
-            _tabs(snap, rects, runtime, state)
+            _tabs(snap, rects, request, state)
         except Exception as exc:  # noqa: BLE001 - the panel never stops the loop
             state.failures += 1
             if state.last_failure != str(exc):
@@ -161,39 +158,37 @@ def _combo(label: str, width: float, current: str, options: list[tuple[str, bool
     return chosen
 
 
-def _controls(snap: dict, runtime) -> None:
+def _controls(snap: dict, request) -> None:
     ctl = snap.get("controls")
     if not ctl:
         return
-    actions = runtime.ui_actions
     scene = _combo("scene", 90, snap["scene"], [(s, True, "") for s in ctl["scenes"]])
     if scene:
-        actions.append(lambda: runtime.switch(scene=scene))
+        request("switch", scene=scene)
     imgui.same_line()
     backend = _combo("backend", 96, snap["backend"], ctl["backends"])
     if backend:
-        actions.append(lambda: runtime.switch(backend=backend))
+        request("switch", backend=backend)
     imgui.same_line()
     sync = _combo("sync", 72, snap["sync"], ctl["syncs"])
     if sync:
-        actions.append(lambda: runtime.switch(sync=sync))
+        request("switch", sync=sync)
     size = _combo("size", 82, ctl["size"], [(s, True, "") for s in ctl["sizes"]])
     if size:
-        from app.config import parse_size
+        from app.scenes import scene_class
 
-        value = None if size == "window" else parse_size(snap["scene"], size)
-        actions.append(lambda: runtime.set_size(value))
+        request("set_size", size=None if size == "window" else scene_class(snap["scene"]).parse_size(size))
     imgui.same_line()
     changed, paused = imgui.checkbox("pause", bool(snap.get("paused")))
     if changed:
-        runtime.paused = paused
+        request("set_paused", paused=paused)
     imgui.same_line()
     changed, _ = imgui.checkbox("vsync", ctl["vsync"])
     if changed:
-        actions.append(lambda: runtime.handle_key("v"))  # the key's action: cfg.vsync and the swap interval
+        request("toggle_vsync")
     imgui.same_line()
     if imgui.button("write trace"):
-        runtime.request_trace()
+        request("write_trace")
     written = snap.get("trace_written") or {}
     if imgui.is_item_hovered():
         imgui.set_tooltip(f"last: {written.get('path') or written.get('error') or 'none yet'}")
@@ -330,7 +325,7 @@ def _timeline(snap: dict, rects: dict) -> None:
 SET_SELECTED = int(imgui.TabItemFlags_.set_selected)
 
 
-def _tabs(snap: dict, rects: dict, runtime, state: PanelState) -> None:
+def _tabs(snap: dict, rects: dict, request, state: PanelState) -> None:
     x0, y0, x1, y1 = rects["tabs"]
     imgui.set_cursor_screen_pos((x0, y0))
     n_err, n_haz = snap.get("errors_total", 0), snap.get("hazards_total", 0)
@@ -349,8 +344,8 @@ def _tabs(snap: dict, rects: dict, runtime, state: PanelState) -> None:
         tabs = (("Owners", "ownership", lambda: _ownership(snap)),
                 (f"Errors {n_err}", "errors", lambda: _errors(snap)),
                 (f"Hazards {n_haz}", "hazards", lambda: _hazards(snap)),
-                ("Teach", "teach", lambda: _teach(snap, runtime)),
-                ("Lab", "lab", lambda: _lab(snap, runtime, state)),
+                ("Teach", "teach", lambda: _teach(snap, request)),
+                ("Lab", "lab", lambda: _lab(snap, request)),
                 ("Memory", "memory", lambda: _memory(snap)),
                 ("Caps", "caps", lambda: _capabilities(snap)))
         for title, key, draw in tabs:  # "###key": the tab keeps its identity while its title counts
@@ -360,37 +355,31 @@ def _tabs(snap: dict, rects: dict, runtime, state: PanelState) -> None:
                     draw()
 
 
-def _teach(snap: dict, runtime) -> None:
-    """app/ui/teaching.py's section; its buttons stand for keys, handled after the frame."""
+def _teach(snap: dict, request) -> None:
+    """app/ui/teaching.py's section; its buttons stand for commands, run after the frame."""
     if "teaching" not in snap:
         imgui.text_disabled("(teaching data from the next frame on)")
         return
     from app.ui.teaching import draw_teaching
 
     with imgui_ctx.begin_child("##teach", (0, 0)):
-        key = draw_teaching(snap["teaching"])
-    if key:
-        runtime.ui_actions.append(lambda: runtime.handle_key(key))
+        command = draw_teaching(snap["teaching"])
+    if command:
+        request(command)
 
 
-def _lab(snap: dict, runtime, state: PanelState) -> None:
+def _lab(snap: dict, request) -> None:
     """app/ui/lab_tab.py: the hazard demonstrations (keys 1-4) and the error lab's table."""
-    try:
-        from app.ui.lab_tab import draw_hazard_demos, draw_lab_tab, lab_results
-    except ImportError:
-        imgui.text_disabled("the error lab is not available in this build")
-        return
+    from app.ui.lab_tab import draw_hazard_demos, draw_lab_tab
+
     with imgui_ctx.begin_child("##lab", (0, 0)):
         if "demos" in snap:
-            key = draw_hazard_demos(snap["demos"])
-            if key:
-                runtime.ui_actions.append(lambda: runtime.handle_key(key))
+            demo = draw_hazard_demos(snap["demos"])
+            if demo:
+                request("demo", name=demo)
             imgui.separator()
         if draw_lab_tab(snap.get("lab")):
-            def run_lab() -> None:
-                state.lab_results = lab_results(runtime)
-
-            runtime.ui_actions.append(run_lab)
+            request("run_lab")
 
 
 def _ownership(snap: dict) -> None:

@@ -1,9 +1,8 @@
 """The teaching-mode section: the phase strip, who owns each object, the spec text of the step.
 
-Drawn from ``app.schedule.teach.teaching_snapshot(runtime)`` only (no GL or CL call). The buttons
-do not act here: ``draw_teaching`` returns the key they stand for ("t" teaching on/off, "n" next
-phase, "f" finish the frame) and the caller passes it to ``Runtime.handle_key`` after the frame
-(``runtime.ui_actions``).
+Drawn from the teaching view (``app.schedule.teach.teaching_view``) only (no GL or CL call). The
+buttons do not act here: ``draw_teaching`` returns the command they stand for ("teach" on/off,
+"step" the next phase, "teach_finish" the frame), which runs after the frame.
 """
 from __future__ import annotations
 
@@ -59,22 +58,22 @@ def _owners(snap: dict) -> None:
 
 
 def draw_teaching(snap: dict) -> str | None:
-    """Draw the teaching section. Returns "t", "n" or "f" when a button was pressed, else None."""
+    """Draw the teaching section. Returns the command of the button pressed, else None."""
     action = None
     active = bool(snap.get("active"))
     if imgui.button("Stop teaching (t)" if active else "Teaching mode (t)"):
-        action = "t"
+        action = "teach"
     if not active:
         imgui.same_line()
         imgui.text_disabled("pause and step one phase at a time")
         return action
     imgui.same_line()
     if imgui.button(f"Next: {snap.get('next_title', '')} (n)"):
-        action = "n"
+        action = "step"
     if snap.get("mid_frame"):
         imgui.same_line()
         if imgui.button("Finish frame"):
-            action = "f"
+            action = "teach_finish"
     imgui.text(f"frame {snap.get('frame')}  backend {snap.get('backend')}  sync {snap.get('sync')}"
                + (f"  skipping {', '.join(snap['skip'])}" if snap.get("skip") else ""))
     _strip(snap)

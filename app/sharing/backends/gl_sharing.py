@@ -13,9 +13,11 @@ import sys
 import pyopencl as cl
 from OpenGL import GL
 
+from app.cl.ext import ExtensionFunctions, create_event_from_gl_sync
 from app.errors import ClError, SharingUnavailable, cl_error_name
 from app.gl.objects import GlBuffer, GlTexture
-from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharingBackend, SyncStrategy
+from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharingBackend
+from app.sharing.sync import SyncMode
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +51,29 @@ def _refusal(env: ProbeEnv) -> str | None:
 
 class KhrGlSharing(SharingBackend):
     name = "gl_sharing"
-    zero_copy = True
-    sync_modes = ("finish", "gl_event", "none")
+    title = "cl_khr_gl_sharing: CL images and buffers made from GL objects, zero-copy"
+    probe_order = 10
+    capabilities = Capabilities(zero_copy=True, gl_context=True)
+    teaching = {
+        "acquire": "clEnqueueAcquireGLObjects: the driver hands the GL storage itself to CL (zero-copy).",
+        "compute": "The kernel wrote into the GL object's storage.",
+        "release": "clEnqueueReleaseGLObjects: the storage goes back to GL.",
+        "render": "GL drew straight from the storage the kernel wrote.",
+    }
+    hazard_effects = {
+        "skip_acquire": "Undefined behaviour ('These objects need to be acquired before they can be used by any "
+                        "OpenCL commands ... or the behaviour is undefined'): many drivers keep drawing normally, "
+                        "others show stale or torn frames or fail the kernel; GL's pending work is no longer "
+                        "ordered before the kernel.",
+        "skip_release": "GL draws objects CL still owns (undefined): with shared storage the picture often keeps "
+                        "moving, but GL's reads are not ordered after the kernel: torn or stale frames.",
+        "sync_none": "Without glFinish before the acquire (and no cl_khr_gl_event) the spec's ordering does not "
+                     "hold: GL commands may still run when the kernel starts, and GL may draw before the kernel "
+                     "ends: torn or stale frames where the driver does not synchronise implicitly.",
+        "wrong_delete_order": "A scratch shared buffer's GL object is deleted before its CL memory object, which "
+                              "still refers to storage GL may reuse: a kernel using it would write into whatever "
+                              "GL allocates there next.",
+    }
 
     @classmethod
     def probe(cls, env: ProbeEnv) -> Probe:
@@ -109,37 +132,33 @@ class KhrGlSharing(SharingBackend):
     def _enqueue_release(self, queue, objects, wait_for):
         return cl.enqueue_release_gl_objects(queue, [o.mem for o in objects], wait_for=wait_for)
 
-    @classmethod
-    def sync_probe(cls, env: ProbeEnv, mode: str) -> str | None:
-        if mode == "gl_event":
-            return None if "cl_khr_gl_event" in env.device_extensions else "the device does not list cl_khr_gl_event"
-        if mode == "semaphore":
-            return "semaphore sync needs the external_memory backend (Vulkan-exported semaphores)"
-        return super().sync_probe(env, mode)
 
-    def make_sync(self, mode: str) -> SyncStrategy:
-        if mode == "gl_event" and not self.sync_unavailable_reason(mode):
-            return GlEventSync(self)
-        return super().make_sync(mode)
-
-
-class GlEventSync(SyncStrategy):
+class GlEventSync(SyncMode):
     """cl_khr_gl_event: a GL fence becomes a CL event in acquire's wait list (no glFinish); the
     release is ordered before later GL commands by the extension's implicit synchronisation, and
     with GL_ARB_cl_event GL waits on the release's event on the GPU (glWaitSync)."""
 
     name = "gl_event"
+    order = 20
+    title = "GL fence as a CL event (cl_khr_gl_event)"
+    explanation = ("A GL fence becomes a CL event the acquire waits on (no glFinish on the CPU); GL waits on the "
+                   "release's event on the GPU where GL_ARB_cl_event allows.")
+
+    @classmethod
+    def refusal(cls, backend, env) -> str | None:
+        if not backend.capabilities.gl_context:
+            return (f"gl_event needs cl_khr_gl_event on a CL context created from the GL context; {backend.name} "
+                    "uses a plain context (and clCreateEventFromGLsyncKHR crashed NVIDIA's driver on one)")
+        if "cl_khr_gl_event" not in env.device_extensions:
+            return "the device does not list cl_khr_gl_event"
+        return None
 
     def __init__(self, backend: KhrGlSharing) -> None:
         super().__init__(backend)
-        from app.cl.ext import ExtensionFunctions
-
         self.ext = ExtensionFunctions(backend.env.choice.platform)
         self._fences: list = []
 
     def before_acquire(self, waits: list) -> list[cl.Event]:
-        from app.cl.ext import create_event_from_gl_sync
-
         for fence in self._fences:  # the previous frame's fences are complete (its acquire waited)
             GL.glDeleteSync(fence)
         fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)

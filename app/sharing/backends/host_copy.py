@@ -4,58 +4,49 @@ CL works on its own buffers and images. Release copies CL -> GL straight into a 
 (``glMapBufferRange`` + ``enqueue_copy`` into the mapping: one copy, not two); for textures the
 mapping is a pixel-unpack buffer that ``glTexSubImage2D`` then reads on the GL side, except where
 CL memory is host memory (CL_DEVICE_HOST_UNIFIED_MEMORY: CPU OpenCL), where the mapped CL image is
-handed to ``glTexSubImage2D`` directly: one copy instead of two (1024x1024 RGBA8 on PoCL +
-llvmpipe: 2.4 ms -> about 1 ms, ``glshare bench``). Acquire copies
-GL -> CL only when GL changed the data since CL last saw it (``SharedObject.gl_generation``), and
-never for write-only objects; with nothing to copy and nothing to wait for it enqueues nothing. Measured on llvmpipe + a CPU OpenCL (../shared/PLATFORMS.md), the
-mapped path costs 12.3 ms for 16 MiB against 14.7 ms for a copy to numpy plus glBufferSubData.
+handed to ``glTexSubImage2D`` directly: one copy instead of two. Acquire copies GL -> CL only when
+GL changed the data since CL last saw it (``SharedObject.gl_generation``), and never for write-only
+objects; with nothing to copy and nothing to wait for it enqueues nothing.
 """
 from __future__ import annotations
 
-import ctypes
-
-import numpy as np
 import pyopencl as cl
 from OpenGL import GL
 
-from app.diagnostics import live
-from app.errors import GlError
-from app.gl.objects import GlBuffer, GlTexture
-from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharedObject, SharingBackend
-
-RGBA8 = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8)
-
-
-def cl_image_format_for(tex: GlTexture) -> cl.ImageFormat:
-    """The CL image format with the same texel layout as the GL texture's internal format."""
-    table = {
-        GL.GL_RGBA8: (cl.channel_order.RGBA, cl.channel_type.UNORM_INT8),
-        GL.GL_R8: (cl.channel_order.R, cl.channel_type.UNORM_INT8),
-        GL.GL_RG8: (cl.channel_order.RG, cl.channel_type.UNORM_INT8),
-        GL.GL_R16: (cl.channel_order.R, cl.channel_type.UNORM_INT16),
-        GL.GL_RG16: (cl.channel_order.RG, cl.channel_type.UNORM_INT16),
-        GL.GL_R8UI: (cl.channel_order.R, cl.channel_type.UNSIGNED_INT8),
-        GL.GL_RG8UI: (cl.channel_order.RG, cl.channel_type.UNSIGNED_INT8),
-        GL.GL_R16UI: (cl.channel_order.R, cl.channel_type.UNSIGNED_INT16),
-        GL.GL_RG16UI: (cl.channel_order.RG, cl.channel_type.UNSIGNED_INT16),
-        GL.GL_RGBA32F: (cl.channel_order.RGBA, cl.channel_type.FLOAT),
-    }
-    order, ctype = table[tex.internal_format]
-    return cl.ImageFormat(order, ctype)
-
-
-def mapped_bytes(target: int, nbytes: int, access: int) -> np.ndarray:
-    """Map the buffer bound to ``target`` and view the mapping as bytes."""
-    ptr = GL.glMapBufferRange(target, 0, nbytes, access)
-    address = ptr if isinstance(ptr, int) else ctypes.cast(ptr, ctypes.c_void_p).value
-    if not address:
-        raise GlError(GL.glGetError(), where="glMapBufferRange", detail=f"mapping {nbytes} bytes failed")
-    return np.ctypeslib.as_array((ctypes.c_ubyte * nbytes).from_address(address))
+from app.cl.formats import cl_image_format
+from app.gl.objects import GlBuffer
+from app.gl.upload import READ, WRITE_DISCARD, mapped, texture_from_address, texture_from_unpack_buffer, \
+    texture_to_pack_buffer
+from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
 
 
 class HostCopy(SharingBackend):
     name = "host_copy"
-    zero_copy = False
+    title = "copies through mapped GL buffers (any OpenCL device, GL 3.3)"
+    probe_order = 90
+    capabilities = Capabilities(zero_copy=False)
+    teaching = {
+        "acquire": "host_copy: copied GL -> CL where GL changed the data since CL's last copy (write-only "
+                   "objects: nothing to copy). Sync 'finish' waited in glFinish first.",
+        "compute": "The kernel ran on CL's own buffers/images.",
+        "release": "host_copy: copied CL's result into a mapped GL buffer (textures: a pixel-unpack buffer, then "
+                   "glTexSubImage2D). Sync 'finish' waited in clFinish after.",
+        "render": "GL drew the scene from the objects it owns again.",
+    }
+    hazard_effects = {
+        "skip_acquire": "Nothing changes on screen. host_copy's acquire only copies GL -> CL when GL changed the "
+                        "data (particles: once, at build; the image is write-only), so CL's copy is already "
+                        "current: the mistake is invisible here, which is why the flag matters.",
+        "skip_release": "Frozen frame: the release is where host_copy copies CL's result into the GL buffer or "
+                        "texture, so GL keeps drawing the last released data while the kernel runs on in CL. "
+                        "Turn it off and the animation jumps to where CL got to.",
+        "sync_none": "No visible change: host_copy's copies are blocking (enqueue_copy into a mapped GL buffer "
+                     "waits for both sides), so they synchronise by themselves; the frame time drops by the "
+                     "glFinish/clFinish waits (see the timeline).",
+        "wrong_delete_order": "A scratch shared buffer is made and its GL object deleted before its CL memory "
+                              "object. Nothing on screen changes (the scene's objects are untouched); host_copy's "
+                              "CL buffer is its own storage, so nothing breaks - the flag is the lesson.",
+    }
 
     @classmethod
     def probe(cls, env: ProbeEnv) -> Probe:
@@ -66,25 +57,23 @@ class HostCopy(SharingBackend):
             self.unified_memory = bool(self.device.host_unified_memory)
         except cl.Error:  # deprecated in OpenCL 3.0: a device may not answer
             self.unified_memory = False
+        self._pbos: dict[tuple[int, int], GlBuffer] = {}  # (id(shared object), target) -> its PBO
         return cl.Context([self.device])
 
     def _share_buffer(self, gl: GlBuffer, access: str):
         return cl.Buffer(self.context, ACCESS_FLAGS[access], gl.nbytes)
 
-    def _share_texture(self, gl: GlTexture, access: str):
-        return cl.create_image(self.context, ACCESS_FLAGS[access], cl_image_format_for(gl), shape=(gl.width, gl.height))
+    def _share_texture(self, gl, access: str):
+        return cl.create_image(self.context, ACCESS_FLAGS[access], cl_image_format(gl.texel_format),
+                               shape=(gl.width, gl.height))
 
-    def _pbo(self, obj: SharedObject, target: int) -> int:
-        key = f"pbo{target}"
-        name = obj.private.get(key)
-        if name is None:
-            name = obj.private[key] = int(GL.glGenBuffers(1))
-            GL.glBindBuffer(target, name)
+    def _pbo(self, obj: SharedObject, target: int) -> GlBuffer:
+        pbo = self._pbos.get((id(obj), target))
+        if pbo is None:
             usage = GL.GL_STREAM_DRAW if target == GL.GL_PIXEL_UNPACK_BUFFER else GL.GL_STREAM_READ
-            GL.glBufferData(target, obj.gl.nbytes, None, usage)
-            GL.glBindBuffer(target, 0)
-            live.created("gl_pbo", self.name)
-        return name
+            pbo = self._pbos[(id(obj), target)] = GlBuffer(f"{obj.label}.pbo", obj.gl.nbytes, target=target,
+                                                           usage=usage, owner=self.name)
+        return pbo
 
     # -- GL -> CL ---------------------------------------------------------------------------------
     def _enqueue_acquire(self, queue, objects, wait_for):
@@ -99,37 +88,21 @@ class HostCopy(SharingBackend):
             return events[0]
         if not events and not wait_for:
             # nothing to copy in and nothing to order after: the hand-over is bookkeeping only (the
-            # validator and the ownership tracker ran), no CL command. A marker here cost 40-80 us
-            # of the frame on PoCL (glshare bench, overhead_breakdown); the panel shows the acquire
-            # as a host phase without a CL bar.
+            # validator and the ownership tracker ran), no CL command; the panel shows the acquire
+            # as a host phase without a CL bar
             return None
         return cl.enqueue_marker(queue, wait_for=events or wait_for)
 
     def _copy_gl_to_cl(self, queue, obj: SharedObject, wait_for) -> cl.Event:
         gl = obj.gl
         if isinstance(gl, GlBuffer):
-            GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, gl.name)
-            view = mapped_bytes(GL.GL_COPY_READ_BUFFER, gl.nbytes, GL.GL_MAP_READ_BIT)
-            try:
-                event = cl.enqueue_copy(queue, obj.mem, view, wait_for=wait_for, is_blocking=True)
-            finally:
-                GL.glUnmapBuffer(GL.GL_COPY_READ_BUFFER)
-                GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, 0)
-            return event
+            with mapped(GL.GL_COPY_READ_BUFFER, gl.name, gl.nbytes, READ) as view:
+                return cl.enqueue_copy(queue, obj.mem, view, wait_for=wait_for, is_blocking=True)
         pbo = self._pbo(obj, GL.GL_PIXEL_PACK_BUFFER)
-        GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, pbo)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, gl.name)
-        GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
-        GL.glGetTexImage(GL.GL_TEXTURE_2D, 0, gl.format, gl.dtype, ctypes.c_void_p(0))
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        view = mapped_bytes(GL.GL_PIXEL_PACK_BUFFER, gl.nbytes, GL.GL_MAP_READ_BIT)
-        try:
-            event = cl.enqueue_copy(queue, obj.mem, view, origin=(0, 0), region=(gl.width, gl.height),
-                                    wait_for=wait_for, is_blocking=True)
-        finally:
-            GL.glUnmapBuffer(GL.GL_PIXEL_PACK_BUFFER)
-            GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, 0)
-        return event
+        texture_to_pack_buffer(gl, pbo.name)
+        with mapped(GL.GL_PIXEL_PACK_BUFFER, pbo.name, gl.nbytes, READ) as view:
+            return cl.enqueue_copy(queue, obj.mem, view, origin=(0, 0), region=(gl.width, gl.height),
+                                   wait_for=wait_for, is_blocking=True)
 
     # -- CL -> GL ---------------------------------------------------------------------------------
     def _enqueue_release(self, queue, objects, wait_for):
@@ -142,37 +115,22 @@ class HostCopy(SharingBackend):
             self.bytes_copied += obj.nbytes
         if events:
             # every copy was blocking, so the last one's event is complete no earlier than the others:
-            # no marker to join them (a marker cost 10 to 40 us a frame on PoCL; glshare bench)
+            # no marker to join them
             return events[-1]
         return cl.enqueue_marker(queue, wait_for=wait_for)
 
     def _copy_cl_to_gl(self, queue, obj: SharedObject, wait_for) -> cl.Event:
         gl = obj.gl
-        write = GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT
         if isinstance(gl, GlBuffer):
-            GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, gl.name)
-            view = mapped_bytes(GL.GL_COPY_WRITE_BUFFER, gl.nbytes, write)
-            try:
-                event = cl.enqueue_copy(queue, view, obj.mem, wait_for=wait_for, is_blocking=True)
-            finally:
-                GL.glUnmapBuffer(GL.GL_COPY_WRITE_BUFFER)
-                GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, 0)
-            return event
+            with mapped(GL.GL_COPY_WRITE_BUFFER, gl.name, gl.nbytes, WRITE_DISCARD) as view:
+                return cl.enqueue_copy(queue, view, obj.mem, wait_for=wait_for, is_blocking=True)
         if self.unified_memory and isinstance(obj.mem, cl.Image):
             return self._upload_mapped_image(queue, obj, wait_for)
         pbo = self._pbo(obj, GL.GL_PIXEL_UNPACK_BUFFER)
-        GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, pbo)
-        view = mapped_bytes(GL.GL_PIXEL_UNPACK_BUFFER, gl.nbytes, write)
-        try:
+        with mapped(GL.GL_PIXEL_UNPACK_BUFFER, pbo.name, gl.nbytes, WRITE_DISCARD) as view:
             event = cl.enqueue_copy(queue, view, obj.mem, origin=(0, 0), region=(gl.width, gl.height),
                                     wait_for=wait_for, is_blocking=True)
-        finally:
-            GL.glUnmapBuffer(GL.GL_PIXEL_UNPACK_BUFFER)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, gl.name)
-        GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
-        GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, gl.width, gl.height, gl.format, gl.dtype, ctypes.c_void_p(0))
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
+        texture_from_unpack_buffer(gl, pbo.name)
         return event
 
     def _upload_mapped_image(self, queue, obj: SharedObject, wait_for) -> cl.Event:
@@ -180,27 +138,18 @@ class HostCopy(SharingBackend):
         the mapping into the texture. GL has read client memory when the call returns, so the
         image is unmapped right after; the map's event is the release's."""
         gl = obj.gl
-        bpp = gl.bytes_per_pixel
-        mapped, event, row_pitch, _ = cl.enqueue_map_image(
-            queue, obj.mem, cl.map_flags.READ, (0, 0), (gl.width, gl.height), (gl.height, gl.width, bpp), np.uint8,
-            wait_for=wait_for, is_blocking=True)
+        mapped_image, event, row_pitch, _ = cl.enqueue_map_image(
+            queue, obj.mem, cl.map_flags.READ, (0, 0), (gl.width, gl.height),
+            (gl.height, gl.width, gl.bytes_per_pixel), "uint8", wait_for=wait_for, is_blocking=True)
         try:
-            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
-            GL.glBindTexture(GL.GL_TEXTURE_2D, gl.name)
-            GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
-            GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, row_pitch // bpp if row_pitch != gl.width * bpp else 0)
-            GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, gl.width, gl.height, gl.format, gl.dtype,
-                               ctypes.c_void_p(mapped.ctypes.data))
+            texture_from_address(gl, mapped_image.ctypes.data, row_pitch)
         finally:
-            GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, 0)
-            GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-            mapped.base.release(queue=queue)
+            mapped_image.base.release(queue=queue)
         return event
 
     def _unshare(self, obj: SharedObject) -> None:
         for target in (GL.GL_PIXEL_PACK_BUFFER, GL.GL_PIXEL_UNPACK_BUFFER):
-            name = obj.private.pop(f"pbo{target}", None)
-            if name is not None:
-                GL.glDeleteBuffers(1, [name])
-                live.released("gl_pbo", self.name)
-        obj.mem.release()
+            pbo = self._pbos.pop((id(obj), target), None)
+            if pbo is not None:
+                pbo.release()
+        super()._unshare(obj)

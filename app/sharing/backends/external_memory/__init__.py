@@ -16,11 +16,12 @@ would have to keep the allocation alive; no KMT path exists on Linux and none is
 Textures: the CL side writes a shared *buffer*, row pitch ``SharedObject.row_pitch`` (kernels see
 it as an image2d_t made from that buffer where the device has cl_khr_image2d_from_buffer, else as
 the buffer itself: NVIDIA lists no image2d_from_buffer). GL shows it one of two ways, chosen per
-texture and recorded as ``obj.private["display_path"]`` (``lifetime()["display_paths"]``):
+texture and recorded as ``SharedObject.display_path`` (the Memory tab lists them):
   - "buffer texture": GL samples the imported buffer itself, a GL_TEXTURE_BUFFER over it
     (``GlBufferTexture``, drawn by ``BufferTextureQuad`` with texelFetch at y * row_length + x);
-    nothing is copied per frame. Taken when the caller asks (``create_texture(buffer_texture=True)``,
-    the image scene) and GL's buffer-texture rules allow it (``buffer_texture_refusal``).
+    nothing is copied per frame. Taken when the caller draws the texture only with glshare's
+    quad (``create_texture(drawn_by_quad=True)``) and GL's buffer-texture rules allow it
+    (``buffer_texture_refusal``).
   - "copy into texture: <why not a buffer texture>": after the release GL copies the buffer into
     a 2D texture on the GPU (glTexSubImage2D from GL_PIXEL_UNPACK_BUFFER, ``gl_after_release``), for
     callers that sample a 2D texture (the yuv scene) or images a buffer texture cannot hold. With
@@ -38,6 +39,7 @@ import pyopencl as cl
 from OpenGL import GL
 
 from app.cl import ext as clext
+from app.cl.formats import cl_image_format
 from app.diagnostics import live
 from app.errors import ClError, GlError, SharingUnavailable
 from app.gl.context import check_gl
@@ -48,11 +50,11 @@ from app.gl.objects import (
     GlTexture,
     buffer_texture_refusal,
     max_texture_buffer_texels,
-    texel_bytes,
 )
+from app.gl.upload import texture_from_unpack_buffer
 from app.sharing.backends.external_memory.vulkan import close_fd, shared_exporter
-from app.sharing.backends.host_copy import cl_image_format_for
-from app.sharing.base import ACCESS_FLAGS, Probe, ProbeEnv, SharedObject, SharingBackend, SyncStrategy
+from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
+from app.sharing.sync import SyncMode
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ GL_EXTENSIONS = ("GL_EXT_memory_object", "GL_EXT_memory_object_fd")
 GL_SEMAPHORE_EXTENSIONS = ("GL_EXT_semaphore", "GL_EXT_semaphore_fd")
 CL_DEVICE_UUID_KHR = 0x106A
 CL_DEVICE_IMAGE_PITCH_ALIGNMENT = 0x104A
-BUFFER_TEXTURE = "buffer texture"  # obj.private["display_path"] when GL samples the imported buffer
+BUFFER_TEXTURE = "buffer texture"  # SharedObject.display_path when GL samples the imported buffer
 
 
 def import_handle_types(device: cl.Device) -> list[int] | None:
@@ -131,10 +133,29 @@ class GlMemoryObject:
 
 class ExternalMemory(SharingBackend):
     name = "external_memory"
-    zero_copy = True
-    sync_modes = ("finish", "semaphore", "none")
+    title = "Vulkan-exported memory and semaphores, imported by GL and CL (opaque fd), zero-copy"
+    probe_order = 20
+    capabilities = Capabilities(zero_copy=True, semaphores=True, buffer_textures=True)
     release_exporter = True  # free Vulkan's allocation once GL and CL imported it (lifetime demo)
-    buffer_texture_display = True  # create_texture(buffer_texture=True): GL may sample the imported buffer
+    teaching = {
+        "acquire": "clEnqueueAcquireExternalMemObjectsKHR on the Vulkan-exported memory GL and CL both imported.",
+        "compute": "The kernel wrote into the shared device memory.",
+        "release": "clEnqueueReleaseExternalMemObjectsKHR (textures on the copy path: then GL copies the buffer "
+                   "into the texture).",
+        "render": "GL drew from the imported memory.",
+    }
+    hazard_effects = {
+        "skip_acquire": "The kernel runs on memory whose ownership never moved to CL: on NVIDIA the frame usually "
+                        "still looks right, but nothing orders GL's last draw before the kernel, so stale or torn "
+                        "frames are possible.",
+        "skip_release": "GL reads memory CL never released: no ownership transfer back, so GL may see stale data "
+                        "or a half-written frame; a texture's buffer -> texture copy still runs.",
+        "sync_none": "Nothing orders GL and CL on the shared memory: GL may draw while the kernel writes: torn "
+                     "particles or image bands, flicker.",
+        "wrong_delete_order": "A scratch shared buffer's GL object is deleted before its CL memory object; the "
+                              "imported payload stays alive while CL's import holds it, but the GL object that "
+                              "names it is gone.",
+    }
 
     @classmethod
     def probe(cls, env: ProbeEnv) -> Probe:
@@ -157,22 +178,6 @@ class ExternalMemory(SharingBackend):
         except SharingUnavailable as exc:
             return Probe(cls.name, False, exc.reason)
         return Probe(cls.name, True, "Vulkan exports opaque-fd memory; GL and CL import it; zero-copy")
-
-    @classmethod
-    def sync_probe(cls, env: ProbeEnv, mode: str) -> str | None:
-        if mode == "gl_event":
-            return ("gl_event needs a CL context created from the GL context (cl_khr_gl_sharing); external_memory "
-                    "uses a plain one, where clCreateEventFromGLsyncKHR crashed NVIDIA's driver")
-        if mode != "semaphore":
-            return super().sync_probe(env, mode)
-        missing = [e for e in CL_SEMAPHORE_EXTENSIONS if e not in env.device_extensions]
-        missing += [e for e in GL_SEMAPHORE_EXTENSIONS if not env.gl_info.has(e)]
-        if missing:
-            return f"missing {', '.join(missing)}"
-        types = clext.device_info_u32_list(env.choice.device, clext.CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR) or []
-        if clext.CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR not in types:
-            return "the CL device imports no OPAQUE_FD semaphores"
-        return None
 
     def _create_context(self) -> cl.Context:
         ctx = cl.Context([self.device])
@@ -221,29 +226,17 @@ class ExternalMemory(SharingBackend):
             self._kept.append((vk_buffer, vk_memory))
         return name.value, memobj, mem
 
-    def create_buffer(self, label: str, nbytes: int, *, access: str = "read_write", data=None) -> SharedObject:
+    def _new_buffer(self, label: str, nbytes: int, access: str) -> SharedObject:
         name, memobj, mem = self._import(label, nbytes)
         gl = GlBuffer.wrap(label, name, nbytes, owner=self.name)
-        obj = self._adopt(gl, mem, access, "cl_buffer")
-        obj.private["gl_extra"] = [memobj]
-        obj.private["acquire_mem"] = mem
-        if data is not None:
-            self.upload(obj, data)
-        return obj
+        return self._wrap(gl, mem, access, owned=[memobj])
 
-    def create_texture(self, label: str, width: int, height: int, *, internal_format: int = GL.GL_RGBA8,
-                       fmt: int = GL.GL_RGBA, dtype: int = GL.GL_UNSIGNED_BYTE,
-                       access: str = "write_only", buffer_texture: bool = False) -> SharedObject:
-        """A texture whose storage is an imported pitched buffer CL writes (see the module docstring).
-
-        Args:
-            buffer_texture: the caller can draw a ``GlBufferTexture`` (``BufferTextureQuad``): where
-                ``display_path`` allows, ``obj.gl`` is one over the imported buffer and nothing is
-                copied after the release; otherwise ``obj.gl`` is a ``GlTexture`` filled by a copy.
-        Returns:
-            The shared object; ``private["display_path"]`` says which GL object it is and why.
-        """
-        bpp = texel_bytes(fmt, dtype)
+    def _new_texture(self, label: str, width: int, height: int, fmt, access: str,
+                     drawn_by_quad: bool) -> SharedObject:
+        """A texture whose storage is an imported pitched buffer CL writes (see the module docstring):
+        ``obj.gl`` is a ``GlBufferTexture`` over it where the caller draws it with the quad and GL's
+        rules allow, else a ``GlTexture`` filled by a copy after each release."""
+        bpp = fmt.texel_bytes
         from_buffer = "cl_khr_image2d_from_buffer" in self.env.device_extensions
         align = bpp
         if from_buffer:
@@ -252,7 +245,7 @@ class ExternalMemory(SharingBackend):
             got = clext.device_info_u32_list(self.device, CL_DEVICE_IMAGE_PITCH_ALIGNMENT) or [1]
             align *= max(1, got[0])
         pitch = -(-width * bpp // align) * align
-        path = display_path(internal_format, bpp, width, height, pitch, asked=buffer_texture,
+        path = display_path(fmt.internal_format, bpp, width, height, pitch, asked=drawn_by_quad,
                             max_texels=max_texture_buffer_texels())
         name, memobj, buf = self._import(f"{label}.buffer", pitch * height)
         imported = GlBuffer.wrap(f"{label}.buffer", name, pitch * height, target=GL.GL_PIXEL_UNPACK_BUFFER,
@@ -260,11 +253,9 @@ class ExternalMemory(SharingBackend):
         tex = None
         try:
             if path == BUFFER_TEXTURE:
-                tex = GlBufferTexture(label, imported, width, height, pitch, internal_format=internal_format,
-                                      fmt=fmt, dtype=dtype, owner=self.name)
+                tex = GlBufferTexture(label, imported, width, height, pitch, fmt=fmt, owner=self.name)
             else:
-                tex = GlTexture(label, width, height, internal_format=internal_format, fmt=fmt, dtype=dtype,
-                                owner=self.name)
+                tex = GlTexture(label, width, height, fmt=fmt, owner=self.name)
             check_gl(f"{label} ({path})")
             if from_buffer:
                 desc = cl.ImageDescriptor()
@@ -273,14 +264,13 @@ class ExternalMemory(SharingBackend):
                 desc.pitches = (pitch,)
                 desc.buffer = buf
                 try:
-                    image = cl.Image(self.context, ACCESS_FLAGS[access], cl_image_format_for(tex), desc=desc)
+                    image = cl.Image(self.context, ACCESS_FLAGS[access], cl_image_format(fmt), desc=desc)
                 except cl.Error as exc:
                     raise ClError.from_pyopencl(exc, f"image2d from buffer ({label})") from exc
-                kind = "cl_image"
             else:
                 # no cl_khr_image2d_from_buffer (NVIDIA lists none): kernels write the pitched buffer
                 # itself (SharedObject.row_pitch tells them the row length)
-                image, kind = buf, "cl_buffer"
+                image = buf
         except BaseException:
             buf.release()
             if tex is not None:
@@ -288,90 +278,44 @@ class ExternalMemory(SharingBackend):
             imported.release()
             memobj.release()
             raise
-        obj = self._adopt(tex, image, access, kind)
-        # "staging": the imported buffer, GL's view of the memory CL writes (copied from on the copy
-        # path; named by the semaphores; the yuv scene copies its uploads into it)
-        obj.private.update(gl_extra=[imported, memobj], acquire_mem=buf, pitch=pitch, staging=imported,
-                           display_path=path)
-        obj.row_pitch = pitch
+        # storage: the imported buffer, GL's view of the memory CL writes (copied from on the copy
+        # path; named by the semaphores; uploads go into it)
+        obj = self._wrap(tex, image, access, handover=buf if image is not buf else None, storage=imported,
+                         row_pitch=pitch, display_path=path, owned=[imported, memobj])
         log.debug("%s %dx%d, row pitch %d B: %s", label, width, height, pitch, path)
         return obj
 
-    def _share_buffer(self, gl, access):
-        raise SharingUnavailable(self.name, "an existing GL buffer cannot be shared: its storage must come "
-                                 "from imported memory (use create_buffer)")
-
-    def _share_texture(self, gl, access):
-        raise SharingUnavailable(self.name, "an existing GL texture cannot be shared: use create_texture")
-
-    def upload(self, obj: SharedObject, data) -> None:
+    def _upload(self, obj: SharedObject, data) -> None:
         """Imported storage is immutable (no glBufferSubData): GL copies from a staging buffer."""
-        self.tracker.gl_use([obj], "upload")
         tmp = GL.GLuint()
         GL.glCreateBuffers(1, ctypes.byref(tmp))
         GL.glNamedBufferData(tmp.value, data.nbytes, data, GL.GL_STREAM_COPY)
         # into the imported buffer itself: for a texture obj.gl is the texture (or the buffer texture)
-        dest = obj.private["staging"].name if "staging" in obj.private else obj.gl.name
-        GL.glCopyNamedBufferSubData(tmp.value, dest, 0, 0, data.nbytes)
+        GL.glCopyNamedBufferSubData(tmp.value, obj.gl_memory, 0, 0, data.nbytes)
         GL.glDeleteBuffers(1, [tmp.value])
-        obj.gl_wrote()
         check_gl(f"upload {obj.label}")
-
-    def _unshare(self, obj: SharedObject) -> None:
-        obj.mem.release()
-        buf = obj.private.get("acquire_mem")
-        if buf is not None and buf is not obj.mem:
-            buf.release()
 
     # -- acquire / release ------------------------------------------------------------------------
     def _enqueue_acquire(self, queue, objects, wait_for):
-        mems = [o.private["acquire_mem"] for o in objects]
-        return clext.enqueue_acquire_external(self.ext, queue, mems, wait_for)
+        return clext.enqueue_acquire_external(self.ext, queue, [o.handover_mem for o in objects], wait_for)
 
     def _enqueue_release(self, queue, objects, wait_for):
-        mems = [o.private["acquire_mem"] for o in objects]
-        return clext.enqueue_release_external(self.ext, queue, mems, wait_for)
+        return clext.enqueue_release_external(self.ext, queue, [o.handover_mem for o in objects], wait_for)
 
     def gl_after_release(self, objects) -> None:
         """GL's side of a texture hand-over on the copy path: shared buffer -> texture, on the GPU
         (after the sync). Buffer textures read the shared buffer itself: nothing to do for them."""
         for obj in objects:
-            staging = obj.private.get("staging")
-            if staging is None or isinstance(obj.gl, GlBufferTexture):
+            if obj.storage is None or isinstance(obj.gl, GlBufferTexture) or obj.access == "read_only":
                 continue
-            tex = obj.gl
-            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, staging.name)
-            GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, obj.private["pitch"] // tex.bytes_per_pixel)
-            GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
-            GL.glBindTexture(GL.GL_TEXTURE_2D, tex.name)
-            GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, tex.width, tex.height, tex.format, tex.dtype,
-                               ctypes.c_void_p(0))
-            GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-            GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, 0)
-            GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
+            texture_from_unpack_buffer(obj.gl, obj.storage.name, obj.row_pitch)
 
-    def gl_buffer_names(self, objects) -> list[int]:
-        """The GL buffers backed by imported memory (what GL semaphore operations name)."""
-        out = []
-        for obj in objects:
-            out.append(obj.private["staging"].name if "staging" in obj.private else obj.gl.name)
-        return out
-
-    def make_sync(self, mode: str) -> SyncStrategy:
-        if mode == "semaphore":
-            reason = self.sync_unavailable_reason(mode)
-            if reason:
-                raise SharingUnavailable("sync semaphore", reason)
-            return SemaphoreSync(self)
-        return super().make_sync(mode)
-
-    def lifetime(self) -> dict:
-        """What the panel's lifetime demonstration shows."""
+    def memory_tab(self) -> dict:
+        """The lifetime of the payload the panel's Memory tab shows."""
         return {"exporter_released": self.release_exporter, "fds_closed": self.fds_closed,
                 "cl_took_fd_ownership": self.cl_took_fd, "open_fds": clext.open_fds(collect=False),
                 "holders": "GL memory object + CL buffer (each import holds a reference to the payload)",
-                "display_paths": {o.label: o.private["display_path"] for o in self.objects
-                                  if "display_path" in o.private}}
+                "display_paths": {o.label: o.display_path for o in self.objects if o.display_path}}
 
     def _close_extra(self) -> None:
         for vk_buffer, vk_memory in self._kept:
@@ -379,13 +323,32 @@ class ExternalMemory(SharingBackend):
         self._kept = []  # the exporter itself is the process's (vulkan_export.shared_exporter)
 
 
-class SemaphoreSync(SyncStrategy):
+class SemaphoreSync(SyncMode):
     """Binary semaphores exported by Vulkan, imported by GL (GL_EXT_semaphore_fd) and CL
     (cl_khr_external_semaphore_opaque_fd). GL signals ``gl_done`` when its commands on the shared
     objects are issued and CL waits on it before the acquire; CL signals ``cl_done`` after the
     release and GL waits on it before using the objects. No CPU wait per frame."""
 
     name = "semaphore"
+    order = 30
+    title = "exported semaphores (no CPU wait)"
+    explanation = ("GL signals a semaphore after its commands on the shared objects and CL waits on it before the "
+                   "acquire; CL signals one after the release and GL waits on it: the GPU orders them, the CPU "
+                   "never waits.")
+
+    @classmethod
+    def refusal(cls, backend, env) -> str | None:
+        if not backend.capabilities.semaphores:
+            return (f"semaphore sync needs memory that comes with exported semaphores (external_memory); "
+                    f"{backend.name} has none")
+        missing = [e for e in CL_SEMAPHORE_EXTENSIONS if e not in env.device_extensions]
+        missing += [e for e in GL_SEMAPHORE_EXTENSIONS if not env.gl_info.has(e)]
+        if missing:
+            return f"missing {', '.join(missing)}"
+        types = clext.device_info_u32_list(env.choice.device, clext.CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR) or []
+        if clext.CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR not in types:
+            return "the CL device imports no OPAQUE_FD semaphores"
+        return None
 
     def __init__(self, backend: ExternalMemory) -> None:
         super().__init__(backend)
@@ -413,7 +376,7 @@ class SemaphoreSync(SyncStrategy):
         return name.value, cl_sem
 
     def _buffers(self):
-        names = self.backend.gl_buffer_names(self.backend.objects)
+        names = [o.gl_memory for o in self.backend.objects]
         return len(names), (GL.GLuint * max(1, len(names)))(*names)
 
     def before_acquire(self, waits: list) -> list[cl.Event]:

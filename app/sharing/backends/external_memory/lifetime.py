@@ -26,7 +26,7 @@ def _one_life(backend, prog: cl.Kernel, n: int, steps: list | None) -> None:
     """Import, free the exporter's side, CL writes / GL reads, GL writes / CL reads, destroy."""
     obj = backend.create_buffer("lifetime demo", n * 4)
     try:
-        lt = backend.lifetime()
+        lt = backend.memory_tab()
         ok = [live.count("vk_memory") == 0 and lt["exporter_released"]]
         detail = [f"Vulkan allocations alive: {live.count('vk_memory')}; fds glshare closed: {lt['fds_closed']}; "
                   f"CL took its fd: {lt['cl_took_fd_ownership']}"]

@@ -1,0 +1,47 @@
+"""``glshare run``: check the options and every output path, pick window or headless, run."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector
+from app.errors import UsageError
+from app.outputs import check_outputs
+
+
+def main(args) -> int:
+    from app.window import has_display, select_platform
+
+    headless = args.headless
+    if not headless and not has_display():
+        print("glshare: no display (DISPLAY is not set): running headless", file=sys.stderr)
+        headless = True
+    frames = args.frames
+    screenshot, report = args.screenshot, args.report
+    if headless and frames is None:
+        frames = DEFAULT_HEADLESS_FRAMES
+        out = Path("out")
+        screenshot = screenshot or out / f"glshare-{args.scene}.png"
+        report = report or out / f"glshare-{args.scene}.json"
+    check_outputs({"screenshot": screenshot, "report": report, "trace": args.trace})
+    select_platform(headless)
+    from app.scenes import scene_class
+    from app.sharing.registry import backend_classes
+    from app.sharing.sync import sync_modes
+
+    scene = scene_class(args.scene)
+    if args.backend != "auto" and args.backend not in backend_classes():
+        raise UsageError(f"--backend {args.backend!r}: choose one of auto, {', '.join(backend_classes())}")
+    if args.sync not in sync_modes():
+        raise UsageError(f"--sync {args.sync!r}: choose one of {', '.join(sync_modes())}")
+    cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
+                    size=scene.parse_size(args.size), report=report, screenshot=screenshot, trace=args.trace,
+                    cl_device=cl_device_selector(args.cl_device), seed=args.seed, strict=args.strict,
+                    panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
+                    yuv_format=args.yuv_format)
+    from app.session.loop import run
+
+    written = run(cfg)
+    for kind, where in written.items():
+        print(f"glshare: wrote {kind} {where}", file=sys.stderr if where == "standard output" else sys.stdout)
+    return 0

@@ -1,0 +1,248 @@
+"""Every way a user acts on a run, in one table of commands: keys, panel buttons, teaching steps
+and hazard demonstrations all become ``Controls.run(name, **args)``.
+
+A command returns a status line (what happened, or why it was refused), which the panel shows.
+Panel buttons never act in the middle of an ImGui frame: they are queued (``request``) and run
+after it (``apply``).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from app.session.session import Session
+from app.session.views import DemoView
+
+log = logging.getLogger(__name__)
+
+
+class UiFlags(Protocol):
+    """What the controls change in the UI host."""
+
+    show_panel: bool
+
+    def mark_dirty(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    title: str
+    keys: tuple[str, ...] = ()
+    paused_only: bool = False  # its keys act only while paused (stepping)
+
+
+@dataclass(frozen=True)
+class Demo:
+    """A hazard demonstration: break the hand-over on purpose and see what it does."""
+
+    name: str
+    key: str
+    title: str
+    flags: str  # the tracker's cases it sets off
+
+
+DEMOS: tuple[Demo, ...] = (
+    Demo("skip_acquire", "1", "skip the acquire",
+         "use_without_acquire every frame, release_without_acquire at every release"),
+    Demo("skip_release", "2", "skip the release", "gl_use_while_acquired at every draw, double_acquire at every acquire"),
+    Demo("sync_none", "3", "skip glFinish/clFinish (sync none)",
+         "nothing: the tracker checks who owns an object, not whether the other side finished with it"),
+    Demo("wrong_delete_order", "4", "delete GL before CL (once)", "delete_gl_while_shared, once"),
+)
+STRICT_TEXT = ("With --strict the first flag is raised (HazardError): the run stops with "
+               "'glshare: error: <phase>: <case> on <object>: <spec sentence>' and exit status 1.")
+
+COMMANDS: tuple[Command, ...] = (
+    Command("quit", "quit", ("escape", "q")),
+    Command("pause", "pause / resume", ("p", "space")),
+    Command("step", "one frame (or phase) while paused", ("right", "n"), paused_only=True),
+    Command("next_scene", "next scene", ("s",)),
+    Command("next_backend", "next available backend", ("b",)),
+    Command("next_sync", "next sync mode this backend offers", ("y",)),
+    Command("toggle_panel", "full panel / minimal overlay", ("h",)),
+    Command("toggle_vsync", "vertical sync on / off", ("v",)),
+    Command("teach", "teaching mode on / off", ("t",)),
+    Command("teach_finish", "teaching: finish the frame", ("f",)),
+    Command("switch", "switch scene, backend or sync mode"),
+    Command("set_size", "change the workload size"),
+    Command("set_paused", "pause or resume"),
+    Command("write_trace", "write a Chrome/Perfetto trace"),
+    Command("demo", "toggle a hazard demonstration"),
+    Command("run_lab", "run the error lab"),
+    *(Command(f"demo_{d.name}", d.title, (d.key,)) for d in DEMOS),
+)
+BY_NAME = {c.name: c for c in COMMANDS}
+BY_KEY = {k: c for c in COMMANDS for k in c.keys}
+
+
+class Controls:
+    """Runs commands on a session (and the UI flags they change)."""
+
+    def __init__(self, session: Session, ui: UiFlags | None = None, *,
+                 write_trace: Callable[[str | None], str] | None = None,
+                 run_lab: Callable[[], str] | None = None) -> None:
+        self.session = session
+        self.ui = ui
+        self._write_trace = write_trace
+        self._run_lab = run_lab
+        self.pending: list[tuple[str, dict]] = []
+        self.close_requested = False
+        self.sync_before_none = "finish"
+        self.deletes = 0
+        self.last_demo = ""
+
+    # -- input ---------------------------------------------------------------------------------
+    def key(self, key: str) -> str | None:
+        """Run the command bound to ``key``; None when no command takes it now."""
+        cmd = BY_KEY.get(key)
+        if cmd is None or (cmd.paused_only and not self.session.paused):
+            return None
+        return self.run(cmd.name)
+
+    def request(self, name: str, **args) -> None:
+        """Queue a command to run after the UI frame (panel buttons)."""
+        self.pending.append((name, args))
+
+    def apply(self) -> None:
+        """Run the queued commands; a failure is recorded and the loop goes on."""
+        pending, self.pending = self.pending, []
+        for name, args in pending:
+            try:
+                self.run(name, **args)
+            except Exception as exc:  # noqa: BLE001
+                self.session.loop_error(exc, f"panel control {name}")
+
+    def run(self, name: str, **args) -> str:
+        """Run command ``name``; returns its status line (also kept as ``session.status``)."""
+        if name not in BY_NAME:
+            raise KeyError(f"unknown command {name!r}")
+        if self.ui is not None:
+            self.ui.mark_dirty()  # the panel shows the change at once
+        status = getattr(self, f"_do_{name}")(**args) or ""
+        if status:
+            self.session.status = status
+        return status
+
+    # -- the commands ---------------------------------------------------------------------------
+    def _do_quit(self) -> str:
+        self.close_requested = True
+        return "quitting"
+
+    def _do_pause(self) -> str:
+        return self._do_set_paused(not self.session.paused)
+
+    def _do_set_paused(self, paused: bool) -> str:
+        s = self.session
+        if s.stepper.active and not paused:
+            return "teaching mode keeps the run paused: leave it with t"
+        s.paused = bool(paused)
+        return "paused" if s.paused else "running"
+
+    def _do_step(self) -> str:
+        self.session.step_once = True
+        return ""
+
+    def _do_next_scene(self) -> str:
+        return self._do_switch(scene=self.session.next_choice("scene"))
+
+    def _do_next_backend(self) -> str:
+        return self._do_switch(backend=self.session.next_choice("backend"))
+
+    def _do_next_sync(self) -> str:
+        return self._do_switch(sync=self.session.next_choice("sync"))
+
+    def _do_switch(self, **what) -> str:
+        return self.session.switch(**what).message
+
+    def _do_set_size(self, size) -> str:
+        return self.session.set_size(size).message
+
+    def _do_toggle_panel(self) -> str:
+        if self.ui is None:
+            return "no panel in this run (--no-overlay)"
+        self.ui.show_panel = not self.ui.show_panel
+        return "panel shown" if self.ui.show_panel else "minimal overlay"
+
+    def _do_toggle_vsync(self) -> str:
+        s = self.session
+        s.cfg = s.cfg.with_(vsync=not s.cfg.vsync)
+        s.surface.set_vsync(s.cfg.vsync)
+        return f"vsync {'on' if s.cfg.vsync else 'off'}"
+
+    def _do_teach(self) -> str:
+        s = self.session
+        s.set_teaching(not s.stepper.active)
+        return "teaching mode: n steps one phase, f finishes the frame" if s.stepper.active else "teaching mode off"
+
+    def _do_teach_finish(self) -> str:
+        if not self.session.stepper.active:
+            return ""
+        self.session.finish_teaching_frame()
+        return "frame finished"
+
+    def _do_write_trace(self, path: str | None = None) -> str:
+        if self._write_trace is None:
+            return "no trace writer in this run"
+        return self._write_trace(path)
+
+    def _do_run_lab(self) -> str:
+        if self._run_lab is None:
+            return "no error lab in this run"
+        self.session.finish_teaching_frame()
+        return self._run_lab()
+
+    # -- hazard demonstrations ------------------------------------------------------------------
+    def _do_demo(self, name: str) -> str:
+        return getattr(self, f"_do_demo_{name}")()
+
+    def _skip(self, phase: str) -> str:
+        sched = self.session.scheduler
+        sched.skip ^= {phase}
+        self.last_demo = f"skip_{phase}"
+        log.info("hazard demo: skip %s", sorted(sched.skip))
+        return f"hazard demo: {'skipping' if phase in sched.skip else 'no longer skipping'} the {phase}"
+
+    def _do_demo_skip_acquire(self) -> str:
+        return self._skip("acquire")
+
+    def _do_demo_skip_release(self) -> str:
+        return self._skip("release")
+
+    def _do_demo_sync_none(self) -> str:
+        s = self.session
+        self.last_demo = "sync_none"
+        skip = set(s.scheduler.skip)
+        if s.cfg.sync != "none":
+            self.sync_before_none = s.cfg.sync
+            message = s.switch(sync="none").message
+        else:
+            message = s.switch(sync=self.sync_before_none or "finish").message
+        if s.scheduler is not None:
+            s.scheduler.skip |= skip  # a sync switch keeps the other demonstrations on
+        return f"hazard demo: {message}"
+
+    def _do_demo_wrong_delete_order(self) -> str:
+        """A scratch shared buffer deleted GL-first: flags delete_gl_while_shared on the frame about
+        to run (its record carries the flag). Raises HazardError under strict."""
+        s = self.session
+        self.last_demo = "wrong_delete_order"
+        backend = s.backend
+        obj = backend.create_buffer("demo.delete_order", 256)
+        backend.tracker.frame = s.frame
+        self.deletes += 1
+        try:
+            backend.delete_gl_first(obj)
+        finally:
+            backend.destroy(obj)  # idempotent: whatever delete_gl_first did not get to
+        return "hazard demo: a scratch buffer's GL object was deleted before its CL memory object"
+
+    def demo_views(self) -> tuple[DemoView, ...]:
+        s = self.session
+        skip = s.scheduler.skip if s.scheduler is not None else set()
+        on = {"skip_acquire": "acquire" in skip, "skip_release": "release" in skip,
+              "sync_none": s.cfg.sync == "none", "wrong_delete_order": False}
+        effects = s.backend.hazard_effects if s.backend is not None else {}
+        return tuple(DemoView(d.name, d.key, d.title, on[d.name], d.flags, effects.get(d.name, ""))
+                     for d in DEMOS)

@@ -1,0 +1,408 @@
+"""One run's objects, built in data order and torn down in reverse: surface -> device -> registry
+-> backend -> scene -> scheduler (an ExitStack), and the switches between set-ups.
+
+A switch of scene, backend, sync mode or size tears down the scene and the backend (CL objects
+before GL objects) and builds the new set-up; on failure the old one is rebuilt and the refusal is
+recorded. ``step()`` runs one frame (or, in teaching mode, one phase of it); ``view()`` is the
+read-only picture of the session the UI and the outputs get.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+from dataclasses import dataclass
+
+import pyopencl as cl
+
+from app.cl.device import CL_SHARING_EXTENSIONS, select_device
+from app.config import RunConfig
+from app.errors import GlshareError, SharingUnavailable
+from app.gl.context import check_gl, gl_info
+from app.gl.timer import default_every
+from app.scenes import scene_class, scene_classes
+from app.schedule.frame import ErrorRecord, FrameRecord
+from app.schedule.history import RunHistory
+from app.schedule.scheduler import FrameScheduler, error_record
+from app.schedule.teach import TeachingStepper, teaching_view
+from app.session import views
+from app.sharing.base import ProbeEnv
+from app.sharing.registry import Registry, backend_class
+from app.sharing.sync import sync_modes
+from app.trace.clock import ClockMap
+from app.window import open_surface
+
+log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class SwitchOutcome:
+    ok: bool
+    what: str
+    message: str  # what happened, or why the choice was refused or fell back
+
+
+def window_size_for(cfg: RunConfig) -> tuple[int, int]:
+    """The window a run of ``cfg`` opens (image scenes show their image 1:1 up to 2048 pixels)."""
+    cls = scene_class(cfg.scene)
+    return cls.window_size(cls.size_of(cfg), cfg.window_size)
+
+
+class Session:
+    """One ``glshare run``'s objects. Use as a context manager."""
+
+    def __init__(self, cfg: RunConfig, surface=None) -> None:
+        """``surface``: an already open surface to draw on (tests, bench); it is not closed here."""
+        self.cfg = cfg
+        self.history = RunHistory()
+        self.requested_sync = cfg.sync  # kept across backend switches that must fall back
+        self.sizes: dict[str, object] = {cfg.scene: cfg.size}  # the size chosen per scene
+        self.surface = surface
+        self._given_surface = surface
+        self._stack = contextlib.ExitStack()
+        self.backend = None
+        self.scene = None
+        self.scheduler = None
+        self.stepper = TeachingStepper()
+        self.frame = 0  # simulation frame (what the kernels see)
+        self.paused = False
+        self.step_once = False
+        self.status = ""
+        self._last_size = (0, 0)
+        self._caps_key = None
+        self._caps: views.CapsView | None = None
+
+    # -- building ----------------------------------------------------------------------------
+    def __enter__(self) -> "Session":
+        try:
+            if self._given_surface is None:
+                self.surface = open_surface(self.cfg.headless, window_size_for(self.cfg),
+                                            title=f"glshare - {self.cfg.scene}", vsync=self.cfg.vsync)
+                self._stack.callback(self.surface.close)
+            self.choice = select_device(self.cfg.cl_device)
+            self.gl_info = gl_info()
+            self.registry = Registry(ProbeEnv(self.choice, self.surface, self.gl_info))
+            self._build(self.cfg.scene, self.registry.choose(self.cfg.backend), self.cfg.sync)
+            self._stack.callback(self._teardown)
+            self.clock = ClockMap.calibrate(self.choice.device, self.backend.queue)
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    @property
+    def backend_name(self) -> str:
+        return self.backend.name if self.backend is not None else ""
+
+    def _build(self, scene: str, backend: str, sync: str) -> None:
+        cls = scene_class(scene)
+        size = self.sizes.get(scene)
+        cfg = self.cfg.with_(scene=scene, backend=backend, sync=sync, size=size if cls.accepts(size) else None)
+        new_backend = self.registry.open(backend, strict=self.cfg.strict)
+        try:
+            strategy = new_backend.make_sync(sync)
+            new_scene = cls(cfg)
+            new_scene.build(new_backend, self.surface.framebuffer_size)
+            check_gl(f"build {scene} on {backend}")
+        except BaseException:
+            new_backend.close()
+            raise
+        self.backend, self.scene = new_backend, new_scene
+        self.history.begin_segment(scene, backend, sync, self.frame)
+        # a trace gets every frame's GL passes; else software GL times one frame in a few (gl/timer.py)
+        every = 1 if self.cfg.trace else default_every(self.gl_info.renderer)
+        self.scheduler = FrameScheduler(new_backend, new_scene, strategy, history=self.history,
+                                        strict=self.cfg.strict, gl_timer_every=every)
+        self.cfg = cfg
+        self._last_size = tuple(self.surface.framebuffer_size)
+
+    def _teardown(self) -> None:
+        """Reverse build order; CL memory objects before their GL objects (scene.teardown)."""
+        with contextlib.suppress(Exception):
+            self.finish_teaching_frame()
+        if self.scheduler is not None:
+            with contextlib.suppress(Exception):
+                self.scheduler.finish()
+            self.scheduler.close()
+            self.scheduler = None
+        if self.scene is not None:
+            self.scene.teardown()
+            self.scene = None
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None
+            gc.collect()  # the old CL context (a CUDA context on NVIDIA) goes now, not at a later collection
+
+    # -- switching -----------------------------------------------------------------------------
+    def _sync_for(self, backend: str, current: str) -> tuple[str, str]:
+        """The sync mode a switch to ``backend`` runs: the one the user chose last where the backend
+        offers it, else the current one, else finish; and a note when it fell back."""
+        env = self.registry.env
+        cls = backend_class(backend)
+        for mode in (self.requested_sync, current, "finish"):
+            if cls.sync_refusal(env, mode) is None:
+                note = "" if mode == self.requested_sync else (
+                    f"; sync {self.requested_sync} is not available on {backend} "
+                    f"({cls.sync_refusal(env, self.requested_sync)}), using {mode}")
+                return mode, note
+        return "finish", ""
+
+    def switch(self, *, scene: str | None = None, backend: str | None = None,
+               sync: str | None = None) -> SwitchOutcome:
+        """Re-create resources for a new scene / backend / sync mode; on failure keep the old set-up.
+
+        Refusals are recorded (panel, report) and returned, not raised, unless ``strict``.
+        """
+        old = (self.cfg.scene, self.backend_name, self.cfg.sync)
+        note = ""
+        if sync:
+            self.requested_sync = sync
+        elif backend:
+            sync, note = self._sync_for(backend, old[2])
+        new = (scene or old[0], backend or old[1], sync or old[2])
+        what = "scene" if scene else "backend" if backend else "sync"
+        try:
+            if scene:
+                scene_class(scene)
+            if backend:
+                self.registry.choose(backend)
+            if sync and new[1] == old[1]:
+                reason = self.backend.sync_unavailable_reason(new[2])
+                if reason:
+                    raise SharingUnavailable(f"sync {new[2]}", reason)
+        except GlshareError as exc:
+            return self._refused(exc, what)
+        if self.scheduler is not None:
+            self.scheduler.finish()
+        self._teardown()
+        try:
+            self._build(*new)
+        except Exception as exc:  # noqa: BLE001 - fall back to what ran before
+            outcome = self._refused(exc, what)
+            self._build(*old)
+            return outcome
+        self.history.switches.append({"frame": self.frame, "what": what,
+                                      "from": dict(zip(("scene", "backend", "sync"), old)),
+                                      "to": dict(zip(("scene", "backend", "sync"), new))})
+        message = f"{what}: {' / '.join(old)} -> {' / '.join(new)}{note}"
+        log.info("switched %s", message)
+        self.status = message
+        return SwitchOutcome(True, what, message)
+
+    def set_size(self, size) -> SwitchOutcome:
+        """A new workload size for the scene (a count, (W, H), or None for its default), rebuilt like
+        a switch; on failure the old size is rebuilt and the error recorded."""
+        scene = self.cfg.scene
+        old = self.sizes.get(scene)
+        self.sizes[scene] = size
+        outcome = self.switch(scene=scene)
+        if outcome.ok:
+            self.history.switches[-1]["what"] = "size"
+            return SwitchOutcome(True, "size", f"size: {scene_class(scene).size_label(size)}")
+        self.sizes[scene] = old
+        if self.cfg.size != old:
+            self.switch(scene=scene)
+        return outcome
+
+    def _refused(self, exc: BaseException, what: str) -> SwitchOutcome:
+        self.loop_error(exc, f"switch {what}")
+        message = f"{what} refused: {exc.one_line() if isinstance(exc, GlshareError) else exc}"
+        self.status = message
+        return SwitchOutcome(False, what, message)
+
+    def next_choice(self, what: str) -> str:
+        """The next scene, available backend or offered sync mode after the current one."""
+        if what == "scene":
+            options, current = list(scene_classes()), self.cfg.scene
+        elif what == "backend":
+            options, current = self.registry.available, self.backend_name
+        else:
+            options = [m for m in sync_modes() if not self.backend.sync_unavailable_reason(m)]
+            current = self.cfg.sync
+        i = options.index(current) if current in options else -1
+        return options[(i + 1) % len(options)]
+
+    def loop_error(self, exc: BaseException, where: str) -> ErrorRecord:
+        rec = error_record(self.frame, exc, where)
+        self.history.loop_error(rec)
+        log.warning("%s: %s", where, rec.message)
+        if self.cfg.strict:
+            raise exc
+        return rec
+
+    # -- stepping ------------------------------------------------------------------------------
+    def render_target(self):
+        return self.surface.framebuffer_size if self.surface.bind_target() else None
+
+    def _check_resize(self) -> None:
+        size = tuple(self.surface.framebuffer_size)
+        if size == self._last_size:
+            return
+        self._last_size = size
+        try:
+            self.scene.resize(size)
+            check_gl("resize")
+        except Exception as exc:  # noqa: BLE001
+            self.loop_error(exc, "resize")
+
+    def step(self) -> FrameRecord | None:
+        """One loop iteration's work: a frame (acquire -> compute -> release -> render), one phase
+        of it in teaching mode, or, while paused, the scene redrawn. Returns the record of a frame
+        that completed, else None."""
+        self._check_resize()
+        if self.paused and not self.step_once:
+            self.idle_render()
+            return None
+        self.step_once = False
+        if self.stepper.active:
+            _, rec = self.stepper.advance(self.scheduler, self.frame, self.render_target)
+            if rec is not None:
+                self.frame += 1
+            else:
+                self.idle_render()
+            return rec
+        rec = self.scheduler.run_frame(self.frame, self.render_target)
+        self.frame += 1
+        return rec
+
+    def idle_render(self) -> None:
+        """What a paused loop draws: the scene, except in the middle of a stepped frame while CL owns
+        a shared object (after the acquire, until the release): then only the background."""
+        if not self.surface.bind_target():
+            return
+        scene, tracker = self.scene, self.backend.tracker
+        if self.stepper.covers(scene.shared, tracker.owner_of):
+            from OpenGL import GL
+
+            GL.glClearColor(0.08, 0.08, 0.10, 1.0)
+            GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+            return
+        scene.render(self.surface.framebuffer_size)
+
+    def finish_teaching_frame(self) -> None:
+        """Run the rest of a stepped frame (before a switch, a teardown, leaving teaching mode)."""
+        self.frame += self.stepper.finish_frame(self.scheduler, self.frame, self.render_target)
+
+    def set_teaching(self, on: bool) -> None:
+        if on:
+            self.stepper.start()
+            self.paused = True
+        else:
+            self.finish_teaching_frame()
+            self.stepper.stop()
+            self.paused = False
+
+    def finish(self) -> None:
+        """Drain the queue and read every profile (the end of a run, before its outputs)."""
+        if self.scheduler is not None:
+            self.scheduler.finish()
+
+    # -- views ---------------------------------------------------------------------------------
+    def owners(self) -> tuple[views.OwnerView, ...]:
+        """Each shared object: GL, CL, or in transition (its acquire / release enqueued, not complete)."""
+        backend, scheduler = self.backend, self.scheduler
+        if backend is None:
+            return ()
+        rec = None
+        if scheduler is not None:
+            rec = scheduler.current or self.history.last
+        pending = {}
+        if rec is not None:
+            for name in ("acquire", "release"):
+                ev = rec.events.get(name)
+                if ev is not None:
+                    try:
+                        pending[name] = ev.command_execution_status != cl.command_execution_status.COMPLETE
+                    except Exception:  # noqa: BLE001 - a bad event is shown as settled, never raised
+                        pending[name] = False
+        out = []
+        for obj in (self.scene.shared if self.scene is not None else ()):
+            st = backend.tracker.states.get(id(obj))
+            if st is None:
+                continue
+            state = st.owner.upper()
+            if st.owner == "cl" and pending.get("acquire"):
+                state = "GL -> CL"
+            elif st.owner == "gl" and pending.get("release"):
+                state = "CL -> GL"
+            out.append(views.OwnerView(st.label, obj.kind, st.owner, state, st.since_frame, st.acquires, st.releases))
+        return tuple(out)
+
+    def caps(self) -> views.CapsView:
+        """Platform, device, GL, sharing extensions and every backend's verdict (cached per set-up)."""
+        key = (self.backend_name, self.cfg.sync, self.cfg.scene)
+        if self._caps is not None and key == self._caps_key:
+            return self._caps
+        from app.sharing.backends.external_memory import import_handle_types
+        from app.sharing.backends.external_memory.handles import handle_table
+        from app.sharing.backends.external_memory.lifetime import KMT_NOTE
+
+        choice = self.choice
+        cl_exts = set(choice.device.extensions.split()) | set(choice.platform.extensions.split())
+        info = self.gl_info.as_dict()
+        types = import_handle_types(choice.device)
+        ext_probe = self.registry.probes.get("external_memory")
+        memory = {"handle_types": handle_table(types), "import_types": [f"0x{t:04X}" for t in types or []],
+                  "lifetime": self.backend.memory_tab(), "kmt_note": KMT_NOTE,
+                  "unavailable": ext_probe.reason if ext_probe is not None and not ext_probe.available else ""}
+        sync = tuple(views.Choice(m, not r, r or "") for m, r in
+                     ((m, self.backend.sync_unavailable_reason(m)) for m in sync_modes()))
+        self._caps_key = key
+        self._caps = views.CapsView(
+            platform=f"{choice.platform.name.strip()} ({choice.platform.version.strip()})",
+            device=f"{choice.device.name.strip()} ({choice.device.version.strip()})",
+            gl=f"{info['renderer']} | {info['version']}", gl_vendor=info["vendor"],
+            surface=getattr(self.surface, "label", self.surface.kind),
+            cl_extensions=tuple((e, e in cl_exts) for e in CL_SHARING_EXTENSIONS),
+            gl_extensions=tuple(info["sharing_extensions"].items()),
+            backends=tuple(self.registry.as_list()), chosen=self.backend_name, sync=sync, memory=memory)
+        return self._caps
+
+    def controls_view(self) -> views.ControlsView:
+        caps = self.caps()
+        cls = scene_class(self.cfg.scene)
+        size = cls.size_of(self.cfg)
+        current = "window" if size is None and cls.follows_window else cls.size_label(size)
+        sizes = list(cls.panel_sizes)
+        if current not in sizes:
+            sizes.insert(0, current)
+        return views.ControlsView(
+            scenes=tuple(views.Choice(s, True) for s in scene_classes()),
+            backends=tuple(views.Choice(b["name"], b["available"], b["reason"]) for b in caps.backends),
+            syncs=caps.sync, sizes=tuple(sizes), size=current)
+
+    def setup_view(self) -> views.SetupView:
+        cls = scene_class(self.cfg.scene)
+        scene = self.scene
+        return views.SetupView(
+            scene=self.cfg.scene, scene_title=scene.describe() if scene else "", backend=self.backend_name,
+            sync=self.cfg.sync, size_label=cls.size_label(scene.current_size if scene else None),
+            size_kind=cls.size_kind, vsync=bool(self.cfg.vsync), headless=self.surface.kind == "headless",
+            strict=bool(self.cfg.strict))
+
+    def gl_timer_view(self) -> views.GlTimerView:
+        timer = self.scheduler.gl_timer if self.scheduler is not None else None
+        if timer is None:
+            return views.GlTimerView(False, 1, "off", None, 0, 0)
+        return views.GlTimerView(timer.enabled, timer.every, timer.sampling, timer.oldest_pending_frame,
+                                 timer.timed, timer.dropped)
+
+    def teaching_view(self, owners: tuple) -> object:
+        backend = self.backend
+        skip = self.scheduler.skip if self.scheduler is not None else ()
+        return teaching_view(self.stepper, frame=self.frame, paused=self.paused, objects=owners,
+                             backend=self.backend_name, does=backend.teaching if backend else {},
+                             sync=self.cfg.sync, skip=skip)
+
+    def view(self, *, demos: tuple = (), trace_written: dict | None = None) -> views.SessionView:
+        owners = self.owners()
+        tracker = self.backend.tracker if self.backend is not None else None
+        return views.SessionView(
+            setup=self.setup_view(), frame=self.frame, paused=self.paused, history=self.history,
+            current=self.scheduler.current if self.scheduler is not None else None, owners=owners,
+            teaching=self.teaching_view(owners), demos=demos,
+            hazard_counts=dict(tracker.counts) if tracker is not None else {},
+            clock=self.clock.as_dict(), clock_map=self.clock, caps=self.caps(), controls=self.controls_view(),
+            gl_timer=self.gl_timer_view(), status=self.status, trace_written=dict(trace_written or {}))

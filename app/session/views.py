@@ -1,0 +1,112 @@
+"""Read-only views of a session, handed to the UI, the outputs and teaching mode instead of the
+session itself: frozen dataclasses of plain values (and the run history, read only)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.schedule.history import RunHistory
+from app.schedule.teach import TeachingView
+
+
+@dataclass(frozen=True)
+class SetupView:
+    """The set-up running now."""
+
+    scene: str
+    scene_title: str  # Scene.describe(): what it shows, its size, how GL draws it
+    backend: str
+    sync: str
+    size_label: str
+    size_kind: str  # "count" or "image"
+    vsync: bool
+    headless: bool
+    strict: bool
+
+
+@dataclass(frozen=True)
+class OwnerView:
+    """One shared object: who owns it (GL, CL) and whether a hand-over is still in flight."""
+
+    label: str
+    kind: str
+    owner: str  # "gl" or "cl"
+    state: str  # "GL", "CL", "GL -> CL" (acquire enqueued, not complete), "CL -> GL"
+    since_frame: int
+    acquires: int
+    releases: int
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a combo: its name, whether it can be chosen here, and why not."""
+
+    name: str
+    available: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ControlsView:
+    scenes: tuple[Choice, ...]
+    backends: tuple[Choice, ...]
+    syncs: tuple[Choice, ...]
+    sizes: tuple[str, ...]
+    size: str
+
+
+@dataclass(frozen=True)
+class CapsView:
+    """What the machine offers, fixed for one set-up."""
+
+    platform: str
+    device: str
+    gl: str
+    gl_vendor: str
+    surface: str
+    cl_extensions: tuple[tuple[str, bool], ...]
+    gl_extensions: tuple[tuple[str, bool], ...]
+    backends: tuple[dict, ...]  # the registry's probes: name, available, reason
+    chosen: str
+    sync: tuple[Choice, ...]
+    memory: dict  # the Memory tab: handle types, import types, the backend's own rows
+
+
+@dataclass(frozen=True)
+class GlTimerView:
+    enabled: bool
+    every: int
+    sampling: str
+    oldest_pending_frame: int | None
+    timed: int
+    dropped: int
+
+
+@dataclass(frozen=True)
+class DemoView:
+    demo: str
+    key: str
+    title: str
+    on: bool
+    flags: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class SessionView:
+    setup: SetupView
+    frame: int
+    paused: bool
+    history: RunHistory  # read only: records, totals, switches, loop errors
+    current: Any  # the FrameRecord in progress (teaching mode) or None
+    owners: tuple[OwnerView, ...]
+    teaching: TeachingView
+    demos: tuple[DemoView, ...]
+    hazard_counts: dict
+    clock: dict
+    clock_map: Any  # app.trace.clock.ClockMap: CL and GL time on the host clock
+    caps: CapsView
+    controls: ControlsView
+    gl_timer: GlTimerView
+    status: str = ""  # what the last command did, or why it was refused
+    trace_written: dict = field(default_factory=dict)

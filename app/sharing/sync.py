@@ -1,0 +1,92 @@
+"""Sync modes: how GL's work is ordered before CL's (before the acquire) and CL's before GL's
+(after the release). Each mode is a class with its own probe (``refusal``) and registers itself
+by name; a backend offers a mode when the mode's probe accepts it.
+
+``waits`` collects (name, start_ns, end_ns) CPU waits for the frame record.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, ClassVar
+
+import pyopencl as cl
+from OpenGL import GL
+
+if TYPE_CHECKING:
+    from app.sharing.base import ProbeEnv, SharingBackend
+
+
+class SyncMode:
+    """Base of every sync mode. Subclasses set ``name``, ``order``, ``title`` and ``explanation``."""
+
+    name: ClassVar[str]
+    order: ClassVar[int] = 50  # the order modes are listed and cycled in
+    title: ClassVar[str] = ""
+    explanation: ClassVar[str] = ""  # what it does, for the panel and teaching mode
+    registry: ClassVar[dict[str, type["SyncMode"]]] = {}
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        if "name" in cls.__dict__:
+            SyncMode.registry[cls.name] = cls
+
+    @classmethod
+    def refusal(cls, backend: type["SharingBackend"], env: "ProbeEnv") -> str | None:
+        """None when this mode works with ``backend`` here, else why not (nothing is built)."""
+        return None
+
+    def __init__(self, backend: "SharingBackend") -> None:
+        self.backend = backend
+
+    def before_acquire(self, waits: list) -> list[cl.Event]:
+        """GL's work on the shared objects ordered before CL's; returns events the acquire waits on."""
+        return []
+
+    def after_release(self, queue: cl.CommandQueue, release_event: cl.Event | None, waits: list) -> None:
+        queue.flush()
+
+    def after_gl_use(self, waits: list) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def timed_wait(waits: list, name: str, fn) -> None:
+    t0 = time.perf_counter_ns()
+    fn()
+    waits.append((name, t0, time.perf_counter_ns()))
+
+
+class FinishSync(SyncMode):
+    """The portable rule of cl_khr_gl_sharing: glFinish before the acquire, clFinish after the release."""
+
+    name = "finish"
+    order = 10
+    title = "glFinish / clFinish"
+    explanation = ("glFinish before the acquire waits until GL's commands are done; clFinish after the release "
+                   "waits until CL's are: the portable rule when no shared sync object exists.")
+
+    def before_acquire(self, waits: list) -> list[cl.Event]:
+        timed_wait(waits, "glFinish", GL.glFinish)
+        return []
+
+    def after_release(self, queue, release_event, waits) -> None:
+        timed_wait(waits, "clFinish", queue.finish)
+
+
+class NoSync(SyncMode):
+    """No wait at all: only for the hazard demonstrations."""
+
+    name = "none"
+    order = 90
+    title = "no sync (hazard demonstration)"
+    explanation = "Nothing orders GL and CL on the shared objects: only for the hazard demonstrations."
+
+
+def sync_modes() -> dict[str, type[SyncMode]]:
+    """Every registered mode, in ``order`` (the backends' modules register theirs when imported)."""
+    from app.sharing.registry import backend_classes
+
+    backend_classes()
+    return dict(sorted(SyncMode.registry.items(), key=lambda kv: kv[1].order))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -247,6 +248,63 @@ def test_ratios_on_gpu_results():
     assert ratios["scheduler_overhead"]["value"] == pytest.approx(0.11 / 0.1)  # the default backend: first available
     assert ratios["scheduler_overhead"]["met"] is False
     assert missing == {}
+
+
+RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
+COMMITTED = sorted(p for p in RESULTS.glob("*.json") if "cells" in json.loads(p.read_text()))
+
+
+def _recorded_sweep(record: dict) -> Sweep:
+    s = record["sweep"]
+    return Sweep(s["name"], tuple(s["particles"]), tuple(tuple(i) for i in s["images"]), s["warmup_frames"],
+                 s["timed_frames"], s["rounds"], s["cell_budget_s"], s["default_particles"],
+                 s["efficiency_min_bytes"])
+
+
+def test_committed_results_exist():
+    names = {p.name for p in COMMITTED}
+    assert "2026-12-01-cpu-2core-pocl-session2-quick.json" in names  # the CPU ratios
+    assert "2026-12-01-gpu-h200-nvidia-quick.json" in names  # the GPU ones
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
+def test_ratios_of_committed_results_are_recomputed(path):
+    """The ratio table gives the values a committed run recorded, from that run's cells, baselines and
+    panels: results stay comparable across sessions."""
+    from app.bench.ratios import compute_ratios
+
+    record = json.loads(path.read_text())
+    backends = [b["name"] for b in record["backends"] if b["available"]]
+    ratios, missing = compute_ratios(record, _recorded_sweep(record), backends)
+    assert set(ratios) == set(record["ratios"])
+    assert missing == record["not_measurable"]
+    for name, old in record["ratios"].items():
+        new = ratios[name]
+        assert new["value"] == pytest.approx(old["value"], abs=1e-4), name
+        assert (new["target"], new["met"], new["measured_at"]) == (old["target"], old["met"], old["measured_at"])
+        assert set(old) <= set(new), name  # every recorded field is still there
+        for key in set(old) - {"what", "checked_floor_what"}:  # the texts may be reworded, not the numbers
+            assert new[key] == old[key], (name, key)
+
+
+def test_every_ratio_is_measured_or_says_why():
+    from app.bench.ratios import RATIOS, compute_ratios
+
+    names = [r.name for r in RATIOS]
+    assert len(set(names)) == len(names) == 7
+    for ratio in RATIOS:
+        assert ratio.op in ("<=", ">=") and ratio.what
+    for gpu in (False, True):
+        result, backends = _made_up(gpu)
+        for cut in (None, "cells", "baselines", "panels"):
+            made = dict(result, **({cut: []} if cut else {}))
+            ratios, missing = compute_ratios(made, SWEEP, backends)
+            assert set(ratios) | set(missing) == set(names) and not set(ratios) & set(missing)
+            assert all(isinstance(why, str) and why for why in missing.values())
+    # no backend at all: nothing is measured, and each ratio says why
+    ratios, missing = compute_ratios({"cells": [], "baselines": [], "panels": []}, SWEEP, [])
+    assert ratios == {} and set(missing) == set(names)
+    assert missing["host_copy_efficiency"] == "host_copy is not available here"
 
 
 def test_plot_of_made_up_results_draws_every_series():

@@ -1,5 +1,5 @@
 """``glshare bench``: frame times and copy costs of every backend x sync mode over a size sweep,
-as ratios against baselines measured in the same run (issue 8).
+as ratios against baselines measured in the same run.
 
 Prints a table (a progress bar on stderr while it runs), and writes JSON (``--json``) and a PNG
 plot (``--plot``); a directory given to either gets a file named for the date and the machine

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,12 +25,14 @@ from app.bench.loops import (
     glshare_ui_frame,
     show_panel,
 )
+from app.bench.overhead import overhead_breakdown
 from app.bench.sweep import Sweep, shared_bytes, size_label
 from app.config import SYNC_MODES, RunConfig
 from app.trace.stats import summary
 
 log = logging.getLogger(__name__)
 MIN_FRAMES = 5  # timed frames of each kind a cell gets even past its time budget
+PANEL_DRAWN = "panel (app/ui/panel.py)"  # what Runtime.draw_ui draws with the panel shown
 
 
 def _ms(values_ns) -> dict:
@@ -77,15 +80,6 @@ class _Clock:
     @property
     def over(self) -> bool:
         return self.elapsed > self.budget
-
-
-def panel_name() -> str:
-    """What ``Runtime.draw_ui`` draws: the full panel once ui/panel.py exists, else the overlay."""
-    try:
-        from app.ui.panel import draw_panel  # noqa: F401
-    except ImportError:
-        return "overlay (app/ui/overlay.py; no app/ui/panel.py here)"
-    return "panel (app/ui/panel.py)"
 
 
 def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str | None, tick, surface) -> dict:
@@ -185,124 +179,183 @@ def _drained_ms(rt, frames: int) -> float:
     return round((time.perf_counter_ns() - t0) / frames / 1e6, 4)
 
 
+@dataclass
+class _FinishFrames:
+    """The samples of a finish cell, by kind of frame, and glshare's frame records."""
+
+    glshare: list[Sample] = field(default_factory=list)  # glshare's frames, each paired with ...
+    bare: list[Sample] = field(default_factory=list)  # ... the bare loop frame next to it
+    checked: list[Sample] = field(default_factory=list)  # the checked bare frame, in the same pairs
+    bare_again: list[Sample] = field(default_factory=list)  # a second bare frame: the pairs' own noise (A/A)
+    copy: list[Sample] = field(default_factory=list)  # host_copy: glshare's copy frames, each followed by ...
+    floor: list[Sample] = field(default_factory=list)  # ... a memcpy-floor frame
+    panel: list[Sample] = field(default_factory=list)  # glshare's frames with the panel drawn
+    overlay: list[Sample] = field(default_factory=list)  # ... with the minimal overlay instead
+    ui_panel: list[Sample] = field(default_factory=list)  # the UI alone: the panel, ...
+    ui_overlay: list[Sample] = field(default_factory=list)  # ... the overlay, ...
+    ui_nothing: list[Sample] = field(default_factory=list)  # ... and nothing, frame by frame against both
+    ui_block_ns: int = 0  # time spent in the panel's UI-alone blocks
+    records: list = field(default_factory=list)
+
+
+def _warm_up(rt, bare: BareLoop, sweep: Sweep, clock: _Clock, copies: bool) -> None:
+    """Each kind of frame the cell times, ``sweep.warmup`` times; a frame or two at large sizes."""
+    for _ in range(sweep.warmup):
+        glshare_frame(rt, [])
+        bare.frame()
+        if copies:
+            glshare_copy_frame(rt)
+            bare.floor_frame()
+        if clock.elapsed > sweep.cell_budget_s / 4:
+            break
+
+
+def _paired_frames(rt, bare: BareLoop, fr: _FinishFrames, n: int, clock: _Clock, checked: bool) -> None:
+    """``n`` glshare frames, each next to a bare loop frame; which of the two goes first alternates,
+    so neither always follows the other. ``checked``: each pair also gets a checked bare frame and a
+    second bare frame (scheduler_overhead_us's floor and noise)."""
+    for j in range(n):
+        if clock.over and len(fr.glshare) >= MIN_FRAMES:
+            break
+        if j % 2:
+            fr.bare.append(bare.frame())
+            fr.glshare.append(glshare_frame(rt, fr.records))
+        else:
+            fr.glshare.append(glshare_frame(rt, fr.records))
+            fr.bare.append(bare.frame())
+        if checked:
+            fr.checked.append(bare.checked_frame())
+            fr.bare_again.append(bare.frame())
+
+
+def _copy_frames(rt, bare: BareLoop, fr: _FinishFrames, n: int, clock: _Clock) -> None:
+    """host_copy: ``n`` of glshare's copy frames, each followed by a memcpy-floor frame."""
+    for _ in range(n):
+        if clock.over and len(fr.copy) >= 3:
+            break
+        fr.copy.append(glshare_copy_frame(rt))
+        fr.floor.append(bare.floor_frame())
+
+
+def _panel_frames(rt, fr: _FinishFrames, n: int, clock: _Clock) -> None:
+    """glshare's frames with the panel drawn, then with the minimal overlay (the "h" key) instead.
+    Each block starts with an untimed frame: its wait pays for the frame before, drawn otherwise."""
+    glshare_panel_frame(rt, [])
+    fr.panel += _take(n, clock, len(fr.panel), lambda: glshare_panel_frame(rt, []))
+    show_panel(rt, False)
+    glshare_panel_frame(rt, [])
+    fr.overlay += _take(n, clock, len(fr.overlay), lambda: glshare_panel_frame(rt, []))
+
+
+def _ui_alone_frames(rt, fr: _FinishFrames, n: int) -> None:
+    """The UI alone: the overlay, then the panel, each against nothing frame by frame. The panel's
+    block is left to its own redraw clock, as in a run (no toggling inside it)."""
+    for j in range(n):
+        for draw in ((True, False) if j % 2 else (False, True)):
+            (fr.ui_overlay if draw else fr.ui_nothing).append(glshare_ui_frame(rt, draw))
+    show_panel(rt, True)
+    for _ in range(3):  # the two redraws a shown panel asks for at once, before the block
+        glshare_ui_frame(rt, True)
+    block_t0 = time.perf_counter_ns()
+    for j in range(2 * n):
+        for draw in ((True, False) if j % 2 else (False, True)):
+            (fr.ui_panel if draw else fr.ui_nothing).append(glshare_ui_frame(rt, draw))
+    fr.ui_block_ns += time.perf_counter_ns() - block_t0
+
+
 def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, out: dict) -> dict:
+    """The finish cell, its bare loop (and memcpy floor) appended to ``out["baselines"]`` and, with
+    ``with_panel``, its panel block set as ``out["panel"]``. Each round: paired frames, copy frames
+    (host_copy), panel frames and the UI alone (``with_panel``), until the rounds or the time are spent."""
     clock = _Clock(sweep.cell_budget_s)
     bare = BareLoop(rt)
     copies = rt.backend_name == "host_copy"
-    g, b, c, f, p, o, k, aa = [], [], [], [], [], [], [], []
-    u: dict[str | None, list] = {"panel": [], "overlay": [], None: []}  # isolated UI costs
-    u_block_ns = 0  # time spent in the panel's UI-alone blocks (two frames per round)
-    records: list = []
+    smallest = base["scene"] == "particles" and base["size"] == min(sweep.particles)  # scheduler_overhead_us
+    headline = smallest or (base["scene"] == "particles" and base["size"] == sweep.default_particles)
+    per_round = math.ceil(sweep.frames * (2 if headline else 1) / sweep.rounds)  # the ratios are read there
+    fr = _FinishFrames()
     try:
-        for _ in range(sweep.warmup):
-            glshare_frame(rt, [])
-            bare.frame()
-            if copies:
-                glshare_copy_frame(rt)
-                bare.floor_frame()
-            if clock.elapsed > sweep.cell_budget_s / 4:  # large sizes: a frame or two warms them
-                break
-        headline = base["scene"] == "particles" and base["size"] in (sweep.default_particles, min(sweep.particles))
-        floor = base["scene"] == "particles" and base["size"] == min(sweep.particles)  # scheduler_overhead_us
-        per_round = math.ceil(sweep.frames * (2 if headline else 1) / sweep.rounds)  # the ratios are read there
-        per_copy = max(2, per_round // 2)
+        _warm_up(rt, bare, sweep, clock, copies)
         for _ in range(sweep.rounds):
-            for j in range(per_round):  # alternate which goes first, so neither always follows the other
-                if clock.over and len(g) >= MIN_FRAMES:
-                    break
-                if j % 2:
-                    b.append(bare.frame())
-                    g.append(glshare_frame(rt, records))
-                else:
-                    g.append(glshare_frame(rt, records))
-                    b.append(bare.frame())
-                if floor:
-                    k.append(bare.checked_frame())
-                    aa.append(bare.frame())  # a second bare frame: the pairs' own noise (A/A)
+            _paired_frames(rt, bare, fr, per_round, clock, checked=smallest)
             if copies:
-                for _ in range(per_copy):
-                    if clock.over and len(c) >= 3:
-                        break
-                    c.append(glshare_copy_frame(rt))
-                    f.append(bare.floor_frame())
+                _copy_frames(rt, bare, fr, max(2, per_round // 2), clock)
             if with_panel:
-                glshare_panel_frame(rt, [])  # its wait pays for the frame before, which drew no panel
-                p += _take(per_round, clock, len(p), lambda: glshare_panel_frame(rt, []))
-                show_panel(rt, False)  # the minimal overlay instead (the "h" key), for comparison
-                glshare_panel_frame(rt, [])
-                o += _take(per_round, clock, len(o), lambda: glshare_panel_frame(rt, []))
-                # the UI alone: the overlay, then the panel, each against nothing frame by frame; the
-                # panel's block is left to its own redraw clock, as in a run (no toggling inside it)
-                for j in range(per_round):
-                    for draw in ((True, False) if j % 2 else (False, True)):
-                        (u["overlay"] if draw else u[None]).append(glshare_ui_frame(rt, draw))
-                show_panel(rt, True)
-                for _ in range(3):  # the two redraws a shown panel asks for at once, before the block
-                    glshare_ui_frame(rt, True)
-                block_t0 = time.perf_counter_ns()
-                for j in range(2 * per_round):
-                    for draw in ((True, False) if j % 2 else (False, True)):
-                        (u["panel"] if draw else u[None]).append(glshare_ui_frame(rt, draw))
-                u_block_ns += time.perf_counter_ns() - block_t0
+                _panel_frames(rt, fr, per_round, clock)
+                _ui_alone_frames(rt, fr, per_round)
             if clock.over:
                 break
         drained = _drained_ms(rt, max(MIN_FRAMES, per_round))
     finally:
         bare.close()
-    cell = _cell(rt, base, nbytes, g, records)
+    cell = _cell(rt, base, nbytes, fr.glshare, fr.records)
     cell["throughput_ms"] = drained
-    if base["scene"] == "particles" and base["size"] == min(sweep.particles):
-        from app.bench.overhead import overhead_breakdown
-
+    if smallest:
         cell["overhead_breakdown"] = overhead_breakdown(rt, reps=max(50, 10 * sweep.frames))
-    bare_stats = sample_stats(b)
+    bare_stats = sample_stats(fr.bare)
     cell["vs_bare"] = round(cell["frame_ms"]["median"] / bare_stats["frame_ms"]["median"], 4)
-    ratio = np.array([x.wall / y.wall for x, y in zip(g, b)])
-    diff = np.array([(x.thread - y.thread) / 1e3 for x, y in zip(g, b)])
-    cell["paired"] = {  # each glshare frame against the bare frame next to it: drift of the machine cancels
-        "pairs": len(ratio), "wall_ratio_median": round(float(np.median(ratio)), 4),
-        "wall_ratio_iqr": [round(float(q), 4) for q in np.percentile(ratio, [25, 75])],
-        "main_thread_diff_us_median": round(float(np.median(diff)), 1),
-        "main_thread_diff_us_iqr": [round(float(q), 1) for q in np.percentile(diff, [25, 75])]}
-    if k:  # the checked bare frame against the bare frame of the same pair: the floor of the overhead
-        floor_diff = np.array([(x.thread - y.thread) / 1e3 for x, y in zip(k, b)])
-        cell["paired"]["checked_floor_us_median"] = round(float(np.median(floor_diff)), 1)
-        cell["paired"]["checked_floor_us_iqr"] = [round(float(q), 1) for q in np.percentile(floor_diff, [25, 75])]
-        same = np.array([(x.thread - y.thread) / 1e3 for x, y in zip(aa, b)])
-        cell["paired"]["bare_vs_bare_us_median"] = round(float(np.median(same)), 1)
-        cell["paired"]["bare_vs_bare_us_iqr"] = [round(float(q), 1) for q in np.percentile(same, [25, 75])]
-    out["baselines"].append({"kind": "bare_loop", **base, "sync": "finish", "frames": len(b),
+    cell["paired"] = _paired_stats(fr)
+    out["baselines"].append({"kind": "bare_loop", **base, "sync": "finish", "frames": len(fr.bare),
                              "bytes_shared_per_frame": nbytes, **bare_stats})
     if copies:
-        copy_ms = _ms(s.extra["copy"] for s in c)
-        floor_ms = _ms(s.extra["floor"] for s in f)
-        cell["copy"] = {"frames": len(c), "ms": copy_ms, "gbps": _gbps(nbytes, copy_ms["median"]),
+        copy_ms = _ms(s.extra["copy"] for s in fr.copy)
+        floor_ms = _ms(s.extra["floor"] for s in fr.floor)
+        cell["copy"] = {"frames": len(fr.copy), "ms": copy_ms, "gbps": _gbps(nbytes, copy_ms["median"]),
                         "what": "acquire + release phases, kernel finished first (one copy CL -> GL)"}
-        out["baselines"].append({"kind": "memcpy_floor", **base, "frames": len(f), "bytes": 2 * nbytes,
+        out["baselines"].append({"kind": "memcpy_floor", **base, "frames": len(fr.floor), "bytes": 2 * nbytes,
                                  "ms": floor_ms, "gbps": _gbps(2 * nbytes, floor_ms["median"]),
                                  "what": "numpy copies CL -> host -> GL of the same bytes, after the same kernel"})
-    if with_panel and p:
-        panel = sample_stats(p)
-        snaps = []
-        for _ in range(10):
-            t0 = time.perf_counter_ns()
-            rt.snapshot()
-            snaps.append(time.perf_counter_ns() - t0)
-        out["panel"] = {**base, "sync": "finish", "frames": len(p), "drawn": panel_name(),
-                        "with_panel": panel, "without_panel": sample_stats(g),
-                        "draw_ui_ms": _ms(s.extra["draw_ui"] for s in p), "snapshot_ms": _ms(snaps),
-                        "with_overlay": sample_stats(o), "overlay_draw_ui_ms": _ms(s.extra["draw_ui"] for s in o),
-                        "ui_alone": {"panel": sample_stats(u["panel"]), "overlay": sample_stats(u["overlay"]),
-                                     "nothing": sample_stats(u[None]), "frames": len(u[None]),
-                                     "panel_frames": len(u["panel"]),
-                                     "panel_redraws": sum(bool(s.extra.get("redrew")) for s in u["panel"]),
-                                     "panel_redraw_ms": _ms(s.process for s in u["panel"] if s.extra.get("redrew"))
-                                     if any(s.extra.get("redrew") for s in u["panel"]) else None,
-                                     "panel_composite_ms": _ms(s.process for s in u["panel"] if not s.extra.get("redrew")),
-                                     "panel_hz": rt.overlay.redraw_hz if rt.overlay is not None else None,
-                                     "panel_block_s": round(u_block_ns / 1e9, 3),
-                                     "composite_path": rt.overlay.composite_path if rt.overlay is not None else None,
-                                     "what": "after the scene's GL work finished: draw_ui + glFinish, against "
-                                             "glFinish alone, interleaved frame by frame (process CPU); the panel "
-                                             "redraws on its own clock inside its block"}}
+    if with_panel and fr.panel:
+        out["panel"] = _panel_stats(rt, base, fr)
     return cell
+
+
+def _thread_diff_us(xs: list[Sample], ys: list[Sample]) -> np.ndarray:
+    return np.array([(x.thread - y.thread) / 1e3 for x, y in zip(xs, ys)])
+
+
+def _median_iqr(values: np.ndarray, digits: int) -> tuple[float, list[float]]:
+    return round(float(np.median(values)), digits), [round(float(q), digits) for q in np.percentile(values, [25, 75])]
+
+
+def _paired_stats(fr: _FinishFrames) -> dict:
+    """Each glshare frame against the bare frame next to it (drift of the machine cancels); where
+    measured, the checked bare frame and the second bare frame against the bare frame of their pair."""
+    ratio = np.array([x.wall / y.wall for x, y in zip(fr.glshare, fr.bare)])
+    paired: dict = {"pairs": len(ratio)}
+    paired["wall_ratio_median"], paired["wall_ratio_iqr"] = _median_iqr(ratio, 4)
+    paired["main_thread_diff_us_median"], paired["main_thread_diff_us_iqr"] = _median_iqr(
+        _thread_diff_us(fr.glshare, fr.bare), 1)
+    if fr.checked:  # the floor of the overhead, and the pairs' own noise
+        paired["checked_floor_us_median"], paired["checked_floor_us_iqr"] = _median_iqr(
+            _thread_diff_us(fr.checked, fr.bare), 1)
+        paired["bare_vs_bare_us_median"], paired["bare_vs_bare_us_iqr"] = _median_iqr(
+            _thread_diff_us(fr.bare_again, fr.bare), 1)
+    return paired
+
+
+def _panel_stats(rt, base: dict, fr: _FinishFrames) -> dict:
+    """The panel block: frames with the panel, with the overlay and without either, the UI alone,
+    and the time of ``rt.snapshot()`` (what the panel reads each redraw)."""
+    redraws = [s for s in fr.ui_panel if s.extra.get("redrew")]
+    snaps = []
+    for _ in range(10):
+        t0 = time.perf_counter_ns()
+        rt.snapshot()
+        snaps.append(time.perf_counter_ns() - t0)
+    overlay = rt.overlay
+    return {**base, "sync": "finish", "frames": len(fr.panel), "drawn": PANEL_DRAWN,
+            "with_panel": sample_stats(fr.panel), "without_panel": sample_stats(fr.glshare),
+            "draw_ui_ms": _ms(s.extra["draw_ui"] for s in fr.panel), "snapshot_ms": _ms(snaps),
+            "with_overlay": sample_stats(fr.overlay), "overlay_draw_ui_ms": _ms(s.extra["draw_ui"] for s in fr.overlay),
+            "ui_alone": {"panel": sample_stats(fr.ui_panel), "overlay": sample_stats(fr.ui_overlay),
+                         "nothing": sample_stats(fr.ui_nothing), "frames": len(fr.ui_nothing),
+                         "panel_frames": len(fr.ui_panel), "panel_redraws": len(redraws),
+                         "panel_redraw_ms": _ms(s.process for s in redraws) if redraws else None,
+                         "panel_composite_ms": _ms(s.process for s in fr.ui_panel if not s.extra.get("redrew")),
+                         "panel_hz": overlay.redraw_hz if overlay is not None else None,
+                         "panel_block_s": round(fr.ui_block_ns / 1e9, 3),
+                         "composite_path": overlay.composite_path if overlay is not None else None,
+                         "what": "after the scene's GL work finished: draw_ui + glFinish, against "
+                                 "glFinish alone, interleaved frame by frame (process CPU); the panel "
+                                 "redraws on its own clock inside its block"}}

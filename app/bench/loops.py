@@ -59,7 +59,7 @@ def glshare_frame(rt, records: list) -> Sample:
 
 
 def glshare_panel_frame(rt, records: list) -> Sample:
-    """The same frame with the panel drawn (``Runtime.draw_ui``: ui/panel.py where it exists)."""
+    """The same frame with the panel drawn (``Runtime.draw_ui``: app/ui/panel.py)."""
 
     def frame():
         records.append(rt.step())
@@ -326,17 +326,3 @@ class BareLoop:
             pbo.release()
         self._pbos.clear()
 
-
-def hot_memcpy_floor(nbytes: int, reps: int) -> list[int]:
-    """The textbook floor: numpy copying ``nbytes`` twice between warm arrays, ns per rep."""
-    src = np.ones(nbytes, np.uint8)
-    mid, dst = np.empty_like(src), np.empty_like(src)
-    np.copyto(mid, src)
-    np.copyto(dst, mid)
-    out = []
-    for _ in range(reps):
-        t0 = ns()
-        np.copyto(mid, src)
-        np.copyto(dst, mid)
-        out.append(ns() - t0)
-    return out

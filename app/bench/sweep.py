@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from app.config import DEFAULT_PARTICLES
 
 MIB = 1 << 20
-ZERO_COPY_BYTES = 64 * MIB  # where zero_copy_speedup and semaphore_vs_finish are read (issue 8)
+ZERO_COPY_BYTES = 64 * MIB  # where zero_copy_speedup and semaphore_vs_finish are read
 ZERO_COPY_PARTICLES = ZERO_COPY_BYTES // 32
 ZERO_COPY_IMAGE = (4096, 4096)  # 4 bytes a pixel: 64 MiB
 

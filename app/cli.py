@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     from app.scenes import scene_module_names
-    from app.sharing.registry import backend_module_names
+    from app.sharing.backends import backend_module_names
 
     r = sub.add_parser("run", help="run a scene in a window (or headless)")
     r.add_argument("--scene", choices=scene_module_names(), default="particles")
@@ -104,6 +104,7 @@ def _info(args) -> int:
 
     select_platform(True)
     from app.commands.info import gather, render_text
+    from app.config import cl_device_selector
 
     data = gather(cl_device_selector(args.cl_device))
     if args.json:

@@ -97,3 +97,10 @@ def run_glshare(*args: str, env: dict | None = None, timeout: float = 240, cwd: 
 @pytest.fixture
 def glshare():
     return run_glshare
+
+
+def panel_snapshot(run) -> dict:
+    """The panel's snapshot of ``run`` (a ``Run``) as the UI host builds it at a redraw."""
+    view = run.session.view(demos=run.controls.demo_views(), trace_written=run.trace_written)
+    ui = run.ui
+    return ui.model.update(view, tab=ui.state.tab, lab=ui.lab_results, ui_caps=ui.caps())

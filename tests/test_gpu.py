@@ -47,18 +47,18 @@ def test_probes_on_nvidia(nvidia_env):
 def _run_pixels(surface, scene, size, backend, sync, frames=20):
     """Run ``frames`` frames; returns (pixels, CPU waits, what GL showed: each shared object's
     display_path and the live GL texture counts of the backend)."""
-    from app.runtime import Runtime
+    from app.session.loop import Run
 
     cfg = RunConfig(scene=scene, size=size, backend=backend, sync=sync, headless=True, overlay=False,
                     frames=10_000, seed=7, cl_device="NVIDIA", strict=True)
-    with Runtime(cfg, surface=surface) as rt:
+    with Run(cfg, surface=surface) as rt:
         for _ in range(frames):
             rec = rt.tick()
             assert rec.errors == [], rec.errors
-        rt.scheduler.finish()
-        waits = [w for r in rt.scheduler.records for w in r.waits]
-        px = rt.surface.read_pixels()
-        shown = {"display_paths": {o.label: o.private.get("display_path") for o in rt.scene.shared},
+        rt.session.scheduler.finish()
+        waits = [w for r in rt.session.scheduler.records for w in r.waits]
+        px = rt.session.surface.read_pixels()
+        shown = {"display_paths": {o.label: o.display_path for o in rt.session.scene.shared},
                  "gl_texture": live.count("gl_texture", owner=backend),
                  "gl_buffer_texture": live.count("gl_buffer_texture", owner=backend)}
     return px, waits, shown
@@ -104,7 +104,7 @@ def test_image_buffer_texture_matches_host_copy(gl, size, sync):
         surface.close()
     assert shown["display_paths"] == {"image.julia": "buffer texture"}, shown
     assert shown["gl_texture"] == 0 and shown["gl_buffer_texture"] == 1, shown
-    assert ref_shown["display_paths"] == {"image.julia": None} and ref_shown["gl_texture"] == 1  # the 2D path
+    assert ref_shown["display_paths"] == {"image.julia": "2D texture"} and ref_shown["gl_texture"] == 1  # the 2D path
     assert ref[..., :3].std() > 1
     diff = np.abs(px.astype(int) - ref.astype(int))
     assert diff.max() <= 1, (size, sync, int(diff.max()), float((diff.max(axis=-1) > 1).mean()))
@@ -188,7 +188,7 @@ def test_lifetime_exporter_released_payload_lives(extmem):
         extmem.release(q, [obj])
         q.finish()
         assert np.all(back == 3.0)  # CL reads what GL wrote
-        lt = extmem.lifetime()
+        lt = extmem.memory_tab()
         assert lt["exporter_released"] and lt["fds_closed"] >= 2
         assert open_fds() > 0
     finally:
@@ -197,22 +197,22 @@ def test_lifetime_exporter_released_payload_lives(extmem):
 
 def test_no_fd_leak_across_backend_switches(gl):
     from app.cl.ext import open_fds
-    from app.runtime import Runtime
+    from app.session.loop import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((128, 96))
     try:
         cfg = RunConfig(scene="image", size=(128, 96), backend="external_memory", sync="semaphore", headless=True,
                         overlay=False, frames=10_000, cl_device="NVIDIA")
-        with Runtime(cfg, surface=surface) as rt:
+        with Run(cfg, surface=surface) as rt:
             rt.tick()
             fds = open_fds()
             objects = live.snapshot()
             for _ in range(3):
-                assert rt.switch(backend="host_copy")
+                assert rt.session.switch(backend="host_copy")
                 rt.tick()
                 assert live.count(owner="external_memory") == 0
-                assert rt.switch(backend="external_memory")
+                assert rt.session.switch(backend="external_memory")
                 rt.tick()
             assert open_fds() == fds
             assert live.snapshot() == objects

@@ -8,7 +8,7 @@ import pytest
 from app.config import RunConfig
 from app.scenes.image import ImageScene, julia_reference
 from app.schedule.scheduler import FrameScheduler
-from app.sharing.base import FinishSync
+from app.sharing.sync import FinishSync
 
 W, H = 256, 256  # the session surface's size: the quad maps texels 1:1 to pixels
 
@@ -218,9 +218,9 @@ def _plain_imports_backend():
 
         def _enqueue_release(self, queue, objects, wait_for):
             for obj in objects:
-                host = np.empty(obj.private["pitch"] * obj.gl.height, np.uint8)
-                cl.enqueue_copy(queue, host, obj.private["acquire_mem"], wait_for=wait_for, is_blocking=True)
-                GL.glNamedBufferSubData(obj.private["staging"].name, 0, host.nbytes, host)
+                host = np.empty(obj.pitch * obj.gl.height, np.uint8)
+                cl.enqueue_copy(queue, host, obj.handover_mem, wait_for=wait_for, is_blocking=True)
+                GL.glNamedBufferSubData(obj.gl_memory, 0, host.nbytes, host)
             return cl.enqueue_marker(queue)
 
         def _close_extra(self) -> None:
@@ -231,17 +231,22 @@ def _plain_imports_backend():
 
 @pytest.mark.parametrize("buffer_texture", [True, False])
 def test_image_scene_display_paths(probe_env, surface, buffer_texture):
-    """The image scene on external_memory's texture code: with buffer_texture_display it gets a
-    buffer texture over the imported buffer (no 2D texture exists, gl_after_release copies nothing)
-    and BufferTextureQuad draws it; without, the copy path and TexturedQuad, as on the yuv scene.
+    """The image scene on external_memory's texture code: drawn by the quad it gets a buffer
+    texture over the imported buffer (no 2D texture exists, gl_after_release copies nothing) and
+    BufferTextureQuad draws it; where the caller samples a 2D texture, the copy path and TexturedQuad.
     Both draw the reference's pixels (the same 2 % / 1 LSB bound as the texture test above), and
     the screen equals the GL object's texels exactly."""
     from app.diagnostics import live
     from app.gl.objects import GlBufferTexture, GlTexture
     from app.gl.quad import BufferTextureQuad, TexturedQuad
 
-    backend_cls = _plain_imports_backend()
-    backend_cls.buffer_texture_display = buffer_texture
+    plain = _plain_imports_backend()
+
+    class Backend(plain):
+        def _new_texture(self, label, width, height, fmt, access, drawn_by_quad):
+            return super()._new_texture(label, width, height, fmt, access, drawn_by_quad and buffer_texture)
+
+    backend_cls = Backend
     before = live.snapshot()
     backend = backend_cls(probe_env, strict=True)
     scene = ImageScene(RunConfig(scene="image", size=(W, H)))
@@ -254,9 +259,9 @@ def test_image_scene_display_paths(probe_env, surface, buffer_texture):
             rec = sched.run_frame(frame, target)
         sched.finish()
         obj = scene.texture
-        path, gl_kind, quad = obj.private["display_path"], type(obj.gl), type(scene.quad)
+        path, gl_kind, quads = obj.display_path, type(obj.gl), scene.quad.kinds
         textures = live.count("gl_texture", owner="external_memory")
-        lifetime_paths = backend.lifetime()["display_paths"]
+        lifetime_paths = backend.memory_tab()["display_paths"]
         described = scene.describe()
         tex = obj.gl.read()
         shown = surface.read_pixels()
@@ -267,11 +272,11 @@ def test_image_scene_display_paths(probe_env, surface, buffer_texture):
         backend.close()
     assert rec.errors == [], rec.errors
     if buffer_texture:
-        assert path == "buffer texture" and gl_kind is GlBufferTexture and quad is BufferTextureQuad
-        assert textures == 0 and described.endswith("shown from a buffer texture")
+        assert path == "buffer texture" and gl_kind is GlBufferTexture and quads == [BufferTextureQuad.__name__]
+        assert textures == 0 and described.endswith("buffer texture")
     else:
         assert path == "copy into texture: the caller samples a 2D texture"
-        assert gl_kind is GlTexture and quad is TexturedQuad and textures == 1
+        assert gl_kind is GlTexture and quads == [TexturedQuad.__name__] and textures == 1
     assert lifetime_paths == {"image.julia": path}
     ref = julia_reference(W, H, 3)
     frac, _ = _mismatch(shown, ref)

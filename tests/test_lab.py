@@ -144,10 +144,11 @@ def test_no_call_without_the_extension():
 
 def test_lab_tab_draws_headless(host_copy, surface):
     """The tab draws from the results alone (no GL or CL call inside); both states."""
+    from app.lab.lab import run_lab
     from app.ui.imgui_layer import ImGuiLayer
-    from app.ui.lab_tab import draw_hazard_demos, draw_lab_tab, lab_results
+    from app.ui.lab_tab import draw_hazard_demos, draw_lab_tab
 
-    results = lab_results(host_copy)
+    results = run_lab(host_copy)
     layer = ImGuiLayer(surface)
     try:
         from imgui_bundle import imgui

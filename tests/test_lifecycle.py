@@ -5,7 +5,7 @@ import numpy as np
 
 from app.config import RunConfig
 from app.diagnostics import live
-from app.runtime import Runtime
+from app.session.loop import Run
 from app.window.egl_headless import EglSurface
 
 
@@ -19,7 +19,7 @@ def test_50_resizes_including_zero(gl):
     surface = EglSurface((200, 150))
     before = live.snapshot()
     try:
-        with Runtime(_cfg(scene="image"), surface=surface) as rt:
+        with Run(_cfg(scene="image"), surface=surface) as rt:
             rt.tick()
             baseline = live.snapshot()
             sizes = [(0, 0) if i % 10 == 5 else (64 + 13 * i, 48 + 7 * (i % 9)) for i in range(50)]
@@ -28,11 +28,11 @@ def test_50_resizes_including_zero(gl):
                 rec = rt.tick()
                 assert rec is not None and rec.errors == [], rec.errors
                 if w and h:
-                    assert rt.scene.image_size == (w, h)
-                    assert rt.scene.texture.gl.width == w and rt.scene.texture.mem.shape == (w, h)
-            assert rt.loop_errors == []
+                    assert rt.session.scene.image_size == (w, h)
+                    assert rt.session.scene.texture.gl.width == w and rt.session.scene.texture.mem.shape == (w, h)
+            assert rt.session.history.loop_errors == []
             assert live.snapshot() == baseline  # one texture + one CL image, whatever the size
-            last = rt.surface.read_pixels()
+            last = rt.session.surface.read_pixels()
             assert last.shape == (sizes[-1][1], sizes[-1][0], 4) and last[..., :3].std() > 1
     finally:
         surface.close()
@@ -43,25 +43,25 @@ def test_backend_and_scene_switch_leave_nothing_behind(gl):
     surface = EglSurface((160, 120))
     before = live.snapshot()
     try:
-        with Runtime(_cfg(scene="particles", size=2048), surface=surface) as rt:
+        with Run(_cfg(scene="particles", size=2048), surface=surface) as rt:
             for _ in range(3):
                 rt.tick()
             baseline = live.snapshot()
             n_host_copy = live.count(owner="host_copy")
             assert n_host_copy > 0
-            assert rt.switch(backend="host_copy")  # re-created: old objects must all be gone
+            assert rt.session.switch(backend="host_copy")  # re-created: old objects must all be gone
             rt.tick()
             assert live.snapshot() == baseline
-            assert rt.switch(scene="image")
+            assert rt.session.switch(scene="image")
             rt.tick()
-            assert rt.switch(scene="particles")
+            assert rt.session.switch(scene="particles")
             rt.tick()
             assert live.snapshot() == baseline
-            assert not rt.switch(backend="gl_sharing")  # refused, recorded, old set-up goes on
-            assert "cl_khr_gl_sharing" in rt.loop_errors[-1].message
+            assert not rt.session.switch(backend="gl_sharing")  # refused, recorded, old set-up goes on
+            assert "cl_khr_gl_sharing" in rt.session.history.loop_errors[-1].message
             rec = rt.tick()
             assert rec.backend == "host_copy" and rec.errors == []
-            assert [s["what"] for s in rt.switches] == ["backend", "scene", "scene"]
+            assert [s["what"] for s in rt.session.history.switches] == ["backend", "scene", "scene"]
     finally:
         surface.close()
     assert live.snapshot() == before
@@ -75,21 +75,21 @@ def test_sync_modes_give_the_same_pixels(gl):
         shots = {}
         surface = EglSurface((96, 72))
         try:
-            with Runtime(_cfg(scene=scene, size=size, seed=5), surface=surface) as rt:
-                combos = [(b, m) for b in rt.registry.available for m in ("finish", "gl_event", "semaphore", "none")]
+            with Run(_cfg(scene=scene, size=size, seed=5), surface=surface) as rt:
+                combos = [(b, m) for b in rt.session.registry.available for m in ("finish", "gl_event", "semaphore", "none")]
             for backend, sync in combos:
-                with Runtime(_cfg(scene=scene, size=size, seed=5), surface=surface) as rt:
-                    if rt.backend.sync_unavailable_reason(sync):
+                with Run(_cfg(scene=scene, size=size, seed=5), surface=surface) as rt:
+                    if rt.session.backend.sync_unavailable_reason(sync):
                         continue
-                    if (backend, sync) != (rt.backend_name, rt.cfg.sync):
-                        assert rt.switch(backend=backend) if backend != rt.backend_name else True
-                        assert rt.switch(sync=sync) if sync != rt.cfg.sync else True
+                    if (backend, sync) != (rt.session.backend_name, rt.session.cfg.sync):
+                        assert rt.session.switch(backend=backend) if backend != rt.session.backend_name else True
+                        assert rt.session.switch(sync=sync) if sync != rt.session.cfg.sync else True
                     for _ in range(12):
                         rt.tick()
-                    rt.scheduler.finish()
-                    rt.surface.bind_target()
-                    rt.scene.render(rt.surface.framebuffer_size)
-                    shots[(backend, sync)] = rt.surface.read_pixels()
+                    rt.session.scheduler.finish()
+                    rt.session.surface.bind_target()
+                    rt.session.scene.render(rt.session.surface.framebuffer_size)
+                    shots[(backend, sync)] = rt.session.surface.read_pixels()
         finally:
             surface.close()
         ref = shots[("host_copy", "finish")]
@@ -98,19 +98,30 @@ def test_sync_modes_give_the_same_pixels(gl):
             assert np.array_equal(px, ref), (scene, key)
 
 
-def test_report_counts_every_frame_beyond_the_history(gl):
+def test_one_cap_on_kept_records_across_switches_counts_every_frame(gl):
+    """The history keeps at most ``cap`` records for the whole run, whatever the switches; the
+    totals still count every frame and the segments say which set-up ran which frames."""
     import collections
 
     surface = EglSurface((64, 48))
     try:
-        with Runtime(_cfg(scene="particles", size=256), surface=surface) as rt:
-            rt.scheduler.records = collections.deque(maxlen=5)  # a short history
+        with Run(_cfg(scene="particles", size=256), surface=surface) as rt:
+            history = rt.session.history
+            history.records = collections.deque(history.records, maxlen=5)  # a short history
             for _ in range(12):
                 rt.tick()
-            rt.switch(sync="none")
+            assert rt.session.switch(sync="none")
             for _ in range(3):
                 rt.tick()
-            assert rt.totals["frames"] == 15 and rt.totals["acquire"] == 15 and rt.totals["release"] == 15
-            assert len(rt.all_records) == 5 + 3
+            assert rt.session.switch(scene="image")
+            for _ in range(4):
+                rt.tick()
+            totals = history.totals
+            assert totals["frames"] == 19 and totals["acquire"] == 19 and totals["release"] == 19
+            kept = list(history.records)
+            assert len(kept) == 5 and [r.index for r in kept] == list(range(14, 19))
+            assert [r.segment for r in kept] == [1, 2, 2, 2, 2]
+            assert [(s.scene, s.sync, s.first_frame, s.frames) for s in history.segments] == [
+                ("particles", "finish", 0, 12), ("particles", "none", 12, 3), ("image", "none", 15, 4)]
     finally:
         surface.close()

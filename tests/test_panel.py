@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import panel_snapshot
 
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.trace.png import read_png
@@ -76,10 +77,10 @@ def test_phase_history_stats_match_numpy_percentile():
 @pytest.fixture
 def small_runtime(gl, tmp_path):
     from app.config import RunConfig
-    from app.runtime import Runtime
+    from app.session.loop import Run
 
     cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, trace=tmp_path / "t.json")
-    with Runtime(cfg, surface=gl) as rt:
+    with Run(cfg, surface=gl) as rt:
         yield rt
 
 
@@ -90,27 +91,28 @@ def test_panel_survives_any_snapshot(small_runtime):
     rt = small_runtime
     for _ in range(5):
         rt.tick()
-    good = rt.snapshot()
+    good = panel_snapshot(rt)
     broken = [{}, {"timing": {"count": 5}}, {**good, "timeline": {"count": 2, "kind": "x", "span_ms": 1.0}},
               {**good, "errors": [{"count": 1}]}, {**good, "ownership": None}]
     for snap in broken + [good]:
-        rt.overlay.draw(lambda s=snap: draw_panel(s, rt), force=True)  # past the cached layer
-    assert rt.panel_state.failures >= 1  # the broken ones were caught and counted
+        rt.ui.layer.draw(lambda s=snap: draw_panel(s, rt.ui.state, rt.controls.request), force=True)  # past the cache
+    assert rt.ui.state.failures >= 1  # the broken ones were caught and counted
     rec = rt.tick()
-    assert rec.errors == [] and rt.loop_errors == []
+    assert rec.errors == [] and rt.session.history.loop_errors == []
 
 
 def test_write_trace_control(small_runtime, tmp_path):
     rt = small_runtime
     for _ in range(4):
         rt.tick()
-    rt.request_trace(tmp_path / "button.json")  # what the panel's button does
+    rt.controls.request("write_trace", path=str(tmp_path / "button.json"))  # what the panel's button does
     rt.tick()  # written after that frame's panel
     assert rt.trace_written.get("path") == str(tmp_path / "button.json"), rt.trace_written
+    assert rt.session.status == f"wrote trace {tmp_path / 'button.json'}"  # the absolute path, shown
     trace = json.loads((tmp_path / "button.json").read_text())
     names = {e["name"] for e in trace["traceEvents"] if e["ph"] == "X"}
     assert {"acquire", "compute", "release"} <= names
-    snap = rt.snapshot()
+    snap = panel_snapshot(rt)
     assert snap["trace_written"]["path"].endswith("button.json")
     tl = snap["timeline"]
     assert snap["timing"]["count"] >= 3 and tl["count"] == len(tl["start"]) == len(tl["name"]) > 0
@@ -122,7 +124,7 @@ def test_snapshot_is_plain_data(small_runtime):
     rt = small_runtime
     for _ in range(6):
         rt.tick()
-    snap = rt.snapshot()
+    snap = panel_snapshot(rt)
     allowed = (str, int, float, bool, type(None), np.ndarray, np.floating, np.integer)
 
     def walk(x, path="snap"):
@@ -190,12 +192,12 @@ def test_window_panel_screenshot(glshare, tmp_path):
 def test_size_control_rebuilds_the_scene(small_runtime):
     rt = small_runtime
     rt.tick()
-    rt.ui_actions.append(lambda: rt.set_size(1024))  # what the panel's size combo queues
+    rt.controls.request("set_size", size=1024)  # what the panel's size combo queues
     rt.tick()
-    assert rt.cfg.particle_count == 1024 and rt.scene.n == 1024
-    assert rt.switches[-1]["what"] == "size"
+    assert rt.session.cfg.size == 1024 and rt.session.scene.n == 1024
+    assert rt.session.history.switches[-1]["what"] == "size"
     rec = rt.tick()
-    assert rec.errors == [] and rt.snapshot()["controls"]["size"] == "1024"
+    assert rec.errors == [] and panel_snapshot(rt)["controls"]["size"] == "1024"
 
 
 def test_ownership_follows_a_stepped_frame(small_runtime):
@@ -203,18 +205,18 @@ def test_ownership_follows_a_stepped_frame(small_runtime):
     their way), after the render GL owns them again; the panel's Teach tab shows up by itself."""
     rt = small_runtime
     rt.tick()
-    rt.handle_key("t")  # teaching mode: paused, one phase per step
+    rt.controls.key("t")  # teaching mode: paused, one phase per step
     rt.tick()
-    rt.handle_key("n")
+    rt.controls.key("n")
     rt.tick()  # the acquire ran
-    snap = rt.snapshot()
+    snap = panel_snapshot(rt)
     assert snap["teaching_active"] and "teaching" in snap
     assert {row["state"] for row in snap["ownership"]} <= {"CL", "GL -> CL"}, snap["ownership"]
     for _ in range(3):  # compute, release, render
-        rt.handle_key("n")
+        rt.controls.key("n")
         rt.tick()
-    assert {row["state"] for row in rt.snapshot()["ownership"]} == {"GL"}
-    assert rt.panel_state.tab == "teach" and rt.panel_state.failures == 0
-    rt.handle_key("t")  # leaving teaching mode: the loop runs on
+    assert {row["state"] for row in panel_snapshot(rt)["ownership"]} == {"GL"}
+    assert rt.ui.state.tab == "teach" and rt.ui.state.failures == 0
+    rt.controls.key("t")  # leaving teaching mode: the loop runs on
     rec = rt.tick()
     assert rec is not None and rec.errors == []

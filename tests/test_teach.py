@@ -86,57 +86,56 @@ def test_a_phase_that_raises_abandons_the_frame(host_copy, surface):
 
 
 def test_runtime_keys_drive_teaching_and_hazard_demos(gl):
-    from app.runtime import Runtime
-    from app.schedule.teach import teaching_snapshot
+    from app.session.loop import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((96, 72))
     try:
         cfg = RunConfig(scene="particles", size=1024, headless=True, overlay=True, frames=10_000, seed=2)
-        with Runtime(cfg, surface=surface) as rt:
+        with Run(cfg, surface=surface) as rt:
             rt.tick()
-            frame = rt.frame
-            rt.handle_key("t")
-            assert rt.paused and rt.stepper.active
+            frame = rt.session.frame
+            rt.controls.key("t")
+            assert rt.session.paused and rt.session.stepper.active
             rt.tick()  # paused: nothing runs
-            assert rt.frame == frame and not rt.stepper.mid_frame
-            snap = teaching_snapshot(rt)
-            assert snap["step_index"] == 0 and snap["next"] == "acquire"
+            assert rt.session.frame == frame and not rt.session.stepper.mid_frame
+            snap = rt.session.teaching_view(rt.session.owners())
+            assert snap.step_index == 0 and snap.next == "acquire"
             seen = []
             for _ in range(4):
-                rt.handle_key("n")
+                rt.controls.key("n")
                 rec = rt.tick()
-                snap = teaching_snapshot(rt)
-                seen.append((snap["last"], snap["step_index"], {o["owner"] for o in snap["objects"]},
-                             snap["gl_may_draw"], rec is not None))
+                snap = rt.session.teaching_view(rt.session.owners())
+                seen.append((snap.last, snap.step_index, {o.owner for o in snap.objects}, snap.gl_may_draw,
+                             rec is not None))
             assert seen == [("acquire", 1, {"cl"}, False, False), ("compute", 2, {"cl"}, False, False),
                             ("release", 3, {"gl"}, True, False), ("render", 4, {"gl"}, True, True)]
-            assert rt.frame == frame + 1
-            rt.handle_key("right")
+            assert rt.session.frame == frame + 1
+            rt.controls.key("right")
             rt.tick()
-            assert rt.stepper.mid_frame
-            rt.handle_key("t")  # leaving finishes the frame in progress
-            assert not rt.stepper.active and not rt.paused and not rt.stepper.mid_frame
-            assert rt.frame == frame + 2
+            assert rt.session.stepper.mid_frame
+            rt.controls.key("t")  # leaving finishes the frame in progress
+            assert not rt.session.stepper.active and not rt.session.paused and not rt.session.stepper.mid_frame
+            assert rt.session.frame == frame + 2
             # hazard demonstrations: 2 skips the release, and the next frames are flagged
-            rt.handle_key("2")
-            assert rt.scheduler.skip == {"release"}
+            rt.controls.key("2")
+            assert rt.session.scheduler.skip == {"release"}
             rec = rt.tick()
             rec = rt.tick()
             assert {"double_acquire", "gl_use_while_acquired"} <= {h.case for h in rec.hazards}
-            rt.handle_key("2")
-            rt.handle_key("3")  # sync none, skips kept across that switch
-            assert rt.cfg.sync == "none" and rt.scheduler.skip == set()
-            rt.handle_key("1")
-            rt.handle_key("3")
-            assert rt.cfg.sync == "finish" and rt.scheduler.skip == {"acquire"}
-            rt.handle_key("1")
-            rt.handle_key("4")
+            rt.controls.key("2")
+            rt.controls.key("3")  # sync none, skips kept across that switch
+            assert rt.session.cfg.sync == "none" and rt.session.scheduler.skip == set()
+            rt.controls.key("1")
+            rt.controls.key("3")
+            assert rt.session.cfg.sync == "finish" and rt.session.scheduler.skip == {"acquire"}
+            rt.controls.key("1")
+            rt.controls.key("4")
             rec = rt.tick()
             assert "delete_gl_while_shared" in {h.case for h in rec.hazards}
-            state = rt.demos.state(rt)
-            assert [d["key"] for d in state["demos"]] == ["1", "2", "3", "4"] and state["deletes"] == 1
-            assert "Frozen frame" in state["demos"][1]["effect"]
+            demos = rt.controls.demo_views()
+            assert [d.key for d in demos] == ["1", "2", "3", "4"] and rt.controls.deletes == 1
+            assert "Frozen frame" in demos[1].effect
     finally:
         surface.close()
 
@@ -172,21 +171,21 @@ def test_teaching_panel_draws_headless(gl):
 def test_strict_runtime_stops_on_the_first_hazard(gl):
     """--strict: the demonstration's first flag is raised out of the loop (the CLI prints it, exit 1)."""
     from app.errors import HazardError
-    from app.runtime import Runtime
+    from app.session.loop import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((64, 48))
     try:
         cfg = RunConfig(scene="image", size=(32, 24), headless=True, overlay=False, frames=10_000, strict=True)
-        with Runtime(cfg, surface=surface) as rt:
+        with Run(cfg, surface=surface) as rt:
             assert rt.tick().hazards == []
-            rt.handle_key("1")
+            rt.controls.key("1")
             with pytest.raises(HazardError) as err:
                 rt.tick()
             assert err.value.case == "use_without_acquire" and err.value.label == "image.julia"
             assert err.value.one_line().startswith("kernel: use_without_acquire on image.julia")
             with pytest.raises(HazardError) as err:
-                rt.handle_key("4")
+                rt.controls.key("4")
             assert err.value.case == "delete_gl_while_shared"
     finally:
         surface.close()

@@ -220,18 +220,17 @@ def test_build_trace_links_release_to_gl_and_waits():
 
 def test_trace_across_a_switch_has_one_queue_track_per_setup(gl, tmp_path):
     from app.config import RunConfig
-    from app.runtime import Runtime
-    from app.trace.chrome import write_trace
+    from app.session.loop import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False)
-    with Runtime(cfg, surface=gl) as rt:
+    with Run(cfg, surface=gl) as rt:
         for _ in range(3):
             rt.tick()
-        assert rt.switch(scene="image")
+        assert rt.session.switch(scene="image")
         for _ in range(3):
             rt.tick()
-        rt.scheduler.finish()
-        trace = json.loads(write_trace(tmp_path / "switch.json", rt).read_text())
+        rt.session.scheduler.finish()
+        trace = json.loads(open(rt._write_trace(tmp_path / "switch.json")).read())
     threads = _threads(trace)
     queues = sorted(name for name in threads.values() if name.startswith("CL queue"))
     assert queues == ["CL queue host_copy #1", "CL queue host_copy #2"]

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 from app import __version__
-from app.config import ROOT, SCENES, SYNC_MODES
+from app.config import ROOT
 
 log = logging.getLogger(__name__)
 SCHEMA = "glshare.bench/1"
-BENCH_SCENES = tuple(s for s in SCENES if s in ("particles", "image"))
+BENCH_SCENES = ("particles", "image")  # the reference workloads of ../shared/WORKLOADS.md
 
 
 def main(args) -> int:
@@ -32,7 +32,7 @@ def main(args) -> int:
     cl_device = _selector(getattr(args, "cl_device", None))
     from app.window import open_surface
 
-    surface = open_surface(True, (64, 64))  # one EGL context for every cell (Runtime(cfg, surface=...))
+    surface = open_surface(True, (64, 64))  # one EGL context for every cell (Run(cfg, surface=...))
     try:
         probe = probe_machine(cl_device, surface)
         if any(b in probe["backends_available"] for b in ("external_memory", "gl_sharing")):
@@ -132,13 +132,14 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
     from app.bench.cells import measure_backend
     from app.bench.ratios import compute_ratios
     from app.bench.report import Progress
+    from app.sharing.sync import sync_modes
 
     t0 = time.perf_counter()
     now = datetime.datetime.now(datetime.timezone.utc)
     backends = probe["backends_available"]
     groups = [(scene, size, b) for scene in BENCH_SCENES
               for size in (sweep.particles if scene == "particles" else sweep.images) for b in backends]
-    # cells per group: finish + every other mode the backend offers (learnt from each group's Runtime;
+    # cells per group: finish + every other mode the backend offers (learnt from each group's session;
     # the estimate here only sizes the progress bar)
     per_backend: dict[str, int] = {}
     progress = Progress(len(groups) * 2, sys.stderr)
@@ -175,7 +176,7 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
                   "cell_budget_s": sweep.cell_budget_s, "default_particles": sweep.default_particles,
                   "efficiency_min_bytes": sweep.efficiency_min_bytes},
         "backends": probe["backends"],
-        "sync_modes": {b: result["sync"].get(b, {m: "not measured" for m in SYNC_MODES}) for b in backends},
+        "sync_modes": {b: result["sync"].get(b, {m: "not measured" for m in sync_modes()}) for b in backends},
         "cells": result["cells"],
         "baselines": result["baselines"],
         "panels": result["panels"],

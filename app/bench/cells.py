@@ -1,10 +1,10 @@
 """Measure one scene x size x backend: every sync mode's cell, with its baselines interleaved.
 
-A cell is built exactly as ``glshare run --headless`` builds it (app/runtime.Runtime: EGL surface,
+A cell is built exactly as ``glshare run --headless`` builds it (app/session/loop.Run: EGL surface,
 device, Registry, backend, scene, FrameScheduler, ImGui layer). The finish cell's timed frames
 alternate, frame by frame, with the bare loop's; for host_copy each round adds glshare copy frames
 alternating with memcpy-floor frames; at the default particle count a block of frames with the
-panel drawn follows. Other sync modes switch the same Runtime (Runtime.switch) and time glshare's
+panel drawn follows. Other sync modes switch the same session (Session.switch) and time glshare's
 frames alone.
 """
 from __future__ import annotations
@@ -27,12 +27,13 @@ from app.bench.loops import (
 )
 from app.bench.overhead import overhead_breakdown
 from app.bench.sweep import Sweep, shared_bytes, size_label
-from app.config import SYNC_MODES, RunConfig
+from app.config import RunConfig
+from app.sharing.sync import sync_modes
 from app.trace.stats import summary
 
 log = logging.getLogger(__name__)
 MIN_FRAMES = 5  # timed frames of each kind a cell gets even past its time budget
-PANEL_DRAWN = "panel (app/ui/panel.py)"  # what Runtime.draw_ui draws with the panel shown
+PANEL_DRAWN = "panel (app/ui/panel.py)"  # what Run.draw_ui draws with the panel shown
 
 
 def _ms(values_ns) -> dict:
@@ -89,28 +90,29 @@ def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str
     Returns {"cells": [...], "baselines": [...], "panel": {...} or None, "sync": {mode: reason},
     "gl": {...}, "cl": {...}}.
     """
-    from app.runtime import Runtime, default_window_size
+    from app.session.loop import Run
+    from app.session.session import window_size_for
 
     cfg = RunConfig(scene=scene, backend=backend, sync="finish", headless=True, size=size, cl_device=cl_device,
                     panel=True)
-    surface.resize(*default_window_size(cfg))
+    surface.resize(*window_size_for(cfg))
     out: dict = {"cells": [], "baselines": [], "panel": None}
     base = {"scene": scene, "size": size if scene == "particles" else size_label(scene, size), "backend": backend}
     nbytes = shared_bytes(scene, size)
-    with Runtime(cfg, surface=surface) as rt:
-        out["gl"] = {k: rt.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")}
-        out["cl"] = {"platform": rt.choice.platform.name.strip(), "device": rt.choice.device.name.strip(),
-                     "version": rt.choice.device.version.strip()}
-        reasons = {m: rt.backend.sync_unavailable_reason(m) for m in SYNC_MODES}
+    with Run(cfg, surface=surface) as rt:
+        out["gl"] = {k: rt.session.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")}
+        out["cl"] = {"platform": rt.session.choice.platform.name.strip(), "device": rt.session.choice.device.name.strip(),
+                     "version": rt.session.choice.device.version.strip()}
+        reasons = {m: rt.session.backend.sync_unavailable_reason(m) for m in sync_modes()}
         out["sync"] = {m: r or "available" for m, r in reasons.items()}
         with_panel = scene == "particles" and size == sweep.default_particles
         out["cells"].append(_finish_cell(rt, base, nbytes, sweep, with_panel, out))
         tick(f"{scene} {size_label(scene, size)} {backend}/finish")
-        for mode in SYNC_MODES:
+        for mode in sync_modes():
             if mode == "finish" or reasons[mode] is not None:
                 continue
-            if not rt.switch(sync=mode):
-                err = rt.loop_errors[-1].message if rt.loop_errors else "switch refused"
+            if not rt.session.switch(sync=mode).ok:
+                err = rt.session.history.loop_errors[-1].message if rt.session.history.loop_errors else "switch refused"
                 out["cells"].append({**base, "sync": mode, "frames": 0, "errors": 1, "first_error": err})
             else:
                 out["cells"].append(_plain_cell(rt, base, nbytes, sweep))
@@ -119,14 +121,14 @@ def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str
 
 
 def _moved(rt, nbytes: int) -> int:
-    return 0 if rt.backend.zero_copy else nbytes
+    return 0 if rt.session.backend.zero_copy else nbytes
 
 
 def _cell(rt, base: dict, nbytes: int, samples: list[Sample], records: list) -> dict:
-    rt.scheduler.finish()  # the last frames' CL profiles
+    rt.session.scheduler.finish()  # the last frames' CL profiles
     stats = sample_stats(samples)
     median = stats["frame_ms"]["median"]
-    return {**base, "sync": rt.cfg.sync, "frames": len(samples), **stats, **record_stats(records),
+    return {**base, "sync": rt.session.cfg.sync, "frames": len(samples), **stats, **record_stats(records),
             "bytes_shared_per_frame": nbytes, "bytes_moved_per_frame": _moved(rt, nbytes),
             "bandwidth_gbps": _gbps(nbytes, median)}
 
@@ -170,12 +172,12 @@ def _drained_ms(rt, frames: int) -> float:
     from OpenGL import GL
 
     GL.glFinish()
-    rt.backend.queue.finish()
+    rt.session.backend.queue.finish()
     t0 = time.perf_counter_ns()
     for _ in range(frames):
         glshare_frame(rt, [])
     GL.glFinish()
-    rt.backend.queue.finish()
+    rt.session.backend.queue.finish()
     return round((time.perf_counter_ns() - t0) / frames / 1e6, 4)
 
 
@@ -269,7 +271,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
     (host_copy), panel frames and the UI alone (``with_panel``), until the rounds or the time are spent."""
     clock = _Clock(sweep.cell_budget_s)
     bare = BareLoop(rt)
-    copies = rt.backend_name == "host_copy"
+    copies = rt.session.backend_name == "host_copy"
     smallest = base["scene"] == "particles" and base["size"] == min(sweep.particles)  # scheduler_overhead_us
     headline = smallest or (base["scene"] == "particles" and base["size"] == sweep.default_particles)
     per_round = math.ceil(sweep.frames * (2 if headline else 1) / sweep.rounds)  # the ratios are read there
@@ -336,14 +338,14 @@ def _paired_stats(fr: _FinishFrames) -> dict:
 
 def _panel_stats(rt, base: dict, fr: _FinishFrames) -> dict:
     """The panel block: frames with the panel, with the overlay and without either, the UI alone,
-    and the time of ``rt.snapshot()`` (what the panel reads each redraw)."""
+    and the time of the panel model's update from the session's view (what the panel reads each redraw)."""
     redraws = [s for s in fr.ui_panel if s.extra.get("redrew")]
     snaps = []
     for _ in range(10):
         t0 = time.perf_counter_ns()
-        rt.snapshot()
+        rt.ui.model.update(rt.session.view(demos=rt.controls.demo_views()))
         snaps.append(time.perf_counter_ns() - t0)
-    overlay = rt.overlay
+    overlay = rt.ui
     return {**base, "sync": "finish", "frames": len(fr.panel), "drawn": PANEL_DRAWN,
             "with_panel": sample_stats(fr.panel), "without_panel": sample_stats(fr.glshare),
             "draw_ui_ms": _ms(s.extra["draw_ui"] for s in fr.panel), "snapshot_ms": _ms(snaps),
@@ -353,9 +355,9 @@ def _panel_stats(rt, base: dict, fr: _FinishFrames) -> dict:
                          "panel_frames": len(fr.ui_panel), "panel_redraws": len(redraws),
                          "panel_redraw_ms": _ms(s.process for s in redraws) if redraws else None,
                          "panel_composite_ms": _ms(s.process for s in fr.ui_panel if not s.extra.get("redrew")),
-                         "panel_hz": overlay.redraw_hz if overlay is not None else None,
+                         "panel_hz": overlay.layer.redraw_hz if overlay is not None else None,
                          "panel_block_s": round(fr.ui_block_ns / 1e9, 3),
-                         "composite_path": overlay.composite_path if overlay is not None else None,
+                         "composite_path": overlay.layer.composite_path if overlay is not None else None,
                          "what": "after the scene's GL work finished: draw_ui + glFinish, against "
                                  "glFinish alone, interleaved frame by frame (process CPU); the panel "
                                  "redraws on its own clock inside its block"}}

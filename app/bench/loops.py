@@ -1,4 +1,4 @@
-"""The frames the bench times: glshare's own (Runtime.step), the bare loop and the memcpy floor.
+"""The frames the bench times: glshare's own (Session.step), the bare loop and the memcpy floor.
 
 Every timed frame ends where ``glshare run``'s loop ends one (``surface.present()``), so the next
 frame's sync wait pays for this frame's GL work in every kind of frame alike.
@@ -13,7 +13,6 @@ same CL memory into the same GL memory, right after the kernel, as glshare's cop
 """
 from __future__ import annotations
 
-import ctypes
 import time
 from dataclasses import dataclass, field
 
@@ -22,7 +21,7 @@ import pyopencl as cl
 from OpenGL import GL
 
 from app.gl.objects import GlBuffer
-from app.sharing.backends.host_copy import mapped_bytes  # the same mapping a user's code would make
+from app.gl.upload import mapped_bytes  # the same mapping a user's code would make
 
 ns = time.perf_counter_ns
 
@@ -44,29 +43,29 @@ def timed(fn) -> Sample:
 
 
 def render_target(rt):
-    return rt.surface.framebuffer_size if rt.surface.bind_target() else None
+    return rt.session.surface.framebuffer_size if rt.session.surface.bind_target() else None
 
 
 # -- glshare's frames -----------------------------------------------------------------------------
 def glshare_frame(rt, records: list) -> Sample:
-    """One frame exactly as ``Runtime.run`` does it headless, without the panel."""
+    """One frame exactly as ``Run.loop`` does it headless, without the panel."""
 
     def frame():
-        records.append(rt.step())
-        rt.surface.present()
+        records.append(rt.session.step())
+        rt.session.surface.present()
 
     return timed(frame)
 
 
 def glshare_panel_frame(rt, records: list) -> Sample:
-    """The same frame with the panel drawn (``Runtime.draw_ui``: app/ui/panel.py)."""
+    """The same frame with the panel drawn (``Run.draw_ui``: app/ui/panel.py)."""
 
     def frame():
-        records.append(rt.step())
+        records.append(rt.session.step())
         t0 = ns()
         rt.draw_ui()
         t1 = ns()
-        rt.surface.present()
+        rt.session.surface.present()
         return {"draw_ui": t1 - t0}
 
     return timed(frame)
@@ -74,13 +73,13 @@ def glshare_panel_frame(rt, records: list) -> Sample:
 
 def glshare_ui_frame(rt, draw: bool) -> Sample:
     """A frame whose scene GL work is finished before the UI: the sample times only what drawing
-    the UI adds (``draw``: Runtime.draw_ui, the panel or the overlay as ``rt.show_panel`` says;
+    the UI adds (``draw``: Run.draw_ui, the panel or the overlay as ``rt.ui.show_panel`` says;
     False: nothing, the same barrier alone), with its GL work finished inside the sample, so
     llvmpipe's rasterising threads are counted too. ``extra["redrew"]``: the cached layer was
     redrawn in this frame."""
-    records = [rt.step()]
+    records = [rt.session.step()]
     GL.glFinish()
-    before = rt.overlay.redraws if rt.overlay is not None else 0
+    before = rt.ui.redraws if rt.ui is not None else 0
 
     def part():
         if draw:
@@ -88,17 +87,17 @@ def glshare_ui_frame(rt, draw: bool) -> Sample:
         GL.glFinish()
 
     sample = timed(part)
-    sample.extra["redrew"] = (rt.overlay.redraws if rt.overlay is not None else 0) != before
-    rt.surface.present()
+    sample.extra["redrew"] = (rt.ui.redraws if rt.ui is not None else 0) != before
+    rt.session.surface.present()
     del records
     return sample
 
 
 def show_panel(rt, on: bool) -> None:
     """What the "h" key does: the full panel or the minimal overlay, redrawn at once."""
-    rt.show_panel = on
-    if rt.overlay is not None:
-        rt.overlay.mark_dirty()
+    rt.ui.show_panel = on
+    if rt.ui is not None:
+        rt.ui.mark_dirty()
 
 
 def glshare_copy_frame(rt) -> Sample:
@@ -108,16 +107,16 @@ def glshare_copy_frame(rt) -> Sample:
 
     def frame():
         GL.glFinish()  # the frame before (a floor frame, say) drew: not this frame's wait
-        steps = rt.scheduler.frame_phases(rt.frame, lambda: render_target(rt))
+        steps = rt.session.scheduler.frame_phases(rt.session.frame, lambda: render_target(rt))
         next(steps)  # acquire
         next(steps)  # compute
-        rt.backend.queue.finish()
+        rt.session.backend.queue.finish()
         resumed = ns()  # the release phase's clock ran while the kernel finished: start it here
         for _ in steps:  # release, render
             pass
-        rt.frame += 1
+        rt.session.frame += 1
         GL.glFinish()
-        rec = rt.scheduler.records[-1]
+        rec = rt.session.scheduler.records[-1]
         acquire, release = rec.phases["acquire"], rec.phases["release"]
         return {"copy": (acquire[1] - acquire[0]) + (release[1] - resumed), "errors": len(rec.errors)}
 
@@ -130,74 +129,20 @@ class BareLoop:
 
     def __init__(self, rt) -> None:
         self.rt = rt
-        self.backend = rt.backend
-        self.scene = rt.scene
-        self.kind = rt.backend_name
-        self.queue = cl.CommandQueue(rt.backend.context, rt.choice.device)  # no profiling: a plain queue
+        self.backend = rt.session.backend
+        self.scene = rt.session.scene
+        self.queue = cl.CommandQueue(rt.session.backend.context, rt.session.choice.device)  # no profiling: a plain queue
         self.frame_index = 0
         self._pbos: dict[int, GlBuffer] = {}
         self._staging: dict[int, np.ndarray] = {}
         self._kept: list = []  # checked_frame's records
-        if self.kind == "external_memory":
-            self.mems = [o.private["acquire_mem"] for o in self.scene.shared]
-        else:
-            self.mems = [o.mem for o in self.scene.shared]
 
-    # the hand-over, written out per backend
+    # the hand-over alone: the backend's own enqueue calls, without validation or ownership tracking
     def _acquire(self):
-        if self.kind == "external_memory":
-            from app.cl import ext as clext
-
-            return clext.enqueue_acquire_external(self.backend.ext, self.queue, self.mems)
-        if self.kind == "gl_sharing":
-            return cl.enqueue_acquire_gl_objects(self.queue, self.mems)
-        return None  # host_copy: GL wrote nothing since CL's copy, so there is nothing to copy in
+        return self.backend.bare_acquire(self.queue, self.scene.shared)
 
     def _release(self, kernel_event) -> None:
-        q = self.queue
-        if self.kind == "external_memory":
-            from app.cl import ext as clext
-
-            clext.enqueue_release_external(self.backend.ext, q, self.mems, [kernel_event])
-            return
-        if self.kind == "gl_sharing":
-            cl.enqueue_release_gl_objects(q, self.mems, wait_for=[kernel_event])
-            return
-        write = GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT
-        for obj in self.scene.shared:
-            if obj.access == "read_only":
-                continue
-            gl = obj.gl
-            if gl.kind == "buffer":
-                GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, gl.name)
-                view = mapped_bytes(GL.GL_COPY_WRITE_BUFFER, gl.nbytes, write)
-                cl.enqueue_copy(q, view, obj.mem, wait_for=[kernel_event], is_blocking=True)
-                GL.glUnmapBuffer(GL.GL_COPY_WRITE_BUFFER)
-                GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, 0)
-            elif getattr(self.backend, "unified_memory", False):  # as HostCopy does where CL memory is host memory
-                mapped, _, pitch, _ = cl.enqueue_map_image(
-                    q, obj.mem, cl.map_flags.READ, (0, 0), (gl.width, gl.height),
-                    (gl.height, gl.width, gl.bytes_per_pixel), np.uint8, wait_for=[kernel_event], is_blocking=True)
-                GL.glBindTexture(GL.GL_TEXTURE_2D, gl.name)
-                GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
-                GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, pitch // gl.bytes_per_pixel)
-                GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, gl.width, gl.height, gl.format, gl.dtype,
-                                   ctypes.c_void_p(mapped.ctypes.data))
-                GL.glPixelStorei(GL.GL_UNPACK_ROW_LENGTH, 0)
-                GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-                mapped.base.release(queue=q)
-            else:
-                GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, self._pbo(obj).name)
-                view = mapped_bytes(GL.GL_PIXEL_UNPACK_BUFFER, gl.nbytes, write)
-                cl.enqueue_copy(q, view, obj.mem, origin=(0, 0), region=(gl.width, gl.height),
-                                wait_for=[kernel_event], is_blocking=True)
-                GL.glUnmapBuffer(GL.GL_PIXEL_UNPACK_BUFFER)
-                GL.glBindTexture(GL.GL_TEXTURE_2D, gl.name)
-                GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
-                GL.glTexSubImage2D(GL.GL_TEXTURE_2D, 0, 0, 0, gl.width, gl.height, gl.format, gl.dtype,
-                                   ctypes.c_void_p(0))
-                GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-                GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
+        self.backend.bare_release(self.queue, self.scene.shared, [kernel_event])
 
     def _pbo(self, obj) -> GlBuffer:
         pbo = self._pbos.get(id(obj))
@@ -208,8 +153,7 @@ class BareLoop:
         return pbo
 
     def _draw(self) -> None:
-        if self.kind == "external_memory":
-            self.backend.gl_after_release(self.scene.shared)  # textures on the copy path: buffer -> texture
+        self.backend.gl_after_release(self.scene.shared)  # GL's part of the hand-over (a texture's copy)
         size = render_target(self.rt)
         if size is not None:
             self.scene.render(size)
@@ -222,7 +166,7 @@ class BareLoop:
             self._release(k)
             self.queue.finish()
             self._draw()
-            self.rt.surface.present()
+            self.rt.session.surface.present()
             self.frame_index += 1
 
         return timed(run)
@@ -261,7 +205,7 @@ class BareLoop:
             rec.phases["render"] = (t, t := ns())
             self._kept.append(rec)  # kept as the scheduler keeps its history
             del self._kept[:-600]
-            self.rt.surface.present()
+            self.rt.session.surface.present()
             self.frame_index += 1
 
         return timed(run)
@@ -282,7 +226,7 @@ class BareLoop:
                 spent += self._floor_copy(obj)
             self.queue.finish()
             self._draw()
-            self.rt.surface.present()
+            self.rt.session.surface.present()
             self.frame_index += 1
             return {"floor": spent}
 

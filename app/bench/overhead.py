@@ -1,6 +1,6 @@
 """Where glshare's per-frame overhead goes: each piece the scheduler adds to a frame.
 
-Two views on the live Runtime of a cell (its backend, queue, scene and GL timer), main-thread CPU
+Two views on the live session of a cell (its backend, queue, scene and GL timer), main-thread CPU
 time: ``in_frame`` wraps those pieces during real frames and sums their time per frame, amortized over
 every frame where a piece runs on some frames only (what they
 cost between the kernel and the draw, caches cold); ``alone`` times each piece in a tight loop (the
@@ -19,7 +19,7 @@ import pyopencl as cl
 from OpenGL import GL
 
 from app.schedule.frame import FrameRecord
-from app.sharing.base import timed_wait
+from app.sharing.sync import timed_wait
 
 PROFILE_INFO = (cl.profiling_info.QUEUED, cl.profiling_info.SUBMIT, cl.profiling_info.START, cl.profiling_info.END)
 
@@ -40,7 +40,7 @@ def overhead_in_frame(rt, frames: int) -> dict:
     all of them, so batched and sampled pieces count for their share)."""
     from app.bench.loops import glshare_frame
 
-    backend, sched = rt.backend, rt.scheduler
+    backend, sched = rt.session.backend, rt.session.scheduler
     acc: dict[str, int] = {}
 
     def wrap(obj, attr: str, piece: str):
@@ -106,7 +106,7 @@ def overhead_breakdown(rt, reps: int = 200) -> dict:
 
 def overhead_alone(rt, reps: int = 200) -> dict:
     """{piece: us per frame} and their sum, each piece in a tight loop."""
-    backend, scene, queue = rt.backend, rt.scene, rt.backend.queue
+    backend, scene, queue = rt.session.backend, rt.session.scene, rt.session.backend.queue
     mems = [o.mem for o in scene.shared]
     done = cl.enqueue_marker(queue)
     done.wait()
@@ -132,7 +132,7 @@ def overhead_alone(rt, reps: int = 200) -> dict:
                 tuple(ev.get_profiling_info(i) for i in PROFILE_INFO)
 
     parts["CL profiling of 3 events"] = _cpu_us(profile, reps)
-    timer = rt.scheduler.gl_timer
+    timer = rt.session.scheduler.gl_timer
     if timer.enabled:
         rec = FrameRecord(0, scene.name, backend.name, "finish")
 

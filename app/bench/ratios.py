@@ -128,7 +128,7 @@ class Ratio:
 
 class SchedulerOverhead(Ratio):
     name, op, limit = "scheduler_overhead", "<=", 1.05
-    what = ("median over frame pairs of glshare's frame time (Runtime.step + present) / the bare loop frame next "
+    what = ("median over frame pairs of glshare's frame time (Session.step + present) / the bare loop frame next "
             "to it (frames interleaved one by one)")
 
     def measure(self, run: Run) -> Measured | str:

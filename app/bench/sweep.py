@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from app.config import DEFAULT_PARTICLES
-
 MIB = 1 << 20
 ZERO_COPY_BYTES = 64 * MIB  # where zero_copy_speedup and semaphore_vs_finish are read
 ZERO_COPY_PARTICLES = ZERO_COPY_BYTES // 32
@@ -26,7 +24,7 @@ class Sweep:
     frames: int  # timed frames of glshare per cell (and as many bare-loop frames)
     rounds: int  # the timed frames are split into rounds, interleaved with the baselines
     cell_budget_s: float  # stop adding rounds to a cell after this long (large sizes)
-    default_particles: int = DEFAULT_PARTICLES  # scheduler_overhead and panel_cost_ms are read here
+    default_particles: int = 65_536  # the fountain's default (WORKLOADS.md): scheduler_overhead and panel_cost_ms are read here
     efficiency_min_bytes: int = 4 * MIB  # host_copy_efficiency from this size up
 
     def with_zero_copy_size(self) -> "Sweep":
@@ -54,9 +52,13 @@ def choose_sweep(quick: bool) -> Sweep:
 
 
 def size_label(scene: str, size) -> str:
-    return f"{size:,}" if scene == "particles" else f"{size[0]}x{size[1]}"
+    from app.scenes import scene_class
+
+    return scene_class(scene).size_label(size)
 
 
 def shared_bytes(scene: str, size) -> int:
-    """Bytes shared with GL per frame (WORKLOADS.md: 32 x N for particles, RGBA8 for images)."""
-    return 32 * size if scene == "particles" else 4 * size[0] * size[1]
+    """Bytes shared with GL per frame (the scene says: WORKLOADS.md's 32 x N for particles, RGBA8 for images)."""
+    from app.scenes import scene_class
+
+    return scene_class(scene).shared_bytes(size)

@@ -28,10 +28,10 @@ def measure(frames: int = 60, size: int = PARTICLES) -> dict:
     from app.bench.cells import _ms, sample_stats
     from app.bench.loops import glshare_ui_frame, show_panel
     from app.config import RunConfig
-    from app.runtime import Runtime
+    from app.session.loop import Run
 
     cfg = RunConfig(scene="particles", size=size, headless=False, panel=True, frames=10**9)
-    with Runtime(cfg) as rt:
+    with Run(cfg) as rt:
         for _ in range(10):
             rt.tick()
         show_panel(rt, True)
@@ -45,9 +45,9 @@ def measure(frames: int = 60, size: int = PARTICLES) -> dict:
         block_s = time.perf_counter() - t0
         redrew = [s for s in panel if s.extra.get("redrew")]
         copied = [s for s in panel if not s.extra.get("redrew")]
-        return {"surface": rt.surface.label, "gl": rt.gl_info.renderer, "particles": size,
-                "frames": frames, "block_s": round(block_s, 3), "panel_hz": rt.overlay.redraw_hz,
-                "composite_path": rt.overlay.composite_path, "redraws": len(redrew),
+        return {"surface": rt.session.surface.label, "gl": rt.session.gl_info.renderer, "particles": size,
+                "frames": frames, "block_s": round(block_s, 3), "panel_hz": rt.ui.layer.redraw_hz,
+                "composite_path": rt.ui.layer.composite_path, "redraws": len(redrew),
                 "panel": sample_stats(panel), "nothing": sample_stats(nothing),
                 "composite_ms": _ms(s.process for s in copied) if copied else None,
                 "redraw_ms": _ms(s.process for s in redrew) if redrew else None,

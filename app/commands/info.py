@@ -4,9 +4,7 @@ from __future__ import annotations
 import pyopencl as cl
 
 from app import __version__
-from app.cl.device import all_devices, select_device
-
-from app.cl.device import CL_SHARING_EXTENSIONS
+from app.cl.device import CL_SHARING_EXTENSIONS, all_devices, select_device
 
 
 def _device_entry(choice) -> dict:
@@ -24,7 +22,8 @@ def gather(selector: str | None) -> dict:
     from app.sharing.backends.external_memory import import_handle_types
     from app.sharing.backends.external_memory.handles import handle_table
     from app.sharing.base import ProbeEnv
-    from app.sharing.registry import ORDER, Registry, backend_class
+    from app.sharing.registry import Registry, backend_class
+    from app.sharing.sync import sync_modes
     from app.window import open_surface
 
     choice = select_device(selector)

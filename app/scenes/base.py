@@ -1,5 +1,5 @@
 """What every scene provides to the scheduler: shared objects, one compute step, one GL draw,
-and what the rest of glshare needs to know about it (its size, its window, its bench sizes)."""
+and what the rest of glshare needs to know about it (its size, its window, the bytes it shares)."""
 from __future__ import annotations
 
 import abc
@@ -22,7 +22,6 @@ class Scene(abc.ABC):
     even_size: ClassVar[bool] = False  # WxH must be even (planar YUV)
     follows_window: ClassVar[bool] = False  # without --size the image is the framebuffer's size
     panel_sizes: ClassVar[tuple[str, ...]] = ("256x256", "512x512", "1024x1024", "2048x2048")
-    bench_sizes: ClassVar[dict[str, tuple]] = {}  # sweep name -> sizes ``glshare bench`` measures
     registry: ClassVar[dict[str, type["Scene"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:

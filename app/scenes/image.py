@@ -48,8 +48,6 @@ class ImageScene(Scene):
     default_size = (512, 512)
     follows_window = True
     panel_sizes = ("window", "256x256", "512x512", "1024x1024", "2048x2048")
-    bench_sizes = {"full": ((256, 256), (512, 512), (1024, 1024), (2048, 2048), (4096, 4096)),
-                   "quick": ((256, 256), (1024, 1024)), "tiny": ((64, 64),)}
 
     @classmethod
     def shared_bytes(cls, size) -> int:

@@ -91,8 +91,6 @@ class ParticlesScene(Scene):
     size_kind = "count"
     default_size = 65_536
     panel_sizes = ("4096", "16384", "65536", "262144", "1048576")
-    bench_sizes = {"full": (16_384, 65_536, 262_144, 1 << 20, 2 << 20, 4 << 20, 16 << 20),
-                   "quick": (16_384, 65_536, 262_144), "tiny": (4_096, 8_192)}
 
     @classmethod
     def shared_bytes(cls, size) -> int:

@@ -17,7 +17,9 @@ import pyopencl as cl
 from app.errors import ClError, GlshareError
 from app.gl.timer import GlTimer
 from app.schedule.frame import ErrorRecord, FrameRecord
-from app.sharing.base import SharingBackend, SyncStrategy
+from app.schedule.history import RunHistory
+from app.sharing.base import SharingBackend
+from app.sharing.sync import SyncMode
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns

@@ -40,6 +40,9 @@ class SwitchOutcome:
     what: str
     message: str  # what happened, or why the choice was refused or fell back
 
+    def __bool__(self) -> bool:
+        return self.ok
+
 
 def window_size_for(cfg: RunConfig) -> tuple[int, int]:
     """The window a run of ``cfg`` opens (image scenes show their image 1:1 up to 2048 pixels)."""
@@ -364,7 +367,11 @@ class Session:
         caps = self.caps()
         cls = scene_class(self.cfg.scene)
         size = cls.size_of(self.cfg)
-        current = "window" if size is None and cls.follows_window else cls.size_label(size)
+        if size is None and cls.follows_window:
+            current = "window"
+        else:
+            size = cls.default_size if size is None else size
+            current = str(size) if isinstance(size, int) else f"{size[0]}x{size[1]}"  # as --size takes it
         sizes = list(cls.panel_sizes)
         if current not in sizes:
             sizes.insert(0, current)

@@ -25,7 +25,7 @@ from app.diagnostics import live
 from app.errors import ClError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
-from app.sharing.sync import SyncMode
+from app.sharing.sync import SyncMode, sync_modes
 from app.validate.ownership import OwnershipTracker
 from app.validate.spec import SpecValidator
 
@@ -226,9 +226,10 @@ class SharingBackend(abc.ABC):
     @classmethod
     def sync_refusal(cls, env: ProbeEnv, mode: str) -> str | None:
         """None when sync ``mode`` works with this backend here, else the reason (no backend built)."""
-        mode_cls = SyncMode.registry.get(mode)
+        modes = sync_modes()
+        mode_cls = modes.get(mode)
         if mode_cls is None:
-            return f"unknown sync mode {mode!r}; modes: {', '.join(SyncMode.registry)}"
+            return f"unknown sync mode {mode!r}; modes: {', '.join(modes)}"
         return mode_cls.refusal(cls, env)
 
     def sync_unavailable_reason(self, mode: str) -> str | None:

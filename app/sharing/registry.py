@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import importlib
 import logging
-import pkgutil
 from functools import lru_cache
 
 from app.errors import SharingUnavailable, UsageError
+from app.sharing.backends import backend_module_names
 from app.sharing.base import Probe, ProbeEnv, SharingBackend
 
 log = logging.getLogger(__name__)
-
-
-def backend_module_names() -> list[str]:
-    """The backends' names without importing them (each module is named for its backend)."""
-    from app.sharing import backends
-
-    return sorted(m.name for m in pkgutil.iter_modules(backends.__path__))
 
 
 @lru_cache(maxsize=1)

@@ -15,8 +15,14 @@ from OpenGL import GL
 
 from app.cl.formats import cl_image_format
 from app.gl.objects import GlBuffer
-from app.gl.upload import READ, WRITE_DISCARD, mapped, texture_from_address, texture_from_unpack_buffer, \
-    texture_to_pack_buffer
+from app.gl.upload import (
+    READ,
+    WRITE_DISCARD,
+    mapped,
+    texture_from_address,
+    texture_from_unpack_buffer,
+    texture_to_pack_buffer,
+)
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
 
 

@@ -127,6 +127,7 @@ def test_8bit_frames_are_the_encoded_planes(tmp_path, matrix, range_):
             assert f.index == i and f.time_s == pytest.approx(i / 25)
             assert f.y.dtype == np.uint8 and f.y.shape == (H, W) and f.uv.shape == (H // 2, W // 2, 2)
             assert np.array_equal(f.y, y) and np.array_equal(f.uv, np.stack([u, v], -1)), i
+            assert not f.y.flags.writeable and not f.uv.flags.writeable  # the cached frame is shared
 
 
 @pytest.mark.skipif(not has_encoder("ffv1", "yuv420p10le"), reason="this PyAV build has no 10-bit FFV1 encoder")
@@ -141,6 +142,25 @@ def test_10bit_frames_are_p010_words(tmp_path):
             assert f.y.dtype == np.uint16
             assert np.array_equal(f.y, y << 6) and np.array_equal(f.uv, np.stack([u, v], -1) << 6), i
             assert np.array_equal(P010.samples(f.y), y)
+
+
+@pytest.mark.skipif(not (has_encoder("ffv1", "yuv420p12le") and has_encoder("ffv1", "yuv422p10le")),
+                    reason="this PyAV build has no 12-bit 4:2:0 or 10-bit 4:2:2 FFV1 encoder")
+def test_deeper_and_422_sources_become_p010(tmp_path):
+    """12 bits: the sample's top bits in the word (P010 reads the top 10); 4:2:2 10-bit: resampled
+    to 4:2:0 (chroma flat over each vertical pair comes back exactly)."""
+    rng = np.random.default_rng(3)
+    y, u, v = legal_codes(rng, 12, "limited")
+    with VideoSource(encode(tmp_path / "c12.mkv", [(y, u, v)], "yuv420p12le")) as video:
+        f = video.frame(0)
+        assert video.fmt is P010 and video.resampled_from is None
+        assert np.array_equal(f.y, y << 4) and np.array_equal(f.uv, np.stack([u, v], -1) << 4)
+    y, u, v = legal_codes(rng, 10, "limited")
+    path = encode(tmp_path / "c422.mkv", [(y, u.repeat(2, 0), v.repeat(2, 0))], "yuv422p10le")
+    with VideoSource(path) as video:
+        f = video.frame(0)
+        assert video.fmt is P010 and video.resampled_from == "yuv422p10le"
+        assert np.array_equal(f.y, y << 6) and np.array_equal(f.uv, np.stack([u, v], -1) << 6)
 
 
 def test_defaults_where_the_stream_says_nothing(tmp_path):
@@ -294,6 +314,9 @@ def test_looping_where_the_container_gives_no_count(tmp_path):
         assert [g.index for g in got] == [3, 4, 0, 1, 2, 3, 4, 0, 1]
         assert all(np.array_equal(g.y, frames[g.index][0]) for g in got)
         assert [g.index for g in video.frames(2, loop=False)] == [2, 3, 4]
+    with VideoSource(path) as video:  # far past an end not yet known: a seek, then decoding to the end
+        f = video.frame(1003)
+        assert f.index == 3 and video.frame_count == 5 and np.array_equal(f.y, frames[3][0])
 
 
 # -- bad input ----------------------------------------------------------------------------------------

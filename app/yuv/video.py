@@ -59,7 +59,11 @@ class NotMediaError(UsageError):
 
 @dataclass(frozen=True)
 class VideoFrame:
-    """One decoded frame as glshare planes: ``y`` H x W, ``uv`` H/2 x W/2 x 2, of ``fmt.dtype``."""
+    """One decoded frame as glshare planes: ``y`` H x W, ``uv`` H/2 x W/2 x 2, of ``fmt.dtype``.
+
+    The arrays are read-only copies (the source hands the same frame out again while it is current);
+    ``uv`` viewed as bytes is also the W x H/2 single-channel layout of UV pairs.
+    """
 
     index: int
     y: np.ndarray
@@ -416,13 +420,14 @@ class VideoSource:
         else:
             pairs = self._plane(planes[1], dtype, ch, 2 * cw).reshape(ch, cw, 2)
             uv[...] = pairs[..., ::-1] if lay.kind == "semi_vu" else pairs
-        fmt = self.fmt
-        if fmt is NV12:
-            y_out, uv_out = np.ascontiguousarray(y), uv
+        if self.fmt is NV12:  # copies: nothing returned points into FFmpeg's frame buffers
+            y_out, uv_out = np.array(y, np.uint8), uv
         else:  # sample in the high bits of a native uint16 (P010 reads the top 10)
             shift = 0 if lay.msb else 16 - lay.bits
-            y_out = (y.astype(np.uint16) << shift).astype(np.uint16)
-            uv_out = (uv.astype(np.uint16) << shift).astype(np.uint16)
+            y_out = y.astype(np.uint16) << np.uint16(shift)
+            uv_out = uv.astype(np.uint16) << np.uint16(shift)
+        y_out.flags.writeable = False  # the last frame is cached and handed out again
+        uv_out.flags.writeable = False
         time_s = float((raw.pts - (self._pts0 or 0)) * self._time_base) if raw.pts is not None else None
         return VideoFrame(index, y_out, uv_out, time_s)
 

@@ -34,6 +34,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _index(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a frame index (0 or more), got {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a frame index (0 or more), got {value}")
+    return value
+
+
 def _rate(text: str) -> float:
     try:
         value = float(text)
@@ -88,11 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true")
     e.add_argument("--cl-device")
 
-    c = sub.add_parser("convert", help="convert one raw NV12/P010 frame to RGB through the CL path")
-    c.add_argument("--format", choices=("nv12", "p010"), required=True, dest="fmt")
-    c.add_argument("--size", required=True)
-    c.add_argument("--matrix", choices=("bt601", "bt709"), default="bt709")
-    c.add_argument("--range", choices=("limited", "full"), default="limited", dest="range_")
+    c = sub.add_parser("convert", help="convert one frame (a raw NV12/P010 file, or a frame of a video file) "
+                                       "to RGB through the CL path")
+    c.add_argument("--format", choices=("nv12", "p010"), dest="fmt",
+                   help="raw input: its format (give --size too); leave both out for a video file")
+    c.add_argument("--size", help="raw input: WxH")
+    c.add_argument("--frame", type=_index, help="video input: the frame to convert, 0 first (default 0)")
+    c.add_argument("--matrix", choices=("bt601", "bt709"), default=None,
+                   help="default: bt709 for raw input, the stream's (or the usual default) for video")
+    c.add_argument("--range", choices=("limited", "full"), default=None, dest="range_",
+                   help="default: limited for raw input, the stream's (or limited) for video")
     c.add_argument("--cl-device")
     c.add_argument("input", type=Path)
     c.add_argument("output", type=Path)

@@ -54,6 +54,9 @@ class FrameScheduler:
         self.segment = self.history.segment.index
         self._pending: collections.deque[FrameRecord] = collections.deque()
         self.skip: set[str] = set()  # hazard demonstrations: "acquire", "release"
+        # faults made on purpose (``--inject``): called as faults(phase, record) at the start of each
+        # phase, inside its error handling, so an injected failure is recorded like a real one
+        self.faults = None
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
@@ -86,6 +89,8 @@ class FrameScheduler:
         rec.start_ns = t = ns()
         ok = True
         try:
+            if self.faults is not None:
+                self.faults("acquire", rec)
             backend.gl_before_acquire(scene.shared)
             wait_for = self.sync.before_acquire(rec.waits)
             ev_a = None
@@ -101,6 +106,8 @@ class FrameScheduler:
         ev_c = None
         if ok:
             try:
+                if self.faults is not None:
+                    self.faults("compute", rec)
                 backend.tracker.cl_use(scene.cl_uses, "kernel")
                 ev_c = scene.compute(queue, frame, [ev_a] if ev_a is not None else (wait_for or None))
                 rec.events["compute"] = ev_c
@@ -111,6 +118,8 @@ class FrameScheduler:
         yield "compute"
         if ok:
             try:
+                if self.faults is not None:
+                    self.faults("release", rec)
                 ev_r = None
                 if "release" not in self.skip:
                     ev_r = backend.release(queue, scene.shared, [ev_c] if ev_c is not None else None)
@@ -124,6 +133,8 @@ class FrameScheduler:
         rec.phases["release"] = (t, t := ns())
         yield "release"
         try:
+            if self.faults is not None:
+                self.faults("render", rec)
             size = render_target()
             self.gl_timer.harvest()  # the frames before (done once the sync waited), before this frame's pass
             if size is not None:

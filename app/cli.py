@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--panel-hz", type=_rate, default=None,
                    help="panel redraws per second, at once after input (default 5, 2 on software GL; 0: every frame)")
     r.add_argument("--vsync", action="store_true")
+    r.add_argument("--quiet", action="store_true", help="no frame-rate line on stdout every 2 s")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12")
 
     i = sub.add_parser("info", help="platforms, devices, GL, and which sharing backends work here")

@@ -68,6 +68,7 @@ class RunConfig:
     # None: 5, or 2 on software GL (a redraw costs llvmpipe ~10 ms of CPU: app/ui/imgui_layer.py)
     vsync: bool = False
     yuv_format: str = "nv12"
+    fps_lines: bool = False  # a frame-rate line on stdout every 2 s (glshare run, unless --quiet)
 
     def with_(self, **changes) -> "RunConfig":
         return replace(self, **changes)

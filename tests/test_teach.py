@@ -168,9 +168,36 @@ def test_teaching_panel_draws_headless(gl):
         layer.close()
 
 
-def test_strict_runtime_stops_on_the_first_hazard(gl):
-    """--strict: the demonstration's first flag is raised out of the loop (the CLI prints it, exit 1)."""
-    from app.errors import HazardError
+def test_strict_run_stops_on_the_first_hazard(gl, tmp_path):
+    """--strict headless: the demonstration's first flag stops the run at that frame boundary; the
+    report of what was recorded is written and says how and where it stopped (exit status 1)."""
+    import json
+
+    from app.session.loop import Run
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((64, 48))
+    try:
+        cfg = RunConfig(scene="image", size=(32, 24), headless=True, overlay=False, frames=10_000, strict=True,
+                        report=tmp_path / "r.json")
+        with Run(cfg, surface=surface) as rt:
+            assert rt.tick().hazards == []
+            rt.controls.key("1")
+            assert rt.tick() is None  # the frame stopped at the kernel: no record completed
+            stop = rt.loop()  # ends at once, at the frame boundary
+            written = rt.finish()
+        assert stop.how == "strict" and stop.exit_code == 1 and stop.frame == 1
+        assert stop.message.startswith("kernel: use_without_acquire on image.julia")
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert written["report"] == str(tmp_path / "r.json")
+        assert report["stopped"]["how"] == "strict" and report["stopped"]["frame"] == 1
+        assert any(e["frame"] == 1 and "use_without_acquire" in e["message"] for e in report["errors"])
+        assert report["frames"] == 1
+    finally:
+        surface.close()
+
+
+def test_strict_demo_command_stops_too(gl):
     from app.session.loop import Run
     from app.window.egl_headless import EglSurface
 
@@ -178,14 +205,10 @@ def test_strict_runtime_stops_on_the_first_hazard(gl):
     try:
         cfg = RunConfig(scene="image", size=(32, 24), headless=True, overlay=False, frames=10_000, strict=True)
         with Run(cfg, surface=surface) as rt:
-            assert rt.tick().hazards == []
-            rt.controls.key("1")
-            with pytest.raises(HazardError) as err:
-                rt.tick()
-            assert err.value.case == "use_without_acquire" and err.value.label == "image.julia"
-            assert err.value.one_line().startswith("kernel: use_without_acquire on image.julia")
-            with pytest.raises(HazardError) as err:
-                rt.controls.key("4")
-            assert err.value.case == "delete_gl_while_shared"
+            rt.tick()
+            rt.controls.request("demo", demo="wrong_delete_order")  # as the panel's button queues it
+            rt.tick()
+            assert rt.strict_stop is not None and "delete_gl_while_shared" in rt.strict_stop.message
+            assert rt.loop().how == "strict"
     finally:
         surface.close()

@@ -38,10 +38,14 @@ def main(args) -> int:
                     size=scene.parse_size(args.size), report=report, screenshot=screenshot, trace=args.trace,
                     cl_device=cl_device_selector(args.cl_device), seed=args.seed, strict=args.strict,
                     panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
-                    yuv_format=args.yuv_format)
+                    yuv_format=args.yuv_format,
+                    fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
     from app.session.loop import run
 
-    written = run(cfg)
+    written, stop = run(cfg)
+    to_stdout = "standard output" in written.values()
     for kind, where in written.items():
-        print(f"glshare: wrote {kind} {where}", file=sys.stderr if where == "standard output" else sys.stdout)
-    return 0
+        print(f"glshare: wrote {kind} {where}", file=sys.stderr if to_stdout else sys.stdout)
+    if stop.exit_code:
+        print(f"glshare: {stop.message or stop.how} (stopped at frame {stop.frame})", file=sys.stderr)
+    return stop.exit_code

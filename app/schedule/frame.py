@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PHASES = ("acquire", "compute", "release", "render")
+PHASES = ("acquire", "compute", "release", "render")  # the scheduler's phases, in order
+LOOP_PHASES = PHASES + ("panel", "present")  # and the loop's: the UI drawn, the buffer swapped
 
 
 @dataclass
@@ -39,14 +40,24 @@ class FrameRecord:
     hazards: list[Any] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: {"acquire": 0, "compute": 0, "release": 0})
     bytes_moved: int = 0
+    presented_ns: int = 0  # when the loop's present (buffer swap) returned
+    period_ns: int = 0  # present to present, where the loop ran this frame right after the last one
+    stepped: bool = False  # run phase by phase (teaching mode): no period, out of the statistics
 
     def phase_us(self, name: str) -> float | None:
         span = self.phases.get(name)
         return (span[1] - span[0]) / 1e3 if span else None
 
     @property
-    def frame_us(self) -> float:
+    def work_us(self) -> float:
+        """The scheduler's part of the frame: the acquire's start to the render's end."""
         return (self.end_ns - self.start_ns) / 1e3
+
+    @property
+    def frame_us(self) -> float | None:
+        """The frame as a user sees it: present to present (None where unknown: the first frame, a
+        frame after a pause, a stepped frame)."""
+        return self.period_ns / 1e3 if self.period_ns else None
 
     @property
     def complete(self) -> bool:

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from app.errors import GlshareError
 from app.session.session import Session
 from app.session.views import DemoView
 
@@ -99,28 +100,36 @@ class Controls:
         cmd = BY_KEY.get(key)
         if cmd is None or (cmd.paused_only and not self.session.paused):
             return None
-        return self.run(cmd.name)
+        try:
+            return self.run(cmd.name)
+        except Exception as exc:  # noqa: BLE001 - a key never stops the loop, except a --strict finding
+            if isinstance(exc, GlshareError) and self.session.cfg.strict:
+                raise
+            self.session.record_error(exc, f"key {key}")
+            return None
 
-    def request(self, name: str, **args) -> None:
+    def request(self, command: str, **args) -> None:
         """Queue a command to run after the UI frame (panel buttons)."""
-        self.pending.append((name, args))
+        self.pending.append((command, args))
 
     def apply(self) -> None:
         """Run the queued commands; a failure is recorded and the loop goes on."""
         pending, self.pending = self.pending, []
-        for name, args in pending:
+        for command, args in pending:
             try:
-                self.run(name, **args)
+                self.run(command, **args)
             except Exception as exc:  # noqa: BLE001
-                self.session.loop_error(exc, f"panel control {name}")
+                if isinstance(exc, GlshareError) and self.session.cfg.strict:
+                    raise  # a --strict finding: the loop stops (or pauses) on it
+                self.session.record_error(exc, f"panel control {command}")
 
-    def run(self, name: str, **args) -> str:
-        """Run command ``name``; returns its status line (also kept as ``session.status``)."""
-        if name not in BY_NAME:
-            raise KeyError(f"unknown command {name!r}")
+    def run(self, command: str, **args) -> str:
+        """Run ``command``; returns its status line (also kept as ``session.status``)."""
+        if command not in BY_NAME:
+            raise KeyError(f"unknown command {command!r}")
         if self.ui is not None:
             self.ui.mark_dirty()  # the panel shows the change at once
-        status = getattr(self, f"_do_{name}")(**args) or ""
+        status = getattr(self, f"_do_{command}")(**args) or ""
         if status:
             self.session.status = status
         return status
@@ -194,8 +203,8 @@ class Controls:
         return self._run_lab()
 
     # -- hazard demonstrations ------------------------------------------------------------------
-    def _do_demo(self, name: str) -> str:
-        return getattr(self, f"_do_demo_{name}")()
+    def _do_demo(self, demo: str) -> str:
+        return getattr(self, f"_do_demo_{demo}")()
 
     def _skip(self, phase: str) -> str:
         sched = self.session.scheduler

@@ -1,14 +1,28 @@
 """``glshare run``: the loop (poll -> controls -> step -> UI -> present) over a session, its
-controls and its UI host, and the outputs written from the run history when it ends."""
+controls and its UI host, and the outputs written from the run history when it ends.
+
+Every way a run ends goes through one door: its frames done, a quit command or the window
+closed, Ctrl-C (SIGINT), SIGTERM, and a ``--strict`` stop all end at a frame boundary; the
+session is torn down in reverse order of creation and the report, trace and screenshot of what was
+recorded are written (the report says how and at which frame the run stopped, ``Stop``). Under
+``--strict`` in a window the run pauses on the offending frame instead, the finding shown, and
+ends with exit status 1 when the user quits. The frame a user sees is present to present.
+"""
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
+import statistics
+import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig
+from app.errors import GlshareError
 from app.gl.context import check_gl
 from app.schedule.frame import FrameRecord
 from app.session.controls import Controls
@@ -16,6 +30,36 @@ from app.session.session import Session
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
+FPS_EVERY_S = 2.0
+
+
+@dataclass(frozen=True)
+class Stop:
+    """How and where a run ended."""
+
+    how: str  # "frames", "quit", "window closed", "interrupt", "terminate", "strict"
+    frame: int
+    message: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return {"interrupt": 130, "terminate": 143, "strict": 1}.get(self.how, 0)
+
+    def as_dict(self) -> dict:
+        return {"how": self.how, "frame": self.frame, "message": self.message, "exit_code": self.exit_code}
+
+
+SIGNALS = {signal.SIGINT: "interrupt", signal.SIGTERM: "terminate"}
+
+
+def process_age_ns() -> int | None:
+    """Nanoseconds since this process started (Linux: /proc/self/stat against CLOCK_BOOTTIME)."""
+    try:
+        fields = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+        start_ticks = int(fields[19])  # field 22: starttime, in clock ticks since boot
+        return time.clock_gettime_ns(time.CLOCK_BOOTTIME) - start_ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 class Run:
@@ -31,11 +75,28 @@ class Run:
             DEFAULT_HEADLESS_FRAMES if cfg.headless else None)
         self.screenshot_pixels: np.ndarray | None = None
         self.trace_written: dict = {}
+        self.stop: Stop | None = None  # set when the run ends (or, in a window, when --strict paused it)
+        self.strict_stop: Stop | None = None
+        self._signal: str | None = None
         self._stack = contextlib.ExitStack()
+        self._last_present = 0  # the last present that ended a frame run right after the one before
+        self._fps_at = 0
+        self._fps_frames: list[float] = []
+        self.fps_lines = cfg.fps_lines
+        self.startup: dict = {}
+        self._t0 = ns()
+        self._age0 = process_age_ns()
+
+    def _mark(self, what: str) -> None:
+        """Start-up: ms since the process started (where known) at each step of the build."""
+        age = self._age0 if self._age0 is not None else 0
+        self.startup[what] = round((age + ns() - self._t0) / 1e6, 1)
 
     def __enter__(self) -> "Run":
         try:
+            self._mark("run_started")
             self._stack.enter_context(self.session)
+            self._mark("session_built")
             if self.cfg.overlay:
                 from app.ui.host import UiHost
 
@@ -43,6 +104,7 @@ class Run:
                                  panel_hz=self.cfg.panel_hz)
                 self._stack.callback(self.ui.close)
             self.controls = Controls(self.session, self.ui, write_trace=self.write_trace, run_lab=self.run_lab)
+            self._mark("ui_ready")
         except BaseException:
             self._stack.close()
             raise
@@ -52,23 +114,75 @@ class Run:
         self._stack.close()
 
     # -- the loop ------------------------------------------------------------------------------
-    def loop(self) -> None:
-        """Until the window closes, a quit command, or ``cfg.frames`` loop iterations."""
+    @contextlib.contextmanager
+    def _signals(self):
+        """SIGINT and SIGTERM set a flag the loop reads at the next frame boundary (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {}
+
+        def handler(signum, _frame):
+            self._signal = SIGNALS[signum]
+
+        for signum in SIGNALS:
+            previous[signum] = signal.signal(signum, handler)
+        try:
+            yield
+        finally:
+            for signum, old in previous.items():
+                signal.signal(signum, old)
+
+    def loop(self) -> Stop:
+        """Until the frames are done, a quit, the window closing, a signal or a strict stop."""
         session = self.session
-        while not self.controls.close_requested and not session.surface.should_close():
-            if self.frames_target is not None and self.loop_count >= self.frames_target:
-                break
-            self.tick()
+        with self._signals():
+            while self.stop is None:
+                self.stop = self._should_stop()
+                if self.stop is None:
+                    self.tick()
         session.finish()
+        return self.stop
+
+    def _should_stop(self) -> Stop | None:
+        frame = self.session.frame
+        if self._signal:
+            return Stop(self._signal, frame, {"interrupt": "interrupted (Ctrl-C)",
+                                              "terminate": "terminated (SIGTERM)"}[self._signal])
+        if self.controls.close_requested:
+            return self.strict_stop or Stop("quit", frame)
+        if self.session.surface.should_close():
+            return self.strict_stop or Stop("window closed", frame)
+        if self.strict_stop is not None and self.session.surface.kind == "headless":
+            return self.strict_stop
+        if self.frames_target is not None and self.loop_count >= self.frames_target:
+            return self.strict_stop or Stop("frames", frame)
+        return None
+
+    def _strict(self, exc: GlshareError) -> None:
+        """A --strict finding: record it; headless the run stops, in a window it pauses on the frame."""
+        s = self.session
+        s.record_error(exc, "strict")
+        self.strict_stop = Stop("strict", s.frame, exc.one_line())
+        s.status = f"--strict stopped frame {s.frame}: {exc.one_line()}"
+        s.paused = True
 
     def tick(self) -> FrameRecord | None:
         """One loop iteration: poll -> controls -> step -> UI -> present. Returns the record of
         the frame that completed, or None (paused, or a teaching step mid-frame)."""
         session, controls, ui = self.session, self.controls, self.ui
-        for ev in session.surface.poll_events():
-            if not (ui is not None and ui.wants_keyboard):
-                controls.key(ev.key)
-        rec = session.step()
+        strict = self.cfg.strict
+        try:
+            for ev in session.surface.poll_events():
+                if not (ui is not None and ui.wants_keyboard):
+                    controls.key(ev.key)
+            was_paused = session.paused and not session.step_once
+            rec = session.step()
+        except GlshareError as exc:
+            if not strict:
+                raise
+            self._strict(exc)
+            rec, was_paused = None, True
         last = self.frames_target is not None and self.loop_count + 1 >= self.frames_target
         if last and self.cfg.screenshot and ui is not None:
             ui.mark_dirty()  # the screenshot shows the panel of its own frame, not the last redraw's
@@ -78,14 +192,49 @@ class Run:
             check_gl("panel")
         except Exception as exc:  # noqa: BLE001
             session.loop_error(exc, "panel")
-        if rec is not None:
-            rec.phases["panel"] = (t0, ns())
-        controls.apply()
+        t1 = ns()
+        try:
+            controls.apply()
+        except GlshareError as exc:
+            if not strict:
+                raise
+            self._strict(exc)
         self.loop_count += 1
         if last and self.cfg.screenshot:
             self.screenshot_pixels = session.surface.read_pixels()
         session.surface.present()
+        t2 = ns()
+        if rec is not None:
+            rec.phases["panel"] = (t0, t1)
+            rec.phases["present"] = (t1, t2)
+            rec.presented_ns = t2
+            rec.stepped = session.stepper.active
+            if self._last_present and not rec.stepped:
+                rec.period_ns = t2 - self._last_present
+            self._last_present = 0 if rec.stepped else t2
+            if not self.startup.get("first_frame_presented"):
+                self._mark("first_frame_presented")
+            self._fps(rec, t2)
+        elif was_paused:
+            self._last_present = 0  # the time paused is no frame's
         return rec
+
+    def _fps(self, rec: FrameRecord, now: int) -> None:
+        """One line on stdout every FPS_EVERY_S, as the classic samples print (off with --quiet)."""
+        if not self.fps_lines:
+            return
+        if rec.period_ns:
+            self._fps_frames.append(rec.period_ns / 1e6)
+        if not self._fps_at:
+            self._fps_at = now
+            return
+        if now - self._fps_at < FPS_EVERY_S * 1e9 or not self._fps_frames:
+            return
+        med = statistics.median(self._fps_frames)
+        s = self.session.setup_view()
+        print(f"glshare: {1000 / med:.1f} fps ({med:.2f} ms/frame, median of {len(self._fps_frames)} frames), "
+              f"{s.scene_title}, {s.backend}, sync {s.sync}, frame {self.session.frame}", flush=True)
+        self._fps_at, self._fps_frames = now, []
 
     def draw_ui(self, rec: FrameRecord | None = None) -> None:
         """The overlay or the panel over the frame; the session's view is taken only when the cached
@@ -141,7 +290,9 @@ class Run:
         scene = s.scene
         choice = s.choice
         size = scene.current_size if scene is not None else None
+        extra = {"stopped": self.stop.as_dict() if self.stop else None, "startup_ms": dict(self.startup)}
         return RunFacts(
+            extra=extra,
             scene=s.cfg.scene, backend=s.backend_name, sync=s.cfg.sync, headless=s.surface.kind == "headless",
             size=size if isinstance(size, int) else (f"{size[0]}x{size[1]}" if size else None),
             bytes_per_frame=scene.bytes_per_frame if scene else 0,
@@ -161,12 +312,15 @@ class Run:
         return write_trace(path, list(s.history.records), s.clock, meta)
 
     def finish(self) -> dict:
-        """Write the screenshot, the report and the trace; returns {kind: where it went}."""
+        """Write the screenshot, the report and the trace of what was recorded; returns {kind: where
+        it went}. Runs however the loop ended (an error too), while the GL context is still current."""
         from app.trace.png import write_png
         from app.trace.report import build_report, write_report
 
         out = {}
         cfg, s = self.cfg, self.session
+        with contextlib.suppress(Exception):
+            s.finish()  # the queue drained, every profile read (already done where the loop ended well)
         if cfg.screenshot:
             pixels = self.screenshot_pixels if self.screenshot_pixels is not None else s.surface.read_pixels()
             out["screenshot"] = write_png(cfg.screenshot, pixels[:, :, :3])
@@ -177,8 +331,15 @@ class Run:
         return out
 
 
-def run(cfg: RunConfig) -> dict:
-    """Run, then write the outputs. Returns {kind: where it went}."""
+def run(cfg: RunConfig) -> tuple[dict, Stop]:
+    """Run, then write the outputs (also when the loop raised). Returns ({kind: where it went}, how
+    the run stopped)."""
     with Run(cfg) as r:
-        r.loop()
-        return r.finish()
+        try:
+            stop = r.loop()
+        except BaseException as exc:
+            r.stop = Stop("error", r.session.frame, str(exc))
+            r.finish()
+            raise
+        written = r.finish()
+    return written, stop

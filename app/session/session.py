@@ -122,9 +122,16 @@ class Session:
         self._last_size = tuple(self.surface.framebuffer_size)
 
     def _teardown(self) -> None:
-        """Reverse build order; CL memory objects before their GL objects (scene.teardown)."""
+        """Reverse build order; CL memory objects before their GL objects (scene.teardown). Objects
+        a stopped frame left with CL are released first."""
         with contextlib.suppress(Exception):
             self.finish_teaching_frame()
+        if self.backend is not None and self.scene is not None:
+            held = [o for o in self.scene.shared if self.backend.tracker.owner_of(o) == "cl"]
+            if held:
+                with contextlib.suppress(Exception):
+                    self.backend.tracker.strict = False
+                    self.backend.release(self.backend.queue, held)
         if self.scheduler is not None:
             with contextlib.suppress(Exception):
                 self.scheduler.finish()
@@ -227,10 +234,16 @@ class Session:
         i = options.index(current) if current in options else -1
         return options[(i + 1) % len(options)]
 
-    def loop_error(self, exc: BaseException, where: str) -> ErrorRecord:
+    def record_error(self, exc: BaseException, where: str) -> ErrorRecord:
+        """An error outside a frame, kept in the history (panel, report)."""
         rec = error_record(self.frame, exc, where)
         self.history.loop_error(rec)
         log.warning("%s: %s", where, rec.message)
+        return rec
+
+    def loop_error(self, exc: BaseException, where: str) -> ErrorRecord:
+        """``record_error``, then raised again under ``--strict``."""
+        rec = self.record_error(exc, where)
         if self.cfg.strict:
             raise exc
         return rec

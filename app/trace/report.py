@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 from app.outputs import write_text
-from app.schedule.frame import PHASES
+from app.schedule.frame import LOOP_PHASES
 from app.schedule.history import RunHistory
 from app.trace.stats import summary
 
@@ -33,8 +33,10 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
     records = list(history.records)  # the run's kept history, every set-up's
     totals = history.totals
     counts = {k: totals[k] for k in ("acquire", "compute", "release")}
-    phases = {p: summary(r.phase_us(p) for r in records) for p in PHASES}
-    phases["frame"] = summary(r.frame_us for r in records)
+    timed = [r for r in records if not r.stepped]  # teaching mode's stepped frames are out of the statistics
+    phases = {p: summary(r.phase_us(p) for r in timed) for p in LOOP_PHASES}
+    phases["work"] = summary(r.work_us for r in timed)  # acquire start -> render end
+    phases["frame"] = summary(r.frame_us for r in timed)  # present to present
     cl_us = {}
     for name in ("acquire", "compute", "release"):
         spans = [(r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3 for r in records if name in r.cl_profile]
@@ -49,7 +51,8 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         "sync": facts.sync,
         "headless": facts.headless,
         "frames": totals["frames"],
-        "frames_in_statistics": len(records),
+        "frames_in_statistics": len(timed),
+        "frame_is": "present to present (phases: acquire, compute, release, render, panel, present)",
         "size": facts.size,
         "bytes_per_frame": facts.bytes_per_frame,
         "gl": facts.gl,

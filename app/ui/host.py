@@ -76,7 +76,7 @@ class UiHost:
 
         history = view.history
         records = history.records
-        recent = [r.frame_us / 1e3 for r in itertools.islice(reversed(records), 120)]
+        recent = [r.frame_us / 1e3 for r in itertools.islice(reversed(records), 120) if r.frame_us]
         last = history.loop_errors[-1] if history.loop_errors else next(
             (r.errors[-1] for r in itertools.islice(reversed(records), 120) if r.errors), None)
         s = view.setup

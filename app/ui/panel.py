@@ -376,7 +376,7 @@ def _lab(snap: dict, request) -> None:
         if "demos" in snap:
             demo = draw_hazard_demos(snap["demos"])
             if demo:
-                request("demo", name=demo)
+                request("demo", demo=demo)
             imgui.separator()
         if draw_lab_tab(snap.get("lab")):
             request("run_lab")

@@ -65,7 +65,7 @@ class RunConfig:
     panel: bool = True
     overlay: bool = True  # False: no ImGui at all (pixel comparisons of the scene alone)
     panel_hz: float | None = None  # panel redraws per second (and at once after input); 0: every frame;
-    # None: 5, or 2 on software GL (a redraw costs llvmpipe ~10 ms of CPU: app/ui/imgui_layer.py)
+    # None: 5, or 2 on software GL, where a redraw costs the CPU dearly (app/ui/imgui_layer.py)
     vsync: bool = False
     yuv_format: str = "nv12"
     fps_lines: bool = False  # a frame-rate line on stdout every 2 s (glshare run, unless --quiet)

@@ -6,15 +6,11 @@ anything imports OpenGL; tests of the window run ``glshare`` in a subprocess und
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 os.environ["PYOPENGL_PLATFORM"] = "egl"
 
 import pytest  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT, run_glshare  # noqa: E402,F401
 
 
 def _gpu_skip_reason() -> str | None:
@@ -86,21 +82,7 @@ def host_copy(probe_env):
     backend.close()
 
 
-def run_glshare(*args: str, env: dict | None = None, timeout: float = 240, cwd: Path | None = None):
-    """Run the CLI in a fresh process (its own GL platform); returns CompletedProcess."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("PYOPENGL_PLATFORM", None)
-    return subprocess.run([sys.executable, "-m", "app", *args], cwd=cwd or ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.fixture
 def glshare():
     return run_glshare
 
-
-def panel_snapshot(run) -> dict:
-    """The panel's snapshot of ``run`` (a ``Run``) as the UI host builds it at a redraw."""
-    view = run.session.view(demos=run.controls.demo_views(), trace_written=run.trace_written)
-    ui = run.ui
-    return ui.model.update(view, tab=ui.state.tab, lab=ui.lab_results, ui_caps=ui.caps())

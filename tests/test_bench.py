@@ -20,7 +20,7 @@ TOP_FIELDS = ("schema", "run_name", "date", "glshare", "commit", "machine", "gl"
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from tests.conftest import run_glshare
+    from support import run_glshare
 
     out = tmp_path_factory.mktemp("bench")
     res = run_glshare("bench", "--quick", "--json", str(out / "b.json"), "--plot", str(out / "b.png"),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import panel_snapshot
+from support import panel_snapshot
 
 from app.config import RunConfig
 from app.diagnostics import live

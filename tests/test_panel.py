@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import panel_snapshot
+from support import panel_snapshot
 
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.trace.png import read_png

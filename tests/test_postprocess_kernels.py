@@ -15,10 +15,11 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
+from app.cl.formats import RGBA8_IMAGE as RGBA8
 from app.diagnostics import live
 from app.errors import UsageError
 from app.postprocess import reference as ref
-from app.postprocess.filters import RGBA8, PostprocessFilters, check_filter
+from app.postprocess.filters import PostprocessFilters, check_filter
 
 SIZES = [(1, 1), (1, 7), (7, 1), (2, 3), (7, 5), (33, 17), (64, 48)]  # (width, height)
 

@@ -22,7 +22,7 @@ FRAMES = 40
 
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory):
-    from conftest import run_glshare  # the glshare fixture's function (a module-scoped run)
+    from support import run_glshare  # the glshare fixture's function (a module-scoped run)
 
     path = tmp_path_factory.mktemp("trace") / "t.json"
     res = run_glshare("run", "--headless", "--frames", str(FRAMES), "--size", "4096", "--trace", str(path),

@@ -89,7 +89,7 @@ def _window_panel(*args: str, env: dict | None = None):
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from support import ROOT
 
     full_env = {**os.environ, **(env or {})}
     full_env.pop("PYOPENGL_PLATFORM", None)

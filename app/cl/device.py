@@ -8,6 +8,7 @@ import pyopencl as cl
 from app.diagnostics import live
 from app.errors import UsageError
 
+GL_SHARING_EXTENSIONS = ("cl_khr_gl_sharing", "cl_APPLE_gl_sharing")  # either names the GL-sharing entry points
 # the CL extensions that matter for sharing with GL (info, the panel's Capabilities tab)
 CL_SHARING_EXTENSIONS = (
     "cl_khr_gl_sharing", "cl_khr_gl_event", "cl_khr_gl_depth_images", "cl_khr_gl_msaa_sharing",

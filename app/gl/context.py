@@ -78,7 +78,3 @@ def check_gl(where: str) -> None:
             break
         more.append(GlError.NAMES.get(extra, hex(extra)))
     raise GlError(code, where=where, detail=f"then {', '.join(more)}" if more else "")
-
-
-def gl_version_tuple() -> tuple[int, int]:
-    return int(GL.glGetIntegerv(GL.GL_MAJOR_VERSION)), int(GL.glGetIntegerv(GL.GL_MINOR_VERSION))

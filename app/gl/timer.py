@@ -51,12 +51,12 @@ class GlTimer:
         self.label, self.owner = label, owner
         # time the passes of one frame in ``every`` (by record index; 1: every frame). Software
         # rasterizers get more than 1 (``default_every``): there the stamps mark when the command
-        # was recorded, and each pair cost ~80 us of a frame on llvmpipe (glshare bench)
+        # was recorded, and each query pair costs the frame CPU time there
         self.every = max(1, int(every))
         self.dropped = 0
         self.timed = 0
         # harvest() reads results every ``harvest_every``-th call (sooner when the ring runs low):
-        # on llvmpipe each availability query inside a frame cost 45-90 us (glshare bench). When
+        # on llvmpipe each availability query inside a frame makes it flush. When
         # frames are sampled, once per sampling period: then about one query per timed frame
         self.harvest_every = max(4, self.every)
         self._calls = 0

@@ -16,7 +16,6 @@ from app.errors import UsageError
 from app.postprocess.reference import MAX_BLUR_RADIUS, check_radius
 
 FILTERS = ("sobel", "blur")
-RGBA8 = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8)
 
 
 def check_filter(name: str) -> str:

@@ -61,8 +61,8 @@ class FrameScheduler:
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
         # CL profiles are read in batches of this many frames (and whenever the panel or a report
-        # asks, ``harvest()``): one frame's reads cost ~25 us right after a draw on llvmpipe, cold
-        # caches; a batch reads them warm (glshare bench, overhead_breakdown)
+        # asks, ``harvest()``): one frame's reads right after a draw find the caches cold on llvmpipe,
+        # a batch reads them warm
         self.profile_batch = PROFILE_BATCH
 
     @property
@@ -175,8 +175,8 @@ class FrameScheduler:
 
         ``gl=False`` (the end of each frame) leaves the GL timers to the next frame's render phase,
         before its own pass: asking whether a query issued a moment ago has its result made llvmpipe
-        flush and wait for the frame's draw right there (3 ms of a 6 ms frame; ``glshare bench``),
-        while after the next frame's sync wait the results are in."""
+        flush and wait for the frame's draw right there, while after the next frame's sync wait the
+        results are in."""
         if gl:
             self.gl_timer.harvest(wait)
         pending = self._pending
@@ -198,7 +198,7 @@ class FrameScheduler:
             try:
                 if wait:
                     ev.wait()
-                # get_profiling_info: 2.5 us for the four, against 12.7 us through ``ev.profile``
+                # get_profiling_info: a fraction of the cost of ``ev.profile``'s four properties
                 rec.cl_profile[name] = tuple(ev.get_profiling_info(i) for i in PROFILE_INFO)
             except cl.Error as exc:
                 rec.errors.append(error_record(rec.index, exc, f"profile {name}"))

@@ -26,7 +26,7 @@ How each clock is read:
   bracket it. It does not wait for the GPU (no glFinish).
 
 On Mesa llvmpipe the GL clock is CLOCK_MONOTONIC (offset ~0, as is ``perf_counter_ns``); PoCL's
-device clock sits about 144 ms away from it on this machine, which is why a mapping is needed.
+device clock has another origin, which is why a mapping is needed.
 """
 from __future__ import annotations
 
@@ -37,11 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.gl.timer import GL_TIMESTAMP
+
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
 
 CL_PLATFORM_HOST_TIMER_RESOLUTION = 0x0905
-GL_TIMESTAMP = 0x8E28
 
 
 @dataclass

@@ -145,9 +145,6 @@ class EglSurface:
                 EGL.eglMakeCurrent(dpy, draw, read, ctx)
         self._display, self._context, self._pbuffer = None, None, EGL.EGL_NO_SURFACE
 
-    def make_current(self) -> None:
-        EGL.eglMakeCurrent(self._display, self._pbuffer, self._pbuffer, self._context)
-
     # -- Surface ------------------------------------------------------------------------------
     @property
     def framebuffer_size(self) -> tuple[int, int]:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from app.cl.formats import RGBA8_IMAGE as RGBA8
 from app.cl.planar import CL_YUV_IMAGE_UV_PLANE_AMD, CL_YUV_IMAGE_Y_PLANE_AMD, PlaneLayout, YuvImage, plane_image
 from app.cl.programs import KernelProgram
 from app.yuv.formats import MATRICES, YuvFormat, check_choice, range_params
-
-RGBA8 = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8)
 
 
 class YuvConverter:

@@ -5,7 +5,7 @@ interleaved UV, ``width/2 x height/2`` (U, V) pairs, one pair per 2x2 block of p
 8-bit samples; P010 holds 16-bit words whose high 10 bits are the sample (the low 6 are ignored).
 A raw file is the Y plane then the UV plane, row 0 first; P010 words are little-endian.
 
-The conversion (issue 7, BT.601 / BT.709 as defined by Kr and Kb):
+The conversion (BT.601 / BT.709 as defined by Kr and Kb):
     limited range: Y' = (Y - 16s) / 219s, Cb, Cr = (C - 128s) / 224s   (s = 1 for 8 bits, 4 for 10)
     full range:    Y' = Y / m,            Cb, Cr = (C - 2^(n-1)) / m     (m = 255 or 1023)
     R = Y' + 2(1 - Kr) Cr,  B = Y' + 2(1 - Kb) Cb,  G = (Y' - Kr R - Kb B) / Kg,  Kg = 1 - Kr - Kb

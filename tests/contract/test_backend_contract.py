@@ -8,6 +8,7 @@ machine offers it, gl_sharing through an emulated driver, the rest skipped with 
 from __future__ import annotations
 
 import pytest
+from references import CHECKS, SIZES
 
 from app.cl.ext import open_fds
 from app.config import RunConfig
@@ -16,8 +17,6 @@ from app.scenes import scene_classes
 from app.session.loop import Run
 from app.validate.ownership import CL, GL
 from app.window.egl_headless import EglSurface
-
-from references import CHECKS, SIZES
 
 SCENES = list(scene_classes())
 FRAMES = 5

@@ -13,6 +13,7 @@ import sys
 import pyopencl as cl
 from OpenGL import GL
 
+from app.cl.device import GL_SHARING_EXTENSIONS
 from app.cl.ext import ExtensionFunctions, create_event_from_gl_sync
 from app.errors import ClError, SharingUnavailable, cl_error_name
 from app.gl.objects import GlBuffer, GlTexture
@@ -21,7 +22,6 @@ from app.sharing.sync import SyncMode
 
 log = logging.getLogger(__name__)
 
-GL_SHARING_EXTENSIONS = ("cl_khr_gl_sharing", "cl_APPLE_gl_sharing")
 
 
 def _gl_context_properties(env: ProbeEnv) -> list:

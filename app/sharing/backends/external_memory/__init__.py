@@ -24,10 +24,8 @@ texture and recorded as ``SharedObject.display_path`` (the Memory tab lists them
     (``buffer_texture_refusal``).
   - "copy into texture: <why not a buffer texture>": after the release GL copies the buffer into
     a 2D texture on the GPU (glTexSubImage2D from GL_PIXEL_UNPACK_BUFFER, ``gl_after_release``), for
-    callers that sample a 2D texture (the yuv scene) or images a buffer texture cannot hold. With
-    that copy of a 4096x4096 RGBA8 frame (64 MiB) and one quad, the H200's frame was 2.17 ms, 1.74 of
-    them glFinish waiting for that GL work (how it splits between the two was not measured), against
-    a 73 us kernel (bench/results/2026-12-01-gpu-h200-nvidia-quick.json).
+    callers that sample a 2D texture or images a buffer texture cannot hold. That copy is GPU work
+    every frame that a buffer texture avoids (bench/results/README.md has the H200's figures).
 """
 from __future__ import annotations
 

@@ -1,0 +1,24 @@
+"""Helpers the tests share (imported as ``support``; fixtures live in conftest.py)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_glshare(*args: str, env: dict | None = None, timeout: float = 240, cwd: Path | None = None):
+    """Run the CLI in a fresh process (its own GL platform); returns CompletedProcess."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("PYOPENGL_PLATFORM", None)
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=cwd or ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def panel_snapshot(run) -> dict:
+    """The panel's snapshot of ``run`` (a ``Run``) as the UI host builds it at a redraw."""
+    view = run.session.view(demos=run.controls.demo_views(), trace_written=run.trace_written)
+    ui = run.ui
+    return ui.model.update(view, tab=ui.state.tab, lab=ui.lab_results, ui_caps=ui.caps())

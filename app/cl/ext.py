@@ -127,22 +127,61 @@ def import_memory_fd(context: cl.Context, device: cl.Device, fd: int, size: int,
     return create_buffer_with_properties(context, props, flags, size)
 
 
-def _enqueue_mem(fn, routine: str, queue: cl.CommandQueue, mems: list, wait_for) -> cl.Event:
-    n, evs = _events(wait_for)
-    objs = (vp * len(mems))(*[m.int_ptr for m in mems]) if mems else None
-    out = vp()
-    err = fn(queue.int_ptr, len(mems), objs, n, evs, ctypes.byref(out))
-    if err:
-        _raise(err, routine)
-    return cl.Event.from_int_ptr(out.value, retain=False)
+class WaitList:
+    """A reusable cl_event array: the wait list of an enqueue filled in place, no allocation."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.array = (vp * size)()
+
+    def fill(self, wait_for) -> tuple[int, object]:
+        n = 0
+        array = self.array
+        for e in wait_for or ():
+            if e is not None:
+                if n == len(array):
+                    return _events(wait_for)  # longer than prepared: a one-off array
+                array[n] = e.int_ptr
+                n += 1
+        return n, (array if n else None)
+
+
+class MemObjectsCall:
+    """clEnqueue{Acquire,Release}ExternalMemObjectsKHR with its arguments prepared: the memory
+    objects' handle array kept while the list is the same, the wait list and the event out reused."""
+
+    def __init__(self, fn, routine: str) -> None:
+        self.fn, self.routine = fn, routine
+        self._key: tuple = ()
+        self._objs = None
+        self._waits = WaitList()
+        self._out = vp()
+        self._out_ref = ctypes.byref(self._out)
+
+    def __call__(self, queue: cl.CommandQueue, mems: list, wait_for=None) -> cl.Event:
+        key = tuple(m.int_ptr for m in mems)
+        if key != self._key:
+            self._key, self._objs = key, ((vp * len(key))(*key) if key else None)
+        n, evs = self._waits.fill(wait_for)
+        err = self.fn(queue.int_ptr, len(key), self._objs, n, evs, self._out_ref)
+        if err:
+            _raise(err, self.routine)
+        return cl.Event.from_int_ptr(self._out.value, retain=False)
+
+
+def external_mem_calls(ext: ExtensionFunctions) -> tuple[MemObjectsCall, MemObjectsCall]:
+    """(acquire, release) for one backend: prepared calls of cl_khr_external_memory's two entry points."""
+    return (MemObjectsCall(ext.clEnqueueAcquireExternalMemObjectsKHR, "clEnqueueAcquireExternalMemObjectsKHR"),
+            MemObjectsCall(ext.clEnqueueReleaseExternalMemObjectsKHR, "clEnqueueReleaseExternalMemObjectsKHR"))
 
 
 def enqueue_acquire_external(ext: ExtensionFunctions, queue, mems, wait_for=None) -> cl.Event:
-    return _enqueue_mem(ext.clEnqueueAcquireExternalMemObjectsKHR, "clEnqueueAcquireExternalMemObjectsKHR", queue, mems, wait_for)
+    return MemObjectsCall(ext.clEnqueueAcquireExternalMemObjectsKHR, "clEnqueueAcquireExternalMemObjectsKHR")(
+        queue, mems, wait_for)
 
 
 def enqueue_release_external(ext: ExtensionFunctions, queue, mems, wait_for=None) -> cl.Event:
-    return _enqueue_mem(ext.clEnqueueReleaseExternalMemObjectsKHR, "clEnqueueReleaseExternalMemObjectsKHR", queue, mems, wait_for)
+    return MemObjectsCall(ext.clEnqueueReleaseExternalMemObjectsKHR, "clEnqueueReleaseExternalMemObjectsKHR")(
+        queue, mems, wait_for)
 
 
 class Semaphore:
@@ -157,15 +196,18 @@ class Semaphore:
         if err.value or not ptr:
             _raise(err.value or -5, "clCreateSemaphoreWithPropertiesKHR")
         self.handle = vp(ptr)
+        self._handle_ref = ctypes.byref(self.handle)
+        self._waits = WaitList()
+        self._out = vp()
+        self._out_ref = ctypes.byref(self._out)
         live.created("cl_semaphore", "external_memory")
 
     def _enqueue(self, fn, routine, queue, wait_for) -> cl.Event:
-        n, evs = _events(wait_for)
-        out = vp()
-        err = fn(queue.int_ptr, 1, ctypes.byref(self.handle), None, n, evs, ctypes.byref(out))
+        n, evs = self._waits.fill(wait_for)
+        err = fn(queue.int_ptr, 1, self._handle_ref, None, n, evs, self._out_ref)
         if err:
             _raise(err, routine)
-        return cl.Event.from_int_ptr(out.value, retain=False)
+        return cl.Event.from_int_ptr(self._out.value, retain=False)
 
     def enqueue_wait(self, queue, wait_for=None) -> cl.Event:
         return self._enqueue(self.ext.clEnqueueWaitSemaphoresKHR, "clEnqueueWaitSemaphoresKHR", queue, wait_for)

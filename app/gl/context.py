@@ -66,9 +66,10 @@ def gl_info() -> GlInfo:
     return info
 
 
-def check_gl(where: str) -> None:
-    """Raise GlError for the first pending glGetError, draining the rest."""
-    code = GL.glGetError()
+def check_gl(where: str, code: int | None = None) -> None:
+    """Raise GlError for the first pending glGetError (or ``code``, read already), draining the rest."""
+    if code is None:
+        code = GL.glGetError()
     if code == GL.GL_NO_ERROR:
         return
     more = []

@@ -10,6 +10,7 @@ from typing import ClassVar
 from OpenGL import GL
 
 from app.gl.objects import GlBufferTexture, GlVertexArray
+from app.gl.raw import gl_function
 from app.gl.shaders import Program
 
 
@@ -20,22 +21,29 @@ class _Quad:
         self.label = label
         self.program = Program(label, "quad.vert", self.fragment, owner=owner)
         self.vao = GlVertexArray(f"{label}.vao", owner=owner)  # no attributes: corners from gl_VertexID
+        self.program.use()
+        GL.glUniform1i(self.program.uniform("image"), 0)  # the sampler reads texture unit 0, always
+        GL.glUseProgram(0)
+        # the draw's calls, resolved once (app/gl/raw.py): the render phase checks GL errors once
+        self._gl = {name: gl_function(name) for name in (
+            "glClearColor", "glClear", "glUseProgram", "glActiveTexture", "glBindTexture", "glBindVertexArray",
+            "glDrawArrays", "glUniform2i", "glUniform1i")}
 
     def _draw(self, target: int, texture: int, uniforms=None) -> None:
         """Clear to black, bind ``texture`` to unit 0 at ``target`` and draw the quad."""
-        GL.glClearColor(0, 0, 0, 1)
-        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
-        self.program.use()
-        GL.glActiveTexture(GL.GL_TEXTURE0)
-        GL.glBindTexture(target, texture)
-        GL.glUniform1i(self.program.uniform("image"), 0)
+        g = self._gl
+        g["glClearColor"](0.0, 0.0, 0.0, 1.0)
+        g["glClear"](GL.GL_COLOR_BUFFER_BIT)
+        g["glUseProgram"](self.program.name)
+        g["glActiveTexture"](GL.GL_TEXTURE0)
+        g["glBindTexture"](target, texture)
         if uniforms is not None:
             uniforms()
-        GL.glBindVertexArray(self.vao.name)
-        GL.glDrawArrays(GL.GL_TRIANGLE_STRIP, 0, 4)
-        GL.glBindVertexArray(0)
-        GL.glBindTexture(target, 0)
-        GL.glUseProgram(0)
+        g["glBindVertexArray"](self.vao.name)
+        g["glDrawArrays"](GL.GL_TRIANGLE_STRIP, 0, 4)
+        g["glBindVertexArray"](0)
+        g["glBindTexture"](target, 0)
+        g["glUseProgram"](0)
 
     def release(self) -> None:
         """Idempotent."""
@@ -63,8 +71,8 @@ class BufferTextureQuad(_Quad):
     def draw(self, texture: GlBufferTexture) -> None:
         """Clear to black and draw buffer texture ``texture`` over the whole viewport."""
         def uniforms() -> None:
-            GL.glUniform2i(self.program.uniform("size"), texture.width, texture.height)
-            GL.glUniform1i(self.program.uniform("row_length"), texture.row_length)
+            self._gl["glUniform2i"](self.program.uniform("size"), texture.width, texture.height)
+            self._gl["glUniform1i"](self.program.uniform("row_length"), texture.row_length)
 
         self._draw(GL.GL_TEXTURE_BUFFER, texture.name, uniforms)
 

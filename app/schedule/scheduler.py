@@ -15,6 +15,8 @@ import time
 import pyopencl as cl
 
 from app.errors import ClError, GlshareError
+from app.gl.context import check_gl
+from app.gl.raw import gl_function
 from app.gl.timer import GlTimer
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
@@ -57,6 +59,7 @@ class FrameScheduler:
         # faults made on purpose (``--inject``): called as faults(phase, record) at the start of each
         # phase, inside its error handling, so an injected failure is recorded like a real one
         self.faults = None
+        self._gl_error = gl_function("glGetError")
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
@@ -141,6 +144,9 @@ class FrameScheduler:
                 backend.tracker.gl_use(scene.gl_uses, "draw")
                 with self.gl_timer.span(rec, "gl render"):
                     scene.render(size)
+                code = self._gl_error()  # calls made straight through ctypes (app/gl/raw.py) are checked here
+                if code:
+                    check_gl(f"render {scene.name}", code)
             self.sync.after_gl_use(rec.waits)
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")

@@ -49,6 +49,7 @@ from app.gl.objects import (
     buffer_texture_refusal,
     max_texture_buffer_texels,
 )
+from app.gl.raw import GLenum, gl_function, uint_array
 from app.gl.upload import texture_from_unpack_buffer
 from app.sharing.backends.external_memory.vulkan import close_fd, shared_exporter
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
@@ -181,6 +182,7 @@ class ExternalMemory(SharingBackend):
         ctx = cl.Context([self.device])
         self.exporter = shared_exporter(_cl_uuid(self.device))
         self.ext = clext.ExtensionFunctions(self.env.choice.platform)
+        self._acquire_call, self._release_call = clext.external_mem_calls(self.ext)  # prepared once
         self.cl_took_fd = None  # learnt at the first import: does CL close the fd it was given?
         self.fds_closed = 0
         self._kept: list = []  # exporter allocations kept when release_exporter is False
@@ -295,10 +297,10 @@ class ExternalMemory(SharingBackend):
 
     # -- acquire / release ------------------------------------------------------------------------
     def _enqueue_acquire(self, queue, objects, wait_for):
-        return clext.enqueue_acquire_external(self.ext, queue, [o.handover_mem for o in objects], wait_for)
+        return self._acquire_call(queue, [o.handover_mem for o in objects], wait_for)
 
     def _enqueue_release(self, queue, objects, wait_for):
-        return clext.enqueue_release_external(self.ext, queue, [o.handover_mem for o in objects], wait_for)
+        return self._release_call(queue, [o.handover_mem for o in objects], wait_for)
 
     def gl_after_release(self, objects) -> None:
         """GL's side of a texture hand-over on the copy path: shared buffer -> texture, on the GPU
@@ -354,6 +356,12 @@ class SemaphoreSync(SyncMode):
         self.gl_done_gl, self.gl_done_cl = self._make("gl_done")
         self.cl_done_gl, self.cl_done_cl = self._make("cl_done")
         check_gl("semaphore import")
+        # resolved once, called with prepared arrays every frame (app/gl/raw.py)
+        self._signal, self._wait = gl_function("glSignalSemaphoreEXT"), gl_function("glWaitSemaphoreEXT")
+        self._flush = gl_function("glFlush")
+        self._layouts = (GLenum * 1)(0)
+        self._names: tuple = ()
+        self._names_array = uint_array(())
 
     def _make(self, label: str):
         b = self.backend
@@ -374,22 +382,24 @@ class SemaphoreSync(SyncMode):
         return name.value, cl_sem
 
     def _buffers(self):
-        names = [o.gl_memory for o in self.backend.objects]
-        return len(names), (GL.GLuint * max(1, len(names)))(*names)
+        """The GL buffers backed by imported memory (what the semaphore operations name), as a
+        prepared array rebuilt only when the shared objects change."""
+        names = tuple(o.gl_memory for o in self.backend.objects)
+        if names != self._names:
+            self._names, self._names_array = names, uint_array(names)
+        return len(names), self._names_array
 
     def before_acquire(self, waits: list) -> list[cl.Event]:
         n, bufs = self._buffers()
-        layouts = (GL.GLenum * 1)(0)
-        _gl_fn("glSignalSemaphoreEXT")(self.gl_done_gl, n, bufs, 0, None, layouts)
-        GL.glFlush()
+        self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
+        self._flush()
         return [self.gl_done_cl.enqueue_wait(self.backend.queue)]
 
     def after_release(self, queue, release_event, waits) -> None:
         self.cl_done_cl.enqueue_signal(queue, [release_event] if release_event is not None else None)
         queue.flush()
         n, bufs = self._buffers()
-        layouts = (GL.GLenum * 1)(0)
-        _gl_fn("glWaitSemaphoreEXT")(self.cl_done_gl, n, bufs, 0, None, layouts)
+        self._wait(self.cl_done_gl, n, bufs, 0, None, self._layouts)
 
     def close(self) -> None:
         for cl_sem in (self.gl_done_cl, self.cl_done_cl):

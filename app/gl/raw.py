@@ -1,0 +1,52 @@
+"""GL entry points the frame calls every time, resolved once and called straight through ctypes
+with prepared argument arrays: no PyOpenGL wrapper, argument conversion or per-call glGetError.
+
+What is called this way is checked once per frame instead (``check_gl`` after the render phase's
+draw): an error is still recorded on its frame, not lost. Everything else goes through PyOpenGL.
+"""
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+from app.errors import GlError
+
+GLuint, GLint, GLenum, GLsizei, GLfloat = ctypes.c_uint, ctypes.c_int, ctypes.c_uint, ctypes.c_int, ctypes.c_float
+P = ctypes.POINTER
+
+SIGNATURES = {
+    "glClearColor": (None, [GLfloat, GLfloat, GLfloat, GLfloat]),
+    "glClear": (None, [ctypes.c_uint]),
+    "glUseProgram": (None, [GLuint]),
+    "glActiveTexture": (None, [GLenum]),
+    "glBindTexture": (None, [GLenum, GLuint]),
+    "glBindVertexArray": (None, [GLuint]),
+    "glDrawArrays": (None, [GLenum, GLint, GLsizei]),
+    "glUniform1i": (None, [GLint, GLint]),
+    "glUniform2i": (None, [GLint, GLint, GLint]),
+    "glFlush": (None, []),
+    "glGetError": (GLenum, []),
+    "glSignalSemaphoreEXT": (None, [GLuint, GLuint, P(GLuint), GLuint, P(GLuint), P(GLenum)]),
+    "glWaitSemaphoreEXT": (None, [GLuint, GLuint, P(GLuint), GLuint, P(GLuint), P(GLenum)]),
+}
+
+
+@lru_cache(maxsize=None)
+def gl_function(name: str):
+    """The entry point ``name`` (a key of SIGNATURES) of the current GL, as a ctypes function.
+
+    Raises:
+        GlError: the GL implementation does not export it.
+    """
+    from OpenGL import platform
+
+    address = platform.PLATFORM.getExtensionProcedure(name.encode())
+    if not address:
+        raise GlError(0, where=name, detail="this GL does not export it")
+    restype, argtypes = SIGNATURES[name]
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address)
+
+
+def uint_array(values) -> ctypes.Array:
+    values = list(values)
+    return (GLuint * max(1, len(values)))(*values)

@@ -83,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="panel redraws per second, at once after input (default 5, 2 on software GL; 0: every frame)")
     r.add_argument("--vsync", action="store_true")
     r.add_argument("--quiet", action="store_true", help="no frame-rate line on stdout every 2 s")
+    r.add_argument("--frames-in-flight", type=_positive, default=2, metavar="N",
+                   help="how many frames the CPU may run ahead of the GPU with semaphore or gl_event sync (1: none)")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12")
 
     i = sub.add_parser("info", help="platforms, devices, GL, and which sharing backends work here")

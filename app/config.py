@@ -68,6 +68,7 @@ class RunConfig:
     # None: 5, or 2 on software GL, where a redraw costs the CPU dearly (app/ui/imgui_layer.py)
     vsync: bool = False
     yuv_format: str = "nv12"
+    frames_in_flight: int = 2  # how far the CPU may run ahead where the sync mode does not wait (semaphores)
     fps_lines: bool = False  # a frame-rate line on stdout every 2 s (glshare run, unless --quiet)
 
     def with_(self, **changes) -> "RunConfig":

@@ -38,7 +38,7 @@ def main(args) -> int:
                     size=scene.parse_size(args.size), report=report, screenshot=screenshot, trace=args.trace,
                     cl_device=cl_device_selector(args.cl_device), seed=args.seed, strict=args.strict,
                     panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
-                    yuv_format=args.yuv_format,
+                    yuv_format=args.yuv_format, frames_in_flight=args.frames_in_flight,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
     from app.session.loop import run
 

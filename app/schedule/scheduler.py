@@ -13,6 +13,7 @@ import logging
 import time
 
 import pyopencl as cl
+from OpenGL import GL
 
 from app.errors import ClError, GlshareError
 from app.gl.context import check_gl
@@ -28,6 +29,7 @@ ns = time.perf_counter_ns
 CL_COMPLETE = cl.command_execution_status.COMPLETE
 PROFILE_INFO = (cl.profiling_info.QUEUED, cl.profiling_info.SUBMIT, cl.profiling_info.START, cl.profiling_info.END)
 PROFILE_BATCH = 8
+GL_TIMEOUT_NS = 10_000_000_000  # a GL fence not signalled within 10 s is a stalled GPU
 
 
 def error_record(frame: int, exc: BaseException, where: str) -> ErrorRecord:
@@ -47,7 +49,7 @@ class FrameScheduler:
     """Runs frames of one scene on one backend with one sync strategy."""
 
     def __init__(self, backend: SharingBackend, scene, sync: SyncMode, *, history: RunHistory | None = None,
-                 strict: bool = False, gl_timer_every: int = 1) -> None:
+                 strict: bool = False, gl_timer_every: int = 1, frames_in_flight: int = 2) -> None:
         self.backend, self.scene, self.sync, self.strict = backend, scene, sync, strict
         self.history = history if history is not None else RunHistory()
         if self.history.segment is None or (self.history.segment.scene, self.history.segment.backend,
@@ -60,6 +62,11 @@ class FrameScheduler:
         # phase, inside its error handling, so an injected failure is recorded like a real one
         self.faults = None
         self._gl_error = gl_function("glGetError")
+        # frames whose GPU work may still run, (release event, GL fence after the draw), where the sync
+        # mode has no CPU wait per frame: at most ``frames_in_flight`` of them (1: each frame waits
+        # for the one before)
+        self.frames_in_flight = max(1, int(frames_in_flight))
+        self._in_flight: collections.deque = collections.deque()
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
@@ -94,6 +101,8 @@ class FrameScheduler:
         try:
             if self.faults is not None:
                 self.faults("acquire", rec)
+            if self.sync.bounded_run_ahead:
+                self._bound_run_ahead(rec)
             backend.gl_before_acquire(scene.shared)
             wait_for = self.sync.before_acquire(rec.waits)
             ev_a = None
@@ -148,6 +157,8 @@ class FrameScheduler:
                 if code:
                     check_gl(f"render {scene.name}", code)
             self.sync.after_gl_use(rec.waits)
+            if self.sync.bounded_run_ahead:
+                self._in_flight.append((rec.events.get("release"), GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
@@ -165,6 +176,22 @@ class FrameScheduler:
         if len(self._pending) >= self.profile_batch:
             self.harvest(gl=False)
         yield "render"
+
+    def _bound_run_ahead(self, rec: FrameRecord) -> None:
+        """Wait, on the CPU, until no more than ``frames_in_flight - 1`` earlier frames may still run
+        on the GPU (their release complete, GL past their draw); the wait is one of the frame's."""
+        while len(self._in_flight) >= self.frames_in_flight:
+            release, fence = self._in_flight.popleft()
+            t0 = ns()
+            if release is not None:
+                release.wait()
+            GL.glClientWaitSync(fence, GL.GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_NS)
+            GL.glDeleteSync(fence)
+            rec.waits.append((f"{self.frames_in_flight} frames in flight", t0, ns()))
+
+    def _drop_in_flight(self) -> None:
+        while self._in_flight:
+            GL.glDeleteSync(self._in_flight.popleft()[1])
 
     def _fail(self, rec: FrameRecord, exc: BaseException, phase: str) -> bool:
         """Record the error on the frame (raise it under ``strict``); False: later CL phases skip."""
@@ -217,5 +244,6 @@ class FrameScheduler:
         self.harvest(wait=True)
 
     def close(self) -> None:
+        self._drop_in_flight()
         self.sync.close()
         self.gl_timer.release()

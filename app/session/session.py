@@ -117,7 +117,8 @@ class Session:
         # a trace gets every frame's GL passes; else software GL times one frame in a few (gl/timer.py)
         every = 1 if self.cfg.trace else default_every(self.gl_info.renderer)
         self.scheduler = FrameScheduler(new_backend, new_scene, strategy, history=self.history,
-                                        strict=self.cfg.strict, gl_timer_every=every)
+                                        strict=self.cfg.strict, gl_timer_every=every,
+                                        frames_in_flight=self.cfg.frames_in_flight)
         self.cfg = cfg
         self._last_size = tuple(self.surface.framebuffer_size)
 

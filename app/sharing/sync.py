@@ -23,6 +23,9 @@ class SyncMode:
     order: ClassVar[int] = 50  # the order modes are listed and cycled in
     title: ClassVar[str] = ""
     explanation: ClassVar[str] = ""  # what it does, for the panel and teaching mode
+    # without a CPU wait per frame the CPU may run ahead of the GPU: the scheduler bounds it to
+    # ``--frames-in-flight`` frames (a mode that waits every frame, or none at all, is not bounded)
+    bounded_run_ahead: ClassVar[bool] = False
     registry: ClassVar[dict[str, type["SyncMode"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:

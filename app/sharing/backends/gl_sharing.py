@@ -144,6 +144,8 @@ class GlEventSync(SyncMode):
     explanation = ("A GL fence becomes a CL event the acquire waits on (no glFinish on the CPU); GL waits on the "
                    "release's event on the GPU where GL_ARB_cl_event allows.")
 
+    bounded_run_ahead = True
+
     @classmethod
     def refusal(cls, backend, env) -> str | None:
         if not backend.capabilities.gl_context:

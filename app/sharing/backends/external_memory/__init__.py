@@ -336,6 +336,8 @@ class SemaphoreSync(SyncMode):
                    "acquire; CL signals one after the release and GL waits on it: the GPU orders them, the CPU "
                    "never waits.")
 
+    bounded_run_ahead = True
+
     @classmethod
     def refusal(cls, backend, env) -> str | None:
         if not backend.capabilities.semaphores:

@@ -85,7 +85,8 @@ def test_scene_pixels_match_host_copy(gl, scene, size, sync):
         # rounding may differ by one step (the spec allows it): within 1 LSB.
         assert diff.max() <= 1, (scene, sync, int(diff.max()))
     if sync == "semaphore":
-        assert waits == []  # no CPU wait per frame
+        # no glFinish / clFinish: the only CPU wait is the bound on frames in flight (2 by default)
+        assert {w[0] for w in waits} <= {"2 frames in flight"}, waits
 
 
 @pytest.mark.parametrize("size", [(256, 192), (200, 150)])  # 1:1, and stretched over the 256x192 surface
@@ -109,7 +110,8 @@ def test_image_buffer_texture_matches_host_copy(gl, size, sync):
     diff = np.abs(px.astype(int) - ref.astype(int))
     assert diff.max() <= 1, (size, sync, int(diff.max()), float((diff.max(axis=-1) > 1).mean()))
     if sync == "semaphore":
-        assert waits == []  # no CPU wait per frame
+        # no glFinish / clFinish: the only CPU wait is the bound on frames in flight (2 by default)
+        assert {w[0] for w in waits} <= {"2 frames in flight"}, waits
 
 
 def _counter_frames(backend, sync_mode: str, frames: int):

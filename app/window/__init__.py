@@ -22,6 +22,16 @@ class KeyEvent:
     shift: bool = False
 
 
+@dataclass(frozen=True)
+class MouseEvent:
+    """What the mouse did over the window since the last poll: a drag with the left button held
+    ("drag": dx, dy pixels, y down) or wheel steps ("scroll": dy, positive away from the user)."""
+
+    kind: str
+    dx: float = 0.0
+    dy: float = 0.0
+
+
 class Surface(Protocol):
     """What the scene, the panel and the scheduler need from a drawing surface."""
 

@@ -51,7 +51,6 @@ app/postprocess/reference.py (the pixel tests compare what is shown with them, e
 """
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
@@ -66,8 +65,6 @@ from app.postprocess.filters import FILTERS, PostprocessFilters, check_filter
 from app.postprocess.reference import MAX_BLUR_RADIUS, check_radius
 from app.scenes.base import Scene, SceneOption
 from app.scenes.camera import OrbitCamera, gl_matrix, perspective, rotation_x, rotation_y, translation
-
-log = logging.getLogger(__name__)
 
 TURN_PER_FRAME = 0.025  # radians the big cube turns each frame
 LIGHT_DIR = np.array([-0.35, 0.8, 0.5]) / np.linalg.norm([-0.35, 0.8, 0.5])  # from above, on the camera side

@@ -7,8 +7,8 @@ Without ``--size`` the image follows the framebuffer (re-created on resize, CL s
 with ``--size WxH`` it keeps that size and the quad scales it.
 
 The constant c follows its animation (``julia_constant``) until a user steers it (keys i/j/k/l or
-the panel, ``steer``): from then on it stays where it was put, and ``animate_constant`` hands it
-back to the animation.
+the panel, ``steer``): from then on it stays where it was put, and ``set_constant(None)`` (key u)
+hands it back to the animation.
 """
 from __future__ import annotations
 

@@ -85,7 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no frame-rate line on stdout every 2 s")
     r.add_argument("--frames-in-flight", type=_positive, default=2, metavar="N",
                    help="how many frames the CPU may run ahead of the GPU with semaphore or gl_event sync (1: none)")
-    r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12")
+    r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12",
+                   help="the yuv scene's test pattern (a --video decides its own: NV12, or P010 above 8 bits)")
+    r.add_argument("--video", type=Path, metavar="FILE",
+                   help="the yuv scene plays this video (any file FFmpeg reads), looping, at its own size")
+    r.add_argument("--local-size", metavar="WxH",
+                   help="work-group size of the scenes' kernels (N means Nx1; 1-D kernels take W*H); "
+                        "default: the driver's choice")
+    r.add_argument("--round-points", action="store_true", help="particles: smooth round points instead of squares")
+    r.add_argument("--filter", choices=("sobel", "blur"), default="sobel", help="postprocess: Sobel edges or box blur")
+    r.add_argument("--blur-radius", type=int, default=2, metavar="N", help="postprocess: box blur radius, 0 to 15")
 
     i = sub.add_parser("info", help="platforms, devices, GL, and which sharing backends work here")
     i.add_argument("--json", action="store_true")

@@ -45,6 +45,24 @@ def parse_wxh(text: str, *, what: str = "--size", even: bool = False) -> tuple[i
     return (w, h)
 
 
+def parse_local_size(text: str | None, *, what: str = "--local-size") -> tuple[int, int] | None:
+    """``WxH`` (or one number N, meaning Nx1) work-items a group, or "driver"/"auto" (None: the
+    driver's choice). Only the form is checked here; the device's limits are checked when a scene
+    builds its kernels (app/cl/worksize.py). Raises UsageError with one line on bad input."""
+    if text is None:
+        return None
+    clean = text.strip().lower().replace("_", "")
+    if clean in ("driver", "auto", "none", ""):
+        return None
+    m = re.fullmatch(r"(\d+)(?:x(\d+))?", clean)
+    if not m:
+        raise UsageError(f"{what} takes WxH work-items such as 16x16 (or N, or driver), not {text!r}")
+    w, h = int(m.group(1)), int(m.group(2) or 1)
+    if w < 1 or h < 1:
+        raise UsageError(f"{what} {w}x{h}: both sides must be at least 1")
+    return (w, h)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything one ``glshare run`` needs, fixed at start (runtime switches make a new copy)."""
@@ -70,6 +88,11 @@ class RunConfig:
     yuv_format: str = "nv12"
     frames_in_flight: int = 2  # how far the CPU may run ahead where the sync mode does not wait (semaphores)
     fps_lines: bool = False  # a frame-rate line on stdout every 2 s (glshare run, unless --quiet)
+    video: Path | None = None  # the yuv scene plays this file (PyAV) instead of its test pattern
+    local_size: tuple[int, int] | None = None  # work-group W x H for the scenes' kernels; None: the driver's
+    round_points: bool = False  # particles drawn as smooth discs instead of squares
+    filter: str = "sobel"  # the postprocess scene's filter: "sobel" or "blur"
+    blur_radius: int = 2  # the box blur's radius, 0 .. 15
 
     def with_(self, **changes) -> "RunConfig":
         return replace(self, **changes)

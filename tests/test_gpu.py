@@ -234,3 +234,44 @@ def test_info_on_nvidia(glshare):
     demo = data["external_memory_lifetime_demo"]
     assert demo["ok"], demo
     assert [s["step"] for s in demo["steps"]][1:3] == ["CL writes, GL reads", "GL writes, CL reads"]
+
+
+@pytest.mark.parametrize("sync_mode", ["finish", "semaphore"])
+def test_postprocess_on_external_memory_is_exact(extmem, gl, sync_mode):
+    """The postprocess scene on the GPU: GL renders into a 2D texture, gl_before_acquire copies it
+    into the imported buffer (a GPU copy, counted), CL filters the buffer, GL shows the filtered
+    buffer as a buffer texture. What is shown is exactly the numpy Sobel (and blur) of what GL
+    rendered, frame after frame, with either sync mode."""
+    from app.postprocess import reference
+    from app.scenes.postprocess import PostprocessScene
+    from app.schedule.scheduler import FrameScheduler
+    from app.sharing.backends.external_memory import BUFFER_TEXTURE, READ_BY_CL
+
+    w, h = gl.framebuffer_size  # 1:1 on the session surface
+    frames = 12
+    scene = PostprocessScene(RunConfig(scene="postprocess", size=(w, h), cl_device="NVIDIA"))
+    scene.build(extmem, gl.framebuffer_size)
+    sched = FrameScheduler(extmem, scene, extmem.make_sync(sync_mode), strict=True)
+    target = lambda: gl.framebuffer_size if gl.bind_target() else None  # noqa: E731
+    copied = extmem.gpu_bytes_copied
+    try:
+        assert {o.label: o.display_path for o in scene.shared} == {
+            "postprocess.rendered": READ_BY_CL, "postprocess.filtered": BUFFER_TEXTURE}
+        for frame in range(frames):
+            if frame == frames // 2:
+                scene.set_filter("blur")
+                scene.set_blur_radius(3)
+            rendered = scene.rendered.gl.read()
+            rec = sched.run_frame(frame, target)
+            assert rec.errors == [] and rec.hazards == [], (frame, rec.errors)
+            want = reference.sobel(rendered) if scene.filter == "sobel" else reference.box_blur(rendered, 3)
+            assert np.array_equal(scene.out.gl.read(), want), (frame, sync_mode)
+            assert np.array_equal(gl.read_pixels(), want), (frame, sync_mode)
+        sched.finish()
+        waits = [wt for r in sched.records for wt in r.waits]
+    finally:
+        sched.close()
+        scene.teardown()
+    assert extmem.gpu_bytes_copied - copied == frames * w * h * 4  # the rendering, once a frame
+    if sync_mode == "semaphore":
+        assert waits == []  # no CPU wait per frame

@@ -134,8 +134,9 @@ def test_runtime_keys_drive_teaching_and_hazard_demos(gl):
             rec = rt.tick()
             assert "delete_gl_while_shared" in {h.case for h in rec.hazards}
             demos = rt.controls.demo_views()
-            assert [d.key for d in demos] == ["1", "2", "3", "4"] and rt.controls.deletes == 1
+            assert [d.key for d in demos] == ["1", "2", "3", "4", "5"] and rt.controls.deletes == 1
             assert "Frozen frame" in demos[1].effect
+            assert "one frame late" in demos[4].effect and not demos[4].on  # host_copy: the postprocess demo
     finally:
         surface.close()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector
+from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector, parse_local_size
 from app.errors import UsageError
 from app.outputs import check_outputs
 
@@ -18,6 +18,13 @@ def main(args) -> int:
         headless = True
     frames = args.frames
     screenshot, report = args.screenshot, args.report
+    local_size = parse_local_size(getattr(args, "local_size", None))
+    video = getattr(args, "video", None)
+    if video is not None and args.scene == "yuv" and args.size is not None:
+        raise UsageError("--size with --video: the yuv scene plays the video at its own size; leave --size out")
+    from app.postprocess.reference import check_radius
+
+    blur_radius = check_radius(getattr(args, "blur_radius", 2))
     if headless and frames is None:
         frames = DEFAULT_HEADLESS_FRAMES
         out = Path("out")
@@ -30,6 +37,10 @@ def main(args) -> int:
     from app.sharing.sync import sync_modes
 
     scene = scene_class(args.scene)
+    if video is not None:
+        from app.scenes.yuv import video_size
+
+        video_size(video)  # a file FFmpeg cannot read as video: one line, exit 2, before any window
     if args.backend != "auto" and args.backend not in backend_classes():
         raise UsageError(f"--backend {args.backend!r}: choose one of auto, {', '.join(backend_classes())}")
     if args.sync not in sync_modes():
@@ -38,7 +49,9 @@ def main(args) -> int:
                     size=scene.parse_size(args.size), report=report, screenshot=screenshot, trace=args.trace,
                     cl_device=cl_device_selector(args.cl_device), seed=args.seed, strict=args.strict,
                     panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
-                    yuv_format=args.yuv_format, frames_in_flight=args.frames_in_flight,
+                    yuv_format=args.yuv_format, video=video, local_size=local_size,
+                    round_points=bool(getattr(args, "round_points", False)), filter=getattr(args, "filter", "sobel"),
+                    blur_radius=blur_radius, frames_in_flight=args.frames_in_flight,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
     from app.session.loop import run
 

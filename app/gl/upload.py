@@ -73,14 +73,21 @@ def texture_from_address(tex, address: int, row_pitch: int | None = None) -> Non
     _texture_from(tex, ctypes.c_void_p(address), row_pitch)
 
 
-def texture_to_pack_buffer(tex, buffer: int) -> None:
-    """GL writes the texels of 2D texture ``tex`` into buffer ``buffer``, tightly packed."""
+def texture_to_pack_buffer(tex, buffer: int, row_pitch: int | None = None) -> None:
+    """GL writes the texels of 2D texture ``tex`` into buffer ``buffer``, tightly packed or with
+    rows ``row_pitch`` bytes apart (a whole number of texels)."""
+    bpp = tex.bytes_per_pixel
+    row_length = 0 if not row_pitch or row_pitch == tex.width * bpp else row_pitch // bpp
     GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, buffer)
     GL.glBindTexture(GL.GL_TEXTURE_2D, tex.name)
     GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
+    if row_length:
+        GL.glPixelStorei(GL.GL_PACK_ROW_LENGTH, row_length)
     try:
         GL.glGetTexImage(GL.GL_TEXTURE_2D, 0, tex.format, tex.dtype, ctypes.c_void_p(0))
     finally:
+        if row_length:
+            GL.glPixelStorei(GL.GL_PACK_ROW_LENGTH, 0)
         GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
         GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, 0)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pyopencl as cl
 
 from app.cl.programs import KernelProgram
+from app.cl.worksize import launch_sizes
 from app.errors import UsageError
 from app.postprocess.reference import MAX_BLUR_RADIUS, check_radius
 
@@ -34,8 +35,10 @@ class PostprocessFilters:
         self.program = KernelProgram(context, "postprocess.cl", owner=owner)
 
     def enqueue(self, queue: cl.CommandQueue, src: cl.Image, dst: cl.Image, kind: str, radius: int = 1,
-                wait_for=None) -> cl.Event:
+                wait_for=None, local_size: tuple[int, int] | None = None) -> cl.Event:
         """Filter ``src`` into ``dst`` (both RGBA8 images of one size); returns the kernel's event.
+        ``local_size``: work-groups of that shape (checked by the caller, app/cl/worksize.py; the
+        global size is rounded up to it), None for the driver's choice.
 
         Raises:
             UsageError: an unknown filter, a radius outside 0 .. max_radius, sizes that differ.
@@ -51,12 +54,14 @@ class PostprocessFilters:
         else:
             kernel = self.program.kernel("box_blur")
             kernel.set_args(src, dst, np.int32(check_radius(radius)))
-        return cl.enqueue_nd_range_kernel(queue, kernel, (w, h), None, wait_for=wait_for)
+        global_size, local = launch_sizes((w, h), local_size)
+        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
 
     def enqueue_buffers(self, queue: cl.CommandQueue, src: cl.Buffer, src_pitch: int, dst: cl.Buffer,
                         dst_pitch: int, width: int, height: int, kind: str, radius: int = 1,
-                        wait_for=None) -> cl.Event:
-        """The same filters on pitched uchar4 buffers (pitches in bytes, whole pixels); returns the event.
+                        wait_for=None, local_size: tuple[int, int] | None = None) -> cl.Event:
+        """The same filters on pitched uchar4 buffers (pitches in bytes, whole pixels); returns the
+        event. ``local_size`` as for ``enqueue``.
 
         Raises:
             UsageError: an unknown filter, a bad radius, a pitch that is not whole pixels or is
@@ -76,7 +81,8 @@ class PostprocessFilters:
             kernel = self.program.kernel("box_blur_buffer")
             args.append(np.int32(check_radius(radius)))
         kernel.set_args(*args)
-        return cl.enqueue_nd_range_kernel(queue, kernel, (width, height), None, wait_for=wait_for)
+        global_size, local = launch_sizes((width, height), local_size)
+        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
 
     def release(self) -> None:
         self.program.release()

@@ -6,7 +6,7 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-NOT_SCENES = ("base",)
+NOT_SCENES = ("base", "camera")  # helpers, not scenes
 
 
 def scene_module_names() -> list[str]:

@@ -1,14 +1,44 @@
 """What every scene provides to the scheduler: shared objects, one compute step, one GL draw,
-and what the rest of glshare needs to know about it (its size, its window, the bytes it shares)."""
+and what the rest of glshare needs to know about it (its size, its window, the bytes it shares).
+
+Besides the frame, a scene offers what a user may change while it runs: an orbit camera
+(``camera``: mouse drag and wheel reach it through the controls), a local work size for its
+kernels (``set_local_size``, checked against the device's and the kernels' limits), and its own
+options; ``options()`` lists them all as ``SceneOption`` rows, each naming the controls command
+that changes it, so the panel can draw them without knowing the scene.
+"""
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, ContextManager
 
 import pyopencl as cl
 
+from app.cl.worksize import LocalSize, check_local_size, launch_sizes, local_shape
 from app.config import RunConfig, parse_count, parse_wxh
 from app.sharing.base import SharedObject, SharingBackend
+
+
+@dataclass(frozen=True)
+class SceneOption:
+    """One option of the running scene, as the panel shows it.
+
+    ``kind``: "toggle" (value bool), "choice" (value one of ``choices``), "int" (``low`` ..
+    ``high``), "size" (a local size "WxH" or "driver"), "text" (read only). The panel changes it
+    with ``request(command, value=...)``; ``keys`` are the keys that step it (for the help line).
+    """
+
+    name: str
+    title: str
+    kind: str
+    value: Any
+    command: str = ""  # "" for read-only rows
+    choices: tuple = ()
+    low: int | None = None
+    high: int | None = None
+    keys: str = ""
 
 
 class Scene(abc.ABC):
@@ -71,11 +101,18 @@ class Scene(abc.ABC):
         raise NotImplementedError
 
     # -- one set-up ---------------------------------------------------------------------------
+    local_dims: ClassVar[int] = 2  # the dimensions of its kernels' launches (particles: 1)
+
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
         self.size = self.size_of(cfg)  # None: the default (or the window's size for follows_window)
         self.backend: SharingBackend | None = None
         self.shared: list[SharedObject] = []  # acquired and released every frame
+        self.camera = None  # an app.scenes.camera.OrbitCamera where the scene has one
+        self.local_size: LocalSize | None = None  # None: the driver chooses (set_local_size checks it)
+        # times GL commands as one pass of the frame in progress: ``pass_timer(name)`` gives a
+        # context manager (app/gl/timer.py GlTimer.span for the current record); None: untimed
+        self.pass_timer: Callable[[str], ContextManager] | None = None
 
     @abc.abstractmethod
     def build(self, backend: SharingBackend, size: tuple[int, int]) -> None:
@@ -117,3 +154,67 @@ class Scene(abc.ABC):
 
     def describe(self) -> str:
         return self.name
+
+    # -- what a user may change while it runs ---------------------------------------------------
+    def gl_pass(self, name: str) -> ContextManager:
+        """``with self.gl_pass("gl 3-D pass"):`` times the GL commands inside as one pass of the
+        frame in progress, where a timer was given (``pass_timer``); else does nothing."""
+        timer = self.pass_timer
+        return timer(name) if timer is not None else contextlib.nullcontext()
+
+    def local_size_kernels(self) -> list[cl.Kernel]:
+        """The kernels ``local_size`` applies to (built by ``build``); [] where it applies to none."""
+        return []
+
+    def set_local_size(self, local: LocalSize | None) -> None:
+        """Use ``local`` (W, H) work-groups from the next frame on, or None for the driver's choice.
+        1-D kernels take W x H work-items a group.
+
+        Raises:
+            UsageError: a side below 1, or more than the device or one of the kernels allows.
+        """
+        device = self.backend.device if self.backend is not None else None
+        if local is not None and device is None:
+            raise RuntimeError("set_local_size before build")
+        self.local_size = check_local_size(local, device, self.local_size_kernels(), self.local_dims,
+                                           f"the {self.name} scene")
+
+    def launch(self, global_size: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+        """(global, local) sizes for one launch at ``global_size`` with the scene's local size."""
+        return launch_sizes(global_size, local_shape(self.local_size, self.local_dims))
+
+    def orbit(self, dx: float, dy: float) -> bool:
+        """A mouse drag of (dx, dy) pixels; False where the scene has no camera."""
+        if self.camera is None:
+            return False
+        self.camera.drag(dx, dy)
+        return True
+
+    def zoom(self, steps: float) -> bool:
+        """Wheel steps (positive: closer); False where the scene has no camera."""
+        if self.camera is None:
+            return False
+        self.camera.zoom(steps)
+        return True
+
+    def options(self) -> tuple[SceneOption, ...]:
+        """The rows the panel shows for this scene: its own (``scene_options``), the camera, the local size."""
+        rows = list(self.scene_options())
+        if self.camera is not None:
+            yaw, pitch, dist = self.camera.state
+            rows.append(SceneOption("camera", "camera (drag: orbit, wheel: zoom)", "text",
+                                    f"yaw {yaw:.0f} deg, pitch {pitch:.0f} deg, distance {dist:.2f}",
+                                    command="reset_camera", keys="c: reset"))
+        if self.local_size_kernels():
+            value = "driver" if self.local_size is None else f"{self.local_size[0]}x{self.local_size[1]}"
+            rows.append(SceneOption("local_size", "local work size", "size", value, command="set_local_size",
+                                    choices=LOCAL_SIZE_CHOICES))
+        return tuple(rows)
+
+    def scene_options(self) -> tuple[SceneOption, ...]:
+        """The scene's own option rows (round points, the Julia constant, the filter ...)."""
+        return ()
+
+
+# what the panel's local-size combo offers ("driver": the driver chooses; any WxH may be typed)
+LOCAL_SIZE_CHOICES = ("driver", "8x8", "16x16", "32x8", "64x1", "256x1")

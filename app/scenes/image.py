@@ -5,6 +5,10 @@ GL only draws it with the image quad, so a backend may keep it as a buffer textu
 CL writes (external_memory: nothing copied); ``SharedObject.display_path`` says what it got.
 Without ``--size`` the image follows the framebuffer (re-created on resize, CL side first);
 with ``--size WxH`` it keeps that size and the quad scales it.
+
+The constant c follows its animation (``julia_constant``) until a user steers it (keys i/j/k/l or
+the panel, ``steer``): from then on it stays where it was put, and ``set_constant(None)`` (key u)
+hands it back to the animation.
 """
 from __future__ import annotations
 
@@ -22,9 +26,9 @@ def julia_constant(frame: int) -> tuple[float, float]:
     return (math.sin(2 * math.pi * (frame % 599) / 599), math.sin(2 * math.pi * (frame % 773) / 773))
 
 
-def julia_reference(width: int, height: int, frame: int) -> np.ndarray:
-    """float64 numpy reference of the kernel: uint8 RGBA, row 0 first."""
-    cr, ci = julia_constant(frame)
+def julia_reference(width: int, height: int, frame: int, c: tuple[float, float] | None = None) -> np.ndarray:
+    """float64 numpy reference of the kernel: uint8 RGBA, row 0 first; ``c`` instead of frame's constant."""
+    cr, ci = julia_constant(frame) if c is None else c
     x = np.arange(width, dtype=np.float64)[None, :].repeat(height, 0)
     y = np.arange(height, dtype=np.float64)[:, None].repeat(width, 1)
     a = x * 3.0 / width - 1.5
@@ -63,6 +67,10 @@ class ImageScene(Scene):
         self.quad = ImageQuad("image quad", owner=backend.name)
         self.program = KernelProgram(backend.context, "julia.cl", owner=backend.name)
         self._make_texture()
+        # -- steering and local size (user controls) --
+        self.steered_c: tuple[float, float] | None = None  # None: c follows its animation
+        self._last_c = julia_constant(0)
+        self.set_local_size(self.cfg.local_size)
 
     def _make_texture(self) -> None:
         w, h = self.image_size
@@ -93,11 +101,12 @@ class ImageScene(Scene):
         self._make_texture()
 
     def compute(self, queue, frame, wait_for):
-        cr, ci = julia_constant(frame)
+        cr, ci = self.constant(frame)
         kernel, i = self.kernel, self._c_index
         kernel.set_arg(i, np.float32(cr))
         kernel.set_arg(i + 1, np.float32(ci))
-        return cl.enqueue_nd_range_kernel(queue, kernel, self.image_size, None, wait_for=wait_for)
+        global_size, local = self.launch(self.image_size)
+        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
 
     def render(self, size) -> None:
         self.quad.draw(self.texture.gl)
@@ -113,3 +122,32 @@ class ImageScene(Scene):
 
     def describe(self) -> str:
         return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8, {self.texture.display_path}"
+
+    # -- the user's controls: steering the constant, the local work size --------------------------
+    def constant(self, frame: int) -> tuple[float, float]:
+        """c for ``frame``: where the user steered it, else its animation; remembered for ``steer``."""
+        c = self.steered_c if self.steered_c is not None else julia_constant(frame)
+        self._last_c = c
+        return c
+
+    def steer(self, d_real: float, d_imag: float) -> tuple[float, float]:
+        """Move c by (d_real, d_imag) from where it is now (the animation stops there); returns the new c.
+        Both parts stay within [-2, 2], where the set is not empty."""
+        cr, ci = self.steered_c if self.steered_c is not None else self._last_c
+        self.steered_c = (max(-2.0, min(2.0, cr + d_real)), max(-2.0, min(2.0, ci + d_imag)))
+        return self.steered_c
+
+    def set_constant(self, c: tuple[float, float] | None) -> None:
+        """Put c at (real, imaginary), or None to hand it back to the animation."""
+        self.steered_c = None if c is None else (float(c[0]), float(c[1]))
+
+    def local_size_kernels(self):
+        return [self.kernel]
+
+    def scene_options(self):
+        from app.scenes.base import SceneOption
+
+        cr, ci = self.steered_c if self.steered_c is not None else self._last_c
+        how = "steered" if self.steered_c is not None else "animated"
+        return (SceneOption("julia_c", "Julia constant c", "text", f"{cr:+.3f} {ci:+.3f}i ({how})",
+                            command="julia_animate", keys="j / l: real -/+, k / i: imaginary -/+, u: animate"),)

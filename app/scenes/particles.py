@@ -1,4 +1,11 @@
-"""The particle fountain (../shared/WORKLOADS.md): position and color shared, drawn as points."""
+"""The particle fountain (../shared/WORKLOADS.md): position and color shared, drawn as points.
+
+The camera orbits with a mouse drag and zooms with the wheel (``OrbitCamera``, z up as in the
+fountain's world; its start view is the fixed camera of the classic sample). Points are squares
+of 2 pixels, as in the sample, or with ``--round-points`` (the panel, key r) smooth discs of 4
+pixels: a second fragment shader (shaders/particles_round.frag) discards outside the disc and fades
+its rim. Neither touches what is shared: only how GL draws it.
+"""
 from __future__ import annotations
 
 import math
@@ -11,7 +18,8 @@ from app.cl.programs import KernelProgram
 from app.diagnostics import live
 from app.gl.objects import GlVertexArray
 from app.gl.shaders import Program
-from app.scenes.base import Scene
+from app.scenes.base import Scene, SceneOption
+from app.scenes.camera import OrbitCamera, gl_matrix, perspective, translation
 
 DT = 0.005
 
@@ -65,23 +73,20 @@ def reference_steps(state: dict[str, np.ndarray], steps: int, dt: float = DT) ->
     return {"position": p, "velocity": v, "color": c}
 
 
-def _perspective(fovy_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
-    f = 1.0 / math.tan(math.radians(fovy_deg) / 2)
-    m = np.zeros((4, 4))
-    m[0, 0], m[1, 1] = f / aspect, f
-    m[2, 2], m[2, 3] = (far + near) / (near - far), 2 * far * near / (near - far)
-    m[3, 2] = -1
-    return m
+SQUARE_POINT_PX = 2.0
+ROUND_POINT_PX = 4.0
 
 
-def view_projection(width: int, height: int) -> np.ndarray:
-    """Camera looking at the fountain from the side and a little above; column-major float32."""
+def fountain_camera() -> OrbitCamera:
+    """The classic sample's view: from the side, 28 degrees above the horizon, 5 units away."""
+    return OrbitCamera(yaw=0.0, pitch=math.radians(28), distance=5.0, up="z")
+
+
+def view_projection(width: int, height: int, camera: OrbitCamera | None = None) -> np.ndarray:
+    """Camera looking at the fountain (by default from the side and a little above); column-major float32."""
     aspect = max(width, 1) / max(height, 1)
-    a = math.radians(-62)
-    rot = np.array([[1, 0, 0, 0], [0, math.cos(a), -math.sin(a), 0], [0, math.sin(a), math.cos(a), 0], [0, 0, 0, 1]])
-    trans = np.eye(4)
-    trans[:3, 3] = (0, -0.35, -5.0)
-    return np.ascontiguousarray((_perspective(55, aspect, 0.1, 100) @ trans @ rot).T, np.float32)
+    camera = camera or fountain_camera()
+    return gl_matrix(perspective(55, aspect, 0.1, 100) @ translation(0, -0.35, 0) @ camera.view())
 
 
 class ParticlesScene(Scene):
@@ -116,12 +121,37 @@ class ParticlesScene(Scene):
                              self.cl_only["start_position"], self.cl_only["start_velocity"], np.float32(DT),
                              np.uint32(n))
         self.gl_program = Program("particles", "particles.vert", "particles.frag", owner=backend.name)
+        self.round_program = None  # built the first time round points are drawn
+        self.round_points = bool(self.cfg.round_points)
+        self.camera = fountain_camera()
+        self.set_local_size(self.cfg.local_size)
         self.vao = GlVertexArray("particles.vao", owner=backend.name)
         self.vao.attribute(0, self.position.gl, 4)
         self.vao.attribute(1, self.color.gl, 4)
 
+    local_dims = 1
+
+    def local_size_kernels(self):
+        return [self.kernel]
+
+    def set_round_points(self, on: bool) -> None:
+        self.round_points = bool(on)
+
+    def scene_options(self):
+        return (SceneOption("round_points", "round points", "toggle", self.round_points, command="set_round_points",
+                            keys="r"),)
+
     def compute(self, queue, frame, wait_for):
-        return cl.enqueue_nd_range_kernel(queue, self.kernel, (self.n,), None, wait_for=wait_for)
+        global_size, local = self.launch((self.n,))
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, global_size, local, wait_for=wait_for)
+
+    def _points_program(self) -> Program:
+        if not self.round_points:
+            return self.gl_program
+        if self.round_program is None:
+            self.round_program = Program("particles round", "particles.vert", "particles_round.frag",
+                                         owner=self.backend.name)
+        return self.round_program
 
     def render(self, size) -> None:
         GL.glClearColor(0.02, 0.02, 0.05, 1.0)
@@ -129,9 +159,10 @@ class ParticlesScene(Scene):
         GL.glEnable(GL.GL_BLEND)
         GL.glBlendFunc(GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)
         GL.glEnable(GL.GL_PROGRAM_POINT_SIZE)
-        self.gl_program.use()
-        GL.glUniformMatrix4fv(self.gl_program.uniform("mvp"), 1, GL.GL_FALSE, view_projection(*size))
-        GL.glUniform1f(self.gl_program.uniform("point_size"), 2.0)
+        program = self._points_program()
+        program.use()
+        GL.glUniformMatrix4fv(program.uniform("mvp"), 1, GL.GL_FALSE, view_projection(*size, self.camera))
+        GL.glUniform1f(program.uniform("point_size"), ROUND_POINT_PX if self.round_points else SQUARE_POINT_PX)
         GL.glBindVertexArray(self.vao.name)
         GL.glDrawArrays(GL.GL_POINTS, 0, self.n)
         GL.glBindVertexArray(0)
@@ -151,7 +182,9 @@ class ParticlesScene(Scene):
         self.cl_only = {}
         self.program.release()
         self.gl_program.release()
+        if self.round_program is not None:
+            self.round_program.release()
         self.vao.release()
 
     def describe(self) -> str:
-        return f"particles, {self.n:,} points"
+        return f"particles, {self.n:,} points{', round' if self.round_points else ''}"

@@ -18,10 +18,20 @@ acquire/release bracket, so ``render`` uploads the *next* frame after drawing th
 frame is uploaded by ``build``); host_copy's acquire then copies GL -> CL because GL changed them.
 After a runtime switch the first frame shows frame 0's pattern. Matrix BT.709, limited range
 (the HD default); ``matrix`` and ``range_`` may be changed between frames.
+
+With ``--video FILE`` (``RunConfig.video``) the planes come from a decoded video instead
+(app/yuv/video.py, PyAV: any file FFmpeg reads): NV12 for 8-bit sources, P010 for deeper ones
+(``--yuv-format`` does not apply), the frame size is the video's, and the matrix and range are
+the stream's where it says them (else the players' defaults, as VideoSource describes). One
+decoded frame per frame of the loop, not paced to the video's rate: loop frame n shows video
+frame n modulo the frame count (it loops); paused, the same frame stays (nothing is decoded);
+``describe()`` carries the frame counter.
 """
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 
 import numpy as np
 from OpenGL import GL
@@ -39,6 +49,26 @@ from app.yuv.pattern import pattern_frame
 log = logging.getLogger(__name__)
 
 DEFAULT_YUV_SIZE = (640, 360)
+MATRIX_NAMES = {"bt601": "BT.601", "bt709": "BT.709"}
+_video_sizes: dict[tuple[str, int], tuple[int, int]] = {}  # (path, mtime) -> (W, H), for size_of
+
+
+def video_size(path: Path) -> tuple[int, int]:
+    """The (even) frame size of the video at ``path``, opened once per file version. Raises
+    UsageError with one line where it is no video FFmpeg can read."""
+    from app.yuv.video import VideoSource
+
+    try:
+        key = (str(Path(path).resolve()), os.stat(path).st_mtime_ns)
+    except OSError:
+        key = None
+    if key is not None and key in _video_sizes:
+        return _video_sizes[key]
+    with VideoSource(path, owner="probe") as video:
+        size = (video.width, video.height)
+    if key is not None:
+        _video_sizes[key] = size
+    return size
 
 
 class YuvScene(Scene):
@@ -50,6 +80,13 @@ class YuvScene(Scene):
     even_size = True
     panel_sizes = ("320x180", "640x360", "1280x720", "1920x1080")
 
+    @classmethod
+    def size_of(cls, cfg):
+        """With a video, its frame size (the window opens at it); else as every scene."""
+        if cfg.video is not None:
+            return video_size(cfg.video)
+        return super().size_of(cfg)
+
     def build(self, backend, size) -> None:
         self.backend = backend
         self._built: list = []  # what teardown undoes, in reverse
@@ -60,9 +97,22 @@ class YuvScene(Scene):
             raise
 
     def _build(self, backend) -> None:
-        self.fmt = yuv_format(self.cfg.yuv_format)
-        self.matrix, self.range_ = "bt709", "limited"
-        self.image_size = tuple(self.current_size)
+        self.video = None
+        if self.cfg.video is not None:
+            from app.yuv.video import VideoSource
+
+            self.video = VideoSource(self.cfg.video, label=f"yuv video {Path(self.cfg.video).name}",
+                                     owner=backend.name)
+            self._built.append(("release", self.video))
+            self.fmt = self.video.fmt
+            self.matrix, self.range_ = self.video.matrix, self.video.range_
+            self.image_size = (self.video.width, self.video.height)
+        else:
+            self.fmt = yuv_format(self.cfg.yuv_format)
+            self.matrix, self.range_ = "bt709", "limited"
+            self.image_size = tuple(self.current_size)
+        self.video_index: int | None = None  # the video frame the Y/UV textures hold
+        self.shown_video_index: int | None = None  # the video frame the RGBA texture shows
         w, h = self.image_size
         self.layout = plane_layout(backend.context, self.fmt, w, h)
         wb = self.fmt.word_bytes
@@ -76,13 +126,13 @@ class YuvScene(Scene):
         self._built.append(("shared", self.out))
         self.shared = [self.y, self.uv, self.out]
         self.buffer_planes = not all(o.is_image for o in self.shared)
-        self.yuv, self.planes = None, ()
+        self.yuv, self.plane_images = None, ()
         if not self.buffer_planes:
             self.yuv = YuvImage.wrap(backend.context, self.fmt, w, h, self.y.mem, self.uv.mem, label="yuv.frame",
                                      owner=backend.name)
             self._built.append(("release", self.yuv))
-            self.planes = planes_of(backend.context, self.yuv)
-            self._built.extend(("release", p) for p in self.planes)
+            self.plane_images = planes_of(backend.context, self.yuv)
+            self._built.extend(("release", p) for p in self.plane_images)
         self.converter = YuvConverter(backend.context, self.layout, owner=backend.name)
         self._built.append(("release", self.converter))
         self.pbos = {}
@@ -96,7 +146,21 @@ class YuvScene(Scene):
         self.uploaded_frame: int | None = None  # the pattern frame GL's Y/UV textures hold
         self.shown_frame: int | None = None  # the pattern frame the RGBA texture shows
         self._last_computed = -1
+        self.set_local_size(self.cfg.local_size)
         self.upload(0)
+
+    def local_size_kernels(self):
+        name = "yuv420_to_rgba_buffer" if self.buffer_planes else "yuv420_to_rgba"
+        return [self.converter.program.kernel(name)]
+
+    def planes(self, frame: int) -> tuple[np.ndarray, np.ndarray]:
+        """(Y, UV) words of loop frame ``frame``: the pattern's, or the video's frame ``frame`` (looping)."""
+        if self.video is None:
+            w, h = self.image_size
+            return pattern_frame(self.fmt, w, h, frame)
+        decoded = self.video.frame(frame)
+        self.video_index = decoded.index
+        return decoded.y, decoded.uv
 
     # -- GL upload ---------------------------------------------------------------------------
     def upload(self, frame: int) -> None:
@@ -105,9 +169,8 @@ class YuvScene(Scene):
 
         GL must own the textures (outside acquire/release); marks them changed for the backend.
         """
-        w, h = self.image_size
-        y, uv = pattern_frame(self.fmt, w, h, frame)
         self.backend.tracker.gl_use([self.y, self.uv], "upload")
+        y, uv = self.planes(frame)
         for obj, words in ((self.y, y), (self.uv, uv)):
             tex, pbo = obj.gl, self.pbos[obj.label]
             rows = np.ascontiguousarray(words).view(np.uint8).reshape(tex.height, -1)
@@ -118,13 +181,14 @@ class YuvScene(Scene):
                 rows = padded
             stream_into(pbo, rows)
             texture_from_unpack_buffer(tex, pbo.name, pitch)
+            obj.gl_wrote()
             if obj.storage is not None:  # external_memory: CL reads this imported buffer
                 GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, pbo.name)
                 GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, obj.storage.name)
                 GL.glCopyBufferSubData(GL.GL_COPY_READ_BUFFER, GL.GL_COPY_WRITE_BUFFER, 0, 0, rows.nbytes)
                 GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, 0)
                 GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, 0)
-            obj.gl_wrote()
+                obj.synced_generation = obj.gl_generation  # written where CL reads: no texture copy owed
         self.uploaded_frame = frame
 
     # -- the frame -----------------------------------------------------------------------------
@@ -133,12 +197,14 @@ class YuvScene(Scene):
             log.debug("frame %d converts pattern frame %s (first frame after a build)", frame, self.uploaded_frame)
         self._last_computed = frame
         self.shown_frame = self.uploaded_frame
+        self.shown_video_index = self.video_index
+        local = self.local_size
         if self.buffer_planes:
             return self.converter.enqueue_buffers(queue, self.y.mem, self.y.pitch, self.uv.mem,
                                                   self.uv.pitch, self.out.mem, self.out.pitch,
-                                                  self.fmt, self.matrix, self.range_, wait_for)
-        return self.converter.enqueue(queue, self.planes[0], self.planes[1], self.out.mem, self.fmt,
-                                      self.matrix, self.range_, wait_for)
+                                                  self.fmt, self.matrix, self.range_, wait_for, local_size=local)
+        return self.converter.enqueue(queue, self.plane_images[0], self.plane_images[1], self.out.mem, self.fmt,
+                                      self.matrix, self.range_, wait_for, local_size=local)
 
     def render(self, size) -> None:
         self.quad.draw(self.out.gl)
@@ -161,9 +227,33 @@ class YuvScene(Scene):
 
     def describe(self) -> str:
         w, h = self.image_size
-        matrix = {"bt601": "BT.601", "bt709": "BT.709"}[self.matrix]
+        matrix = MATRIX_NAMES[self.matrix]
         planes = ", planes as buffers" if self.buffer_planes else ""
-        return f"yuv ({self.fmt.name.upper()} test pattern), {w}x{h}, {matrix} {self.range_}{planes}"
+        if self.video is None:
+            return f"yuv ({self.fmt.name.upper()} test pattern), {w}x{h}, {matrix} {self.range_}{planes}"
+        v = self.video
+        return (f"yuv (video {v.path.name}: {self.frame_counter()}, {self.fmt.name.upper()} from {v.pixel_format}), "
+                f"{w}x{h}, {matrix} ({v.matrix_source}) {self.range_} ({v.range_source}){planes}")
+
+    def frame_counter(self) -> str:
+        """"frame i/N" of the video frame shown (1-based; N "?" until the end was reached once)."""
+        if self.video is None:
+            return ""
+        shown = self.shown_video_index if self.shown_video_index is not None else self.video_index
+        count = self.video.frame_count
+        return f"frame {(shown or 0) + 1}/{count if count else '?'}"
+
+    def scene_options(self):
+        from app.scenes.base import SceneOption
+
+        rows = [SceneOption("colour", "matrix, range", "text", f"{MATRIX_NAMES[self.matrix]} {self.range_}")]
+        if self.video is not None:
+            v = self.video
+            rows = [SceneOption("video", "video", "text", v.describe()),
+                    SceneOption("video_frame", "frame", "text", self.frame_counter()),
+                    SceneOption("colour", "matrix, range", "text",
+                                f"{MATRIX_NAMES[self.matrix]} ({v.matrix_source}), {self.range_} ({v.range_source})")]
+        return tuple(rows)
 
     @property
     def current_size(self):

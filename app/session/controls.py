@@ -3,7 +3,10 @@ and hazard demonstrations all become ``Controls.run(name, **args)``.
 
 A command returns a status line (what happened, or why it was refused), which the panel shows.
 Panel buttons never act in the middle of an ImGui frame: they are queued (``request``) and run
-after it (``apply``).
+after it (``apply``). Mouse drags and wheel steps over the scene (``mouse``) become the camera's
+``orbit`` and ``zoom`` commands. Commands for one scene's options (round points, the Julia
+constant, the post-process filter) answer with a status line in the other scenes; options a user
+sets are kept in the session's configuration, so a switch away and back keeps them.
 """
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from app.errors import GlshareError
+from app.config import parse_local_size
+from app.errors import GlshareError, UsageError
 from app.session.session import Session
 from app.session.views import DemoView
 
@@ -51,7 +55,10 @@ DEMOS: tuple[Demo, ...] = (
     Demo("sync_none", "3", "skip glFinish/clFinish (sync none)",
          "nothing: the tracker checks who owns an object, not whether the other side finished with it"),
     Demo("wrong_delete_order", "4", "delete GL before CL (once)", "delete_gl_while_shared, once"),
+    Demo("unordered_render", "5", "GL renders while CL reads (postprocess)",
+         "gl_use_while_acquired on postprocess.rendered every frame (GL draws into an object CL holds)"),
 )
+JULIA_STEP = 0.01  # how far one key press moves the Julia constant
 STRICT_TEXT = ("With --strict the first flag is raised (HazardError): the run stops with "
                "'glshare: error: <phase>: <case> on <object>: <spec sentence>' and exit status 1.")
 
@@ -73,6 +80,24 @@ COMMANDS: tuple[Command, ...] = (
     Command("demo", "toggle a hazard demonstration"),
     Command("run_lab", "run the error lab"),
     *(Command(f"demo_{d.name}", d.title, (d.key,)) for d in DEMOS),
+    # the scenes' own controls (mouse: ``Controls.mouse``)
+    Command("orbit", "orbit the camera (mouse drag over the scene)"),
+    Command("zoom", "zoom the camera (mouse wheel over the scene)"),
+    Command("reset_camera", "camera back to its start view", ("c",)),
+    Command("toggle_round_points", "particles: round / square points", ("r",)),
+    Command("set_round_points", "particles: round points on or off"),
+    Command("julia_real_down", "image: Julia constant, real part down", ("j",)),
+    Command("julia_real_up", "image: Julia constant, real part up", ("l",)),
+    Command("julia_imag_down", "image: Julia constant, imaginary part down", ("k",)),
+    Command("julia_imag_up", "image: Julia constant, imaginary part up", ("i",)),
+    Command("julia_animate", "image: the Julia constant follows its animation again", ("u",)),
+    Command("set_julia_c", "image: put the Julia constant at (real, imaginary)"),
+    Command("next_filter", "postprocess: Sobel edges / box blur", ("e",)),
+    Command("set_filter", "postprocess: the filter (sobel or blur)"),
+    Command("blur_more", "postprocess: blur radius + 1", ("=", "+")),
+    Command("blur_less", "postprocess: blur radius - 1", ("-",)),
+    Command("set_blur_radius", "postprocess: the blur radius"),
+    Command("set_local_size", "local work size of the scene's kernels (WxH, or driver)"),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
 BY_KEY = {k: c for c in COMMANDS for k in c.keys}
@@ -107,6 +132,16 @@ class Controls:
                 raise
             self.session.record_error(exc, f"key {key}")
             return None
+
+    def mouse(self, event) -> str | None:
+        """A mouse event over the scene (app.window.MouseEvent: "drag" by dx, dy pixels, "scroll" by
+        dy steps) as the camera's command; None for other kinds. The caller passes only events the
+        panel does not want (``ui.wants_mouse``)."""
+        if event.kind == "drag":
+            return self.run("orbit", dx=event.dx, dy=event.dy)
+        if event.kind == "scroll":
+            return self.run("zoom", steps=event.dy)
+        return None
 
     def request(self, command: str, **args) -> None:
         """Queue a command to run after the UI frame (panel buttons)."""
@@ -202,6 +237,126 @@ class Controls:
         self.session.finish_teaching_frame()
         return self._run_lab()
 
+    # -- the scenes' own controls ----------------------------------------------------------------
+    def _scene_with(self, attribute: str, what: str, scene: str) -> tuple[object | None, str]:
+        """(the running scene, "") where it has ``attribute``, else (None, a status line)."""
+        s = self.session.scene
+        if s is not None and hasattr(s, attribute):
+            return s, ""
+        return None, f"{what}: the {scene} scene only (this is {self.session.cfg.scene}; s switches)"
+
+    def _do_orbit(self, dx: float = 0.0, dy: float = 0.0) -> str:
+        scene = self.session.scene
+        if scene is not None:
+            scene.orbit(float(dx), float(dy))
+        return ""  # a drag changes no status line
+
+    def _do_zoom(self, steps: float = 0.0) -> str:
+        scene = self.session.scene
+        if scene is not None:
+            scene.zoom(float(steps))
+        return ""
+
+    def _do_reset_camera(self) -> str:
+        scene = self.session.scene
+        if scene is None or scene.camera is None:
+            return f"camera: the {self.session.cfg.scene} scene has no camera (particles and postprocess do)"
+        scene.camera.reset()
+        return "camera reset"
+
+    def _do_toggle_round_points(self) -> str:
+        scene, refusal = self._scene_with("round_points", "round points", "particles")
+        return refusal or self._do_set_round_points(not scene.round_points)
+
+    def _do_set_round_points(self, value: bool) -> str:
+        scene, refusal = self._scene_with("round_points", "round points", "particles")
+        if refusal:
+            return refusal
+        scene.set_round_points(bool(value))
+        self.session.cfg = self.session.cfg.with_(round_points=bool(value))
+        return f"particles: {'round' if value else 'square'} points"
+
+    def _steer(self, d_real: float, d_imag: float) -> str:
+        scene, refusal = self._scene_with("steer", "Julia constant", "image")
+        if refusal:
+            return refusal
+        cr, ci = scene.steer(d_real, d_imag)
+        return f"Julia constant c = {cr:+.3f} {ci:+.3f}i (u: animate again)"
+
+    def _do_julia_real_down(self) -> str:
+        return self._steer(-JULIA_STEP, 0.0)
+
+    def _do_julia_real_up(self) -> str:
+        return self._steer(JULIA_STEP, 0.0)
+
+    def _do_julia_imag_down(self) -> str:
+        return self._steer(0.0, -JULIA_STEP)
+
+    def _do_julia_imag_up(self) -> str:
+        return self._steer(0.0, JULIA_STEP)
+
+    def _do_julia_animate(self) -> str:
+        return self._do_set_julia_c(None)
+
+    def _do_set_julia_c(self, value=None) -> str:
+        scene, refusal = self._scene_with("steer", "Julia constant", "image")
+        if refusal:
+            return refusal
+        scene.set_constant(value)
+        if value is None:
+            return "Julia constant: animated"
+        return f"Julia constant c = {float(value[0]):+.3f} {float(value[1]):+.3f}i"
+
+    def _do_next_filter(self) -> str:
+        scene, refusal = self._scene_with("set_filter", "filter", "postprocess")
+        return refusal or self._do_set_filter("blur" if scene.filter == "sobel" else "sobel")
+
+    def _do_set_filter(self, value: str) -> str:
+        scene, refusal = self._scene_with("set_filter", "filter", "postprocess")
+        if refusal:
+            return refusal
+        try:
+            scene.set_filter(value)
+        except UsageError as exc:
+            return f"filter refused: {exc.one_line()}"
+        self.session.cfg = self.session.cfg.with_(filter=scene.filter)
+        return f"postprocess: {'Sobel edges' if scene.filter == 'sobel' else f'box blur, radius {scene.radius}'}"
+
+    def _do_blur_more(self) -> str:
+        scene, refusal = self._scene_with("set_blur_radius", "blur radius", "postprocess")
+        return refusal or self._do_set_blur_radius(min(scene.radius + 1, scene.filters.max_radius))
+
+    def _do_blur_less(self) -> str:
+        scene, refusal = self._scene_with("set_blur_radius", "blur radius", "postprocess")
+        return refusal or self._do_set_blur_radius(max(scene.radius - 1, 0))
+
+    def _do_set_blur_radius(self, value: int) -> str:
+        scene, refusal = self._scene_with("set_blur_radius", "blur radius", "postprocess")
+        if refusal:
+            return refusal
+        try:
+            scene.set_blur_radius(value)
+        except UsageError as exc:
+            return f"blur radius refused: {exc.one_line()}"
+        self.session.cfg = self.session.cfg.with_(blur_radius=scene.radius)
+        shown = "" if scene.filter == "blur" else " (shown with the blur filter: e)"
+        return f"postprocess: blur radius {scene.radius}{shown}"
+
+    def _do_set_local_size(self, value=None) -> str:
+        """``value``: "WxH", "N", "driver", (W, H) or None; checked against the device and the
+        scene's kernels (a refusal is a status line, the old size stays)."""
+        s = self.session
+        try:
+            local = parse_local_size(value) if isinstance(value, str) or value is None else (
+                int(value[0]), int(value[1]))
+            if s.scene is None:
+                return "local size: no scene"
+            s.scene.set_local_size(local)
+        except UsageError as exc:
+            return f"local size refused: {exc.one_line()}"
+        s.cfg = s.cfg.with_(local_size=local)
+        return f"local work size: {'the driver chooses' if local is None else f'{local[0]}x{local[1]}'}"
+
     # -- hazard demonstrations ------------------------------------------------------------------
     def _do_demo(self, demo: str) -> str:
         return getattr(self, f"_do_demo_{demo}")()
@@ -247,11 +402,30 @@ class Controls:
             backend.destroy(obj)  # idempotent: whatever delete_gl_first did not get to
         return "hazard demo: a scratch buffer's GL object was deleted before its CL memory object"
 
+    def _do_demo_unordered_render(self) -> str:
+        """The postprocess scene renders its 3-D image in the compute phase, after the acquire and
+        right before the kernel, with nothing ordering it before the kernel; its GL pass is timed
+        on the frame's record (the timeline's GL row)."""
+        s = self.session
+        scene, refusal = self._scene_with("unordered_render", "hazard demo", "postprocess")
+        if refusal:
+            return refusal
+        self.last_demo = "unordered_render"
+        scene.unordered_render = not scene.unordered_render
+        sched = s.scheduler
+        if scene.unordered_render and sched is not None and scene.pass_timer is None:
+            scene.pass_timer = lambda name: sched.gl_timer.span(sched.current, name)
+        log.info("hazard demo: unordered render %s", scene.unordered_render)
+        if scene.unordered_render:
+            return "hazard demo: GL renders the 3-D image while CL holds it and the kernel reads it"
+        return "hazard demo: GL renders ahead again, between the release and the next acquire"
+
     def demo_views(self) -> tuple[DemoView, ...]:
         s = self.session
         skip = s.scheduler.skip if s.scheduler is not None else set()
         on = {"skip_acquire": "acquire" in skip, "skip_release": "release" in skip,
-              "sync_none": s.cfg.sync == "none", "wrong_delete_order": False}
+              "sync_none": s.cfg.sync == "none", "wrong_delete_order": False,
+              "unordered_render": bool(getattr(s.scene, "unordered_render", False))}
         effects = s.backend.hazard_effects if s.backend is not None else {}
         return tuple(DemoView(d.name, d.key, d.title, on[d.name], d.flags, effects.get(d.name, ""))
                      for d in DEMOS)

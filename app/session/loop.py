@@ -176,6 +176,9 @@ class Run:
             for ev in session.surface.poll_events():
                 if not (ui is not None and ui.wants_keyboard):
                     controls.key(ev.key)
+            for ev in session.surface.mouse_events():
+                if not (ui is not None and ui.wants_mouse):
+                    controls.mouse(ev)
             was_paused = session.paused and not session.step_once
             rec = session.step()
         except GlshareError as exc:

@@ -119,6 +119,7 @@ class Session:
         self.scheduler = FrameScheduler(new_backend, new_scene, strategy, history=self.history,
                                         strict=self.cfg.strict, gl_timer_every=every,
                                         frames_in_flight=self.cfg.frames_in_flight)
+        new_scene.pass_timer = lambda name, s=self.scheduler: s.gl_timer.span(s.current, name)
         self.cfg = cfg
         self._last_size = tuple(self.surface.framebuffer_size)
 
@@ -426,4 +427,5 @@ class Session:
             teaching=self.teaching_view(owners), demos=demos,
             hazard_counts=dict(tracker.counts) if tracker is not None else {},
             clock=self.clock.as_dict(), clock_map=self.clock, caps=self.caps(), controls=self.controls_view(),
-            gl_timer=self.gl_timer_view(), status=self.status, trace_written=dict(trace_written or {}))
+            gl_timer=self.gl_timer_view(), status=self.status, trace_written=dict(trace_written or {}),
+            scene_options=self.scene.options() if self.scene is not None else ())

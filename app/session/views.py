@@ -110,3 +110,4 @@ class SessionView:
     gl_timer: GlTimerView
     status: str = ""  # what the last command did, or why it was refused
     trace_written: dict = field(default_factory=dict)
+    scene_options: tuple = ()  # the scene's own options (SceneOption: the command each one calls)

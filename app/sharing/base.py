@@ -131,6 +131,7 @@ class SharingBackend(abc.ABC):
     capabilities: ClassVar[Capabilities]
     teaching: ClassVar[Mapping[str, str]] = {}  # phase (acquire, compute, release, render) -> what it does
     hazard_effects: ClassVar[Mapping[str, str]] = {}  # hazard demonstration -> what the user sees here
+    uploads_reach_cl: ClassVar[bool] = False  # ``upload`` writes the memory CL reads (no GL -> CL copy owed)
     registry: ClassVar[dict[str, type["SharingBackend"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:
@@ -297,6 +298,8 @@ class SharingBackend(abc.ABC):
         self.tracker.gl_use([obj], "upload")
         self._upload(obj, data)
         obj.gl_wrote()
+        if self.uploads_reach_cl:
+            obj.synced_generation = obj.gl_generation
 
     def destroy(self, obj: SharedObject) -> None:
         """CL memory object first, then the GL object (cl_khr_gl_sharing's order). Idempotent."""

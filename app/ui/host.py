@@ -33,6 +33,10 @@ class UiHost:
     def wants_keyboard(self) -> bool:
         return self.layer.wants_keyboard
 
+    @property
+    def wants_mouse(self) -> bool:
+        return self.layer.wants_mouse
+
     def mark_dirty(self) -> None:
         self.layer.mark_dirty()
 

@@ -255,6 +255,10 @@ class ImGuiLayer:
         return self._layer.composite_path if self._layer is not None else "no layer yet"
 
     @property
+    def wants_mouse(self) -> bool:
+        return bool(imgui.get_io().want_capture_mouse)
+
+    @property
     def wants_keyboard(self) -> bool:
         return bool(imgui.get_io().want_capture_keyboard)
 

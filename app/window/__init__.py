@@ -22,6 +22,16 @@ class KeyEvent:
     shift: bool = False
 
 
+@dataclass(frozen=True)
+class MouseEvent:
+    """What the mouse did over the window since the last poll: a drag with the left button held
+    ("drag": dx, dy pixels, y down) or wheel steps ("scroll": dy, positive away from the user)."""
+
+    kind: str
+    dx: float = 0.0
+    dy: float = 0.0
+
+
 class Surface(Protocol):
     """What the scene, the panel and the scheduler need from a drawing surface."""
 
@@ -33,6 +43,8 @@ class Surface(Protocol):
     def framebuffer_size(self) -> tuple[int, int]: ...
     def should_close(self) -> bool: ...
     def poll_events(self) -> list[KeyEvent]: ...
+    def mouse_events(self) -> list:
+        """Mouse drags and wheel steps since the last poll (MouseEvent), for the scene's camera."""
     def bind_target(self) -> bool:
         """Bind the framebuffer to draw into; False when it has no pixels (minimized, 0x0)."""
     @property

@@ -184,6 +184,9 @@ class EglSurface:
     def poll_events(self) -> list[KeyEvent]:
         return []
 
+    def mouse_events(self) -> list:
+        return []
+
     @property
     def draw_framebuffer(self) -> int:
         return int(self._fbo or 0)

@@ -1,4 +1,12 @@
-"""The interactive window: GLFW (the library imgui-bundle ships) with an OpenGL 3.3+ core context."""
+"""The interactive window: GLFW (the library imgui-bundle ships) with an OpenGL 3.3+ core context.
+
+Input: keys become ``KeyEvent``s (``poll_events``); mouse drags with the left button held and
+wheel steps become ``MouseEvent``s, summed over one poll (``mouse_events``), for the scene's camera.
+The cursor, button, scroll and character callbacks are installed once, here, before ImGui's GLFW
+backend, which chains to them; each also calls the listeners of ``on_input`` (the panel redraws
+after input). Whether the panel wants the mouse is the caller's question (ImGui's
+want_capture_mouse): the window reports every drag and wheel step.
+"""
 from __future__ import annotations
 
 import ctypes
@@ -10,7 +18,7 @@ import numpy as np
 from OpenGL import GL
 
 from app.errors import GlshareError
-from app.window import KeyEvent
+from app.window import KeyEvent, MouseEvent
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +46,55 @@ class GlfwWindow:
         self._events: list[KeyEvent] = []
         self._input_listeners: list = []
         self._resized = True
+        self._dragging = False  # the left button is held (pressed over the window)
+        self._cursor: tuple[float, float] | None = None
+        self._drag = [0.0, 0.0]  # summed since the last mouse_events()
+        self._scroll = 0.0
         glfw.set_key_callback(self._window, self._on_key)
+        glfw.set_cursor_pos_callback(self._window, self._on_cursor)
+        glfw.set_mouse_button_callback(self._window, self._on_button)
+        glfw.set_scroll_callback(self._window, self._on_scroll)
+        glfw.set_char_callback(self._window, self._on_char)
 
     def on_input(self, fn) -> None:
-        """Call ``fn()`` on mouse movement, buttons, scrolling and characters (the panel redraws)."""
-        glfw.set_cursor_pos_callback(self._window, lambda *a: fn())
-        glfw.set_mouse_button_callback(self._window, lambda *a: fn())
-        glfw.set_scroll_callback(self._window, lambda *a: fn())
-        glfw.set_char_callback(self._window, lambda *a: fn())
+        """Call ``fn()`` on mouse movement, buttons, scrolling, characters and keys (the panel redraws)."""
         self._input_listeners.append(fn)
+
+    def _input(self) -> None:
+        for fn in self._input_listeners:
+            fn()
+
+    def _on_cursor(self, window, x: float, y: float) -> None:
+        if self._dragging and self._cursor is not None:
+            self._drag[0] += x - self._cursor[0]
+            self._drag[1] += y - self._cursor[1]
+        self._cursor = (x, y)
+        self._input()
+
+    def _on_button(self, window, button: int, action: int, mods: int) -> None:
+        if button == glfw.MOUSE_BUTTON_LEFT:
+            self._dragging = action == glfw.PRESS
+            if self._dragging:
+                self._cursor = tuple(glfw.get_cursor_pos(window))
+        self._input()
+
+    def _on_scroll(self, window, dx: float, dy: float) -> None:
+        self._scroll += dy
+        self._input()
+
+    def _on_char(self, window, codepoint: int) -> None:
+        self._input()
+
+    def mouse_events(self) -> list[MouseEvent]:
+        """The drag and the wheel steps since the last call (after ``poll_events``), at most one of each."""
+        out = []
+        if self._drag[0] or self._drag[1]:
+            out.append(MouseEvent("drag", self._drag[0], self._drag[1]))
+        if self._scroll:
+            out.append(MouseEvent("scroll", 0.0, self._scroll))
+        self._drag = [0.0, 0.0]
+        self._scroll = 0.0
+        return out
 
     @property
     def window_address(self) -> int:
@@ -54,8 +102,7 @@ class GlfwWindow:
         return ctypes.cast(self._window, ctypes.c_void_p).value
 
     def _on_key(self, window, key, scancode, action, mods) -> None:
-        for fn in self._input_listeners:
-            fn()
+        self._input()
         if action != glfw.PRESS:
             return
         name = glfw.get_key_name(key, scancode)

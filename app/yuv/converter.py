@@ -13,6 +13,7 @@ import pyopencl as cl
 from app.cl.formats import RGBA8_IMAGE as RGBA8
 from app.cl.planar import CL_YUV_IMAGE_UV_PLANE_AMD, CL_YUV_IMAGE_Y_PLANE_AMD, PlaneLayout, YuvImage, plane_image
 from app.cl.programs import KernelProgram
+from app.cl.worksize import launch_sizes
 from app.yuv.formats import MATRICES, YuvFormat, check_choice, range_params
 
 
@@ -26,21 +27,26 @@ class YuvConverter:
         self.kernel = self.program.kernel("yuv420_to_rgba")
 
     def enqueue(self, queue: cl.CommandQueue, y_plane: cl.Image, uv_plane: cl.Image, out: cl.Image,
-                fmt: YuvFormat, matrix: str, range_: str, wait_for=None) -> cl.Event:
-        """Convert the planes into ``out`` (RGBA8, the frame's size); returns the kernel's event."""
+                fmt: YuvFormat, matrix: str, range_: str, wait_for=None,
+                local_size: tuple[int, int] | None = None) -> cl.Event:
+        """Convert the planes into ``out`` (RGBA8, the frame's size); returns the kernel's event.
+        One work-item per 2x2 block; ``local_size``: work-groups of that shape (checked by the
+        caller, app/cl/worksize.py; the global size is rounded up to it), None for the driver's."""
         check_choice(matrix, range_)
         kr, kb = MATRICES[matrix]
         y_off, y_scale, c_off, c_scale = range_params(fmt, range_)
         self.kernel.set_args(y_plane, uv_plane, out, np.uint32(fmt.shift), np.float32(kr), np.float32(kb),
                              np.float32(y_off), np.float32(y_scale), np.float32(c_off), np.float32(c_scale))
         w, h = self.layout.width, self.layout.height
-        return cl.enqueue_nd_range_kernel(queue, self.kernel, (w // 2, h // 2), None, wait_for=wait_for)
+        global_size, local = launch_sizes((w // 2, h // 2), local_size)
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, global_size, local, wait_for=wait_for)
 
     def enqueue_buffers(self, queue: cl.CommandQueue, y_plane: cl.Buffer, y_pitch: int, uv_plane: cl.Buffer,
                         uv_pitch: int, out: cl.Buffer, out_pitch: int, fmt: YuvFormat, matrix: str, range_: str,
-                        wait_for=None) -> cl.Event:
+                        wait_for=None, local_size: tuple[int, int] | None = None) -> cl.Event:
         """The same conversion on pitched buffers (pitches in bytes): for textures whose CL side
-        is a buffer (external_memory without cl_khr_image2d_from_buffer). Returns the kernel's event."""
+        is a buffer (external_memory without cl_khr_image2d_from_buffer). Returns the kernel's
+        event; ``local_size`` as for ``enqueue``."""
         check_choice(matrix, range_)
         kr, kb = MATRICES[matrix]
         y_off, y_scale, c_off, c_scale = range_params(fmt, range_)
@@ -50,7 +56,8 @@ class YuvConverter:
         kernel.set_args(y_plane, np.int32(y_pitch // word), uv_plane, np.int32(uv_pitch // word), out,
                         np.int32(out_pitch // 4), np.int32(w), np.int32(h), np.uint32(fmt.shift), np.float32(kr),
                         np.float32(kb), np.float32(y_off), np.float32(y_scale), np.float32(c_off), np.float32(c_scale))
-        return cl.enqueue_nd_range_kernel(queue, kernel, (w // 2, h // 2), None, wait_for=wait_for)
+        global_size, local = launch_sizes((w // 2, h // 2), local_size)
+        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
 
     def release(self) -> None:
         self.program.release()

@@ -12,7 +12,7 @@ from app.scenes.particles import initial_state, reference_steps
 from app.yuv.formats import reference_rgb
 from app.yuv.pattern import pattern_frame
 
-SIZES = {"particles": 4096, "image": (64, 48), "yuv": (64, 48)}
+SIZES = {"particles": 4096, "image": (64, 48), "yuv": (64, 48), "postprocess": (64, 48)}
 
 
 def check_particles(session, frames: int) -> None:
@@ -43,4 +43,20 @@ def check_yuv(session, frames: int) -> None:
     assert np.abs(got.astype(int) - ref.astype(int)).max() <= 1
 
 
-CHECKS = {"particles": check_particles, "image": check_image, "yuv": check_yuv}
+def before_postprocess(session) -> np.ndarray:
+    """What GL rendered for the frame about to run (the input CL filters in it)."""
+    return session.scene.rendered.gl.read()
+
+
+def check_postprocess(session, frames: int, rendered: np.ndarray) -> None:
+    """The filtered texture against the numpy filter of what GL rendered for that frame: exact."""
+    from app.postprocess import reference
+
+    scene = session.scene
+    ref = reference.sobel(rendered) if scene.filter == "sobel" else reference.box_blur(rendered, scene.radius)
+    assert np.array_equal(scene.out.gl.read(), ref)
+
+
+# what to read before the last frame (for scenes whose input is GL's own output), then the check
+BEFORE = {"postprocess": before_postprocess}
+CHECKS = {"particles": check_particles, "image": check_image, "yuv": check_yuv, "postprocess": check_postprocess}

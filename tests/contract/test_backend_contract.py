@@ -8,7 +8,7 @@ machine offers it, gl_sharing through an emulated driver, the rest skipped with 
 from __future__ import annotations
 
 import pytest
-from references import CHECKS, SIZES
+from references import BEFORE, CHECKS, SIZES
 
 from app.cl.ext import open_fds
 from app.config import RunConfig
@@ -47,6 +47,7 @@ def test_counts_ownership_and_pixels(contract_backend, scene, small_surface):
             rec = run.tick()
             assert rec is not None and rec.errors == [] and rec.hazards == []
         # the last frame one phase at a time: who owns each shared object after each phase
+        before = BEFORE[scene](s) if scene in BEFORE else None
         owners = []
         for phase in s.scheduler.frame_phases(s.frame, s.render_target):
             owners.append((phase, {s.backend.tracker.owner_of(o) for o in s.scene.shared}))
@@ -60,7 +61,7 @@ def test_counts_ownership_and_pixels(contract_backend, scene, small_surface):
             assert (state.acquires, state.releases) == (FRAMES, FRAMES)
         if s.backend.zero_copy:
             assert all(r.bytes_moved == 0 for r in s.history.records)
-        CHECKS[scene](s, FRAMES)
+        CHECKS[scene](s, FRAMES, *(() if before is None else (before,)))
 
 
 @pytest.mark.parametrize("scene", SCENES)

@@ -73,6 +73,11 @@ class KhrGlSharing(SharingBackend):
         "wrong_delete_order": "A scratch shared buffer's GL object is deleted before its CL memory object, which "
                               "still refers to storage GL may reuse: a kernel using it would write into whatever "
                               "GL allocates there next.",
+        "unordered_render": "The kernel reads the texture's storage while GL is still rendering into it (nothing "
+                            "orders GL's pass before the kernel: not glFinish, not the acquire): edges of a half "
+                            "drawn frame, objects missing or doubled, bands of the background where the driver "
+                            "does not serialise GL and CL by itself; the tracker flags the draw into an object "
+                            "CL holds.",
     }
 
     @classmethod

@@ -40,9 +40,12 @@ class HostCopy(SharingBackend):
         "render": "GL drew the scene from the objects it owns again.",
     }
     hazard_effects = {
-        "skip_acquire": "Nothing changes on screen. host_copy's acquire only copies GL -> CL when GL changed the "
-                        "data (particles: once, at build; the image is write-only), so CL's copy is already "
-                        "current: the mistake is invisible here, which is why the flag matters.",
+        "skip_acquire": "particles and image: nothing changes on screen. host_copy's acquire only copies GL -> CL "
+                        "when GL changed the data (particles: once, at build; the image is write-only), so CL's "
+                        "copy is already current: the mistake is invisible there, which is why the flag matters. "
+                        "yuv and postprocess: the picture freezes, because GL changes what CL reads every frame "
+                        "(the uploaded planes, the rendered image) and the skipped acquire is where host_copy "
+                        "copies it to CL: CL keeps converting or filtering its last copy.",
         "skip_release": "Frozen frame: the release is where host_copy copies CL's result into the GL buffer or "
                         "texture, so GL keeps drawing the last released data while the kernel runs on in CL. "
                         "Turn it off and the animation jumps to where CL got to.",
@@ -52,6 +55,10 @@ class HostCopy(SharingBackend):
         "wrong_delete_order": "A scratch shared buffer is made and its GL object deleted before its CL memory "
                               "object. Nothing on screen changes (the scene's objects are untouched); host_copy's "
                               "CL buffer is its own storage, so nothing breaks - the flag is the lesson.",
+        "unordered_render": "No tearing: CL filters the copy the acquire made before GL's pass, so the picture shows "
+                            "the 3-D image of the frame before (one frame late, too little to see); GL's new image "
+                            "reaches CL at the next acquire. The tracker flags the draw into an object CL holds, "
+                            "and the timeline shows the GL pass inside the compute phase.",
     }
 
     @classmethod

@@ -26,6 +26,18 @@ texture and recorded as ``SharedObject.display_path`` (the Memory tab lists them
     a 2D texture on the GPU (glTexSubImage2D from GL_PIXEL_UNPACK_BUFFER, ``gl_after_release``), for
     callers that sample a 2D texture or images a buffer texture cannot hold. That copy is GPU work
     every frame that a buffer texture avoids (bench/results/README.md has the H200's figures).
+
+Textures GL writes and CL reads (the post-process scene's rendering): GL cannot render into buffer
+memory, so such a texture is a real 2D texture (``create_texture(drawn_by_quad=False)``, never a
+buffer texture: an FBO takes no buffer texture) and ``gl_before_acquire`` copies it into its
+imported buffer before each acquire where GL changed it since the last copy (glGetTexImage into the
+buffer bound as GL_PIXEL_PACK_BUFFER, rows ``row_pitch`` apart). That copy runs on the GPU, ordered
+before CL by the sync mode like any GL command, and it is a copy, not zero-copy: ``gpu_bytes_copied``
+counts it (with the copies of ``gl_after_release``) and the Memory tab shows it. A texture on the
+imported memory itself (glTexStorageMem2DEXT) could take the rendering, but its texel layout is the
+driver's tiling while CL imports the memory as a linear buffer, so glshare does not claim that path.
+Data a caller writes into the imported buffer itself (``upload``, the yuv scene's planes) needs no
+copy: CL's side already holds it (``synced_generation``).
 """
 from __future__ import annotations
 
@@ -50,7 +62,7 @@ from app.gl.objects import (
     max_texture_buffer_texels,
 )
 from app.gl.raw import GLenum, gl_function, uint_array
-from app.gl.upload import texture_from_unpack_buffer
+from app.gl.upload import texture_from_unpack_buffer, texture_to_pack_buffer
 from app.sharing.backends.external_memory.vulkan import close_fd, shared_exporter
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
 from app.sharing.sync import SyncMode
@@ -65,6 +77,8 @@ GL_SEMAPHORE_EXTENSIONS = ("GL_EXT_semaphore", "GL_EXT_semaphore_fd")
 CL_DEVICE_UUID_KHR = 0x106A
 CL_DEVICE_IMAGE_PITCH_ALIGNMENT = 0x104A
 BUFFER_TEXTURE = "buffer texture"  # SharedObject.display_path when GL samples the imported buffer
+# SharedObject.display_path of a 2D texture GL writes and CL only reads (gl_before_acquire)
+READ_BY_CL = "2D texture; GL's writes reach CL's imported buffer by a GPU copy before the acquire"
 
 
 def import_handle_types(device: cl.Device) -> list[int] | None:
@@ -136,6 +150,8 @@ class ExternalMemory(SharingBackend):
     probe_order = 20
     capabilities = Capabilities(zero_copy=True, semaphores=True, buffer_textures=True)
     release_exporter = True  # free Vulkan's allocation once GL and CL imported it (lifetime demo)
+    uploads_reach_cl = True  # uploads go into the imported buffer CL reads: no copy owed after them
+    gpu_bytes_copied = 0  # bytes GL copied between 2D textures and their imported buffers (on the GPU)
     teaching = {
         "acquire": "clEnqueueAcquireExternalMemObjectsKHR on the Vulkan-exported memory GL and CL both imported.",
         "compute": "The kernel wrote into the shared device memory.",
@@ -154,6 +170,11 @@ class ExternalMemory(SharingBackend):
         "wrong_delete_order": "A scratch shared buffer's GL object is deleted before its CL memory object; the "
                               "imported payload stays alive while CL's import holds it, but the GL object that "
                               "names it is gone.",
+        "unordered_render": "GL renders and copies the texture into the imported buffer after the acquire, right "
+                            "before the kernel, and nothing (no glFinish, no semaphore) orders that GPU copy before "
+                            "the kernel: CL may filter a buffer half overwritten by the new frame (bands of the old "
+                            "and the new image) or the old frame whole; the tracker flags the draw into an object "
+                            "CL holds.",
     }
 
     @classmethod
@@ -247,6 +268,8 @@ class ExternalMemory(SharingBackend):
         pitch = -(-width * bpp // align) * align
         path = display_path(fmt.internal_format, bpp, width, height, pitch, asked=drawn_by_quad,
                             max_texels=max_texture_buffer_texels())
+        if access == "read_only" and path != BUFFER_TEXTURE:  # GL writes it, CL reads it: the copy goes the other way
+            path = READ_BY_CL
         name, memobj, buf = self._import(f"{label}.buffer", pitch * height)
         imported = GlBuffer.wrap(f"{label}.buffer", name, pitch * height, target=GL.GL_PIXEL_UNPACK_BUFFER,
                                  owner=self.name)
@@ -296,6 +319,18 @@ class ExternalMemory(SharingBackend):
         check_gl(f"upload {obj.label}")
 
     # -- acquire / release ------------------------------------------------------------------------
+    def gl_before_acquire(self, objects) -> None:
+        """GL's side of the hand-over of a 2D texture GL wrote (rendered into) that CL reads: a GPU
+        copy of the texture into its imported buffer, only where GL changed it since the last copy
+        (``gl_generation``). Buffers, buffer textures and write-only textures need nothing."""
+        for obj in objects:
+            if (obj.storage is None or not isinstance(obj.gl, GlTexture) or obj.access == "write_only"
+                    or obj.synced_generation == obj.gl_generation):
+                continue
+            texture_to_pack_buffer(obj.gl, obj.storage.name, obj.row_pitch)
+            obj.synced_generation = obj.gl_generation
+            self.gpu_bytes_copied += obj.nbytes
+
     def _enqueue_acquire(self, queue, objects, wait_for):
         return self._acquire_call(queue, [o.handover_mem for o in objects], wait_for)
 
@@ -309,13 +344,15 @@ class ExternalMemory(SharingBackend):
             if obj.storage is None or isinstance(obj.gl, GlBufferTexture) or obj.access == "read_only":
                 continue
             texture_from_unpack_buffer(obj.gl, obj.storage.name, obj.row_pitch)
+            self.gpu_bytes_copied += obj.nbytes
 
     def memory_tab(self) -> dict:
         """The lifetime of the payload the panel's Memory tab shows."""
         return {"exporter_released": self.release_exporter, "fds_closed": self.fds_closed,
                 "cl_took_fd_ownership": self.cl_took_fd, "open_fds": clext.open_fds(collect=False),
                 "holders": "GL memory object + CL buffer (each import holds a reference to the payload)",
-                "display_paths": {o.label: o.display_path for o in self.objects if o.display_path}}
+                "display_paths": {o.label: o.display_path for o in self.objects if o.display_path},
+                "gpu_bytes_copied": self.gpu_bytes_copied}
 
     def _close_extra(self) -> None:
         for vk_buffer, vk_memory in self._kept:

@@ -1,0 +1,250 @@
+"""The controls users expect, scene by scene: the orbit camera (particles), round points, steering
+the Julia constant, local work sizes (checked against the device, kernels still exact), the
+commands and keys of the controls table, and the run options on the command line."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from app.cl.worksize import launch_sizes, local_shape
+from app.config import RunConfig, parse_local_size
+from app.errors import UsageError
+from app.scenes.camera import OrbitCamera
+from app.scenes.image import ImageScene, julia_constant, julia_reference
+from app.scenes.particles import ParticlesScene, initial_state, reference_steps, view_projection
+from app.schedule.scheduler import FrameScheduler
+from app.sharing.sync import FinishSync
+
+
+def _target(surface):
+    return lambda: surface.framebuffer_size if surface.bind_target() else None
+
+
+# -- pure parts ---------------------------------------------------------------------------------
+def test_local_size_parsing_and_launch_rounding():
+    assert parse_local_size("16x8") == (16, 8) and parse_local_size("64") == (64, 1)
+    assert parse_local_size("driver") is None and parse_local_size(None) is None
+    for bad in ("16x", "ax2", "0x4", "-1"):
+        with pytest.raises(UsageError):
+            parse_local_size(bad)
+    assert launch_sizes((200, 150), (16, 16)) == ((208, 160), (16, 16))
+    assert launch_sizes((1000,), (64,)) == ((1024,), (64,))
+    assert launch_sizes((200, 150), None) == ((200, 150), None)
+    assert local_shape((16, 4), 1) == (64,) and local_shape((16, 4), 2) == (16, 4) and local_shape(None, 2) is None
+
+
+def test_orbit_camera_clamps_and_resets():
+    cam = OrbitCamera(yaw=0.0, pitch=math.radians(28), distance=5.0, up="z")
+    start = cam.view().copy()
+    cam.drag(100, 0)
+    assert cam.yaw == pytest.approx(1.0) and not np.allclose(cam.view(), start)
+    cam.drag(0, 10_000)  # far past the top: clamped below 90 degrees
+    assert cam.pitch == pytest.approx(math.radians(85))
+    cam.zoom(100)
+    assert cam.distance == cam.distance_range[0]
+    cam.zoom(-1000)
+    assert cam.distance == cam.distance_range[1]
+    v = cam.version
+    cam.reset()
+    assert np.allclose(cam.view(), start) and cam.version == v + 1
+    cam.drag(0, 0)
+    cam.zoom(0)
+    assert cam.version == v + 1  # nothing moved: nothing to render again
+
+
+def test_particles_default_camera_is_the_classic_view():
+    """The start view is the fixed camera the scene had: side on, 62 degrees of tilt, 5 units back."""
+    a = math.radians(-62)
+    rot = np.array([[1, 0, 0, 0], [0, math.cos(a), -math.sin(a), 0], [0, math.sin(a), math.cos(a), 0], [0, 0, 0, 1]])
+    trans = np.eye(4)
+    trans[:3, 3] = (0, -0.35, -5.0)
+    f = 1.0 / math.tan(math.radians(55) / 2)
+    proj = np.array([[f / (4 / 3), 0, 0, 0], [0, f, 0, 0], [0, 0, -100.1 / 99.9, -20 / 99.9], [0, 0, -1, 0]])
+    want = np.ascontiguousarray((proj @ trans @ rot).T, np.float32)
+    assert np.allclose(view_projection(800, 600), want, atol=1e-6)
+
+
+# -- particles ------------------------------------------------------------------------------------
+def _particles_frames(backend, surface, cfg, frames, between=None):
+    scene = ParticlesScene(cfg)
+    scene.build(backend, surface.framebuffer_size)
+    sched = FrameScheduler(backend, scene, FinishSync(backend), strict=True)
+    shots = []
+    try:
+        for frame in range(frames):
+            if between is not None:
+                between(frame, scene)
+            rec = sched.run_frame(frame, _target(surface))
+            assert rec.errors == []
+            shots.append(surface.read_pixels())
+        sched.finish()
+        pos = scene.position.gl.read().reshape(-1, 4)
+    finally:
+        sched.close()
+        scene.teardown()
+    return shots, pos
+
+
+def test_particles_local_size_keeps_the_kernel_exact(host_copy, gl):
+    n, seed = 1000, 4  # not a multiple of 64: the rounded-up work-items past the count do nothing
+    _, pos = _particles_frames(host_copy, gl, RunConfig(size=n, seed=seed, local_size=(64, 1)), 30)
+    ref = reference_steps(initial_state(n, seed), 30)
+    assert np.abs(pos - ref["position"]).max() < 5e-4
+
+
+def test_round_points_and_orbit_change_only_the_picture(host_copy, gl):
+    cfg = RunConfig(size=4096, seed=2)
+    square, pos_square = _particles_frames(host_copy, gl, cfg, 3)
+    rounded, pos_round = _particles_frames(host_copy, gl, cfg.with_(round_points=True), 3)
+    orbited, pos_orbit = _particles_frames(host_copy, gl, cfg, 3,
+                                           between=lambda f, s: s.orbit(150, -40) if f == 2 else None)
+    assert np.array_equal(pos_square, pos_round) and np.array_equal(pos_square, pos_orbit)  # the data is the same
+    assert not np.array_equal(square[-1], rounded[-1])
+    assert not np.array_equal(square[-1], orbited[-1])
+    assert np.array_equal(square[1], orbited[1])  # before the drag: the same view
+
+
+def test_round_point_shader_draws_a_smooth_disc(gl):
+    """One 32-pixel point at the centre: opaque inside the disc, nothing in the sprite's corners,
+    partly blended on the rim."""
+    from OpenGL import GL
+
+    from app.gl.objects import GlBuffer, GlVertexArray
+    from app.gl.shaders import Program
+
+    prog = Program("test round", "particles.vert", "particles_round.frag")
+    pos = GlBuffer("test.pos", 16, data=np.float32([0, 0, 0, 1]))
+    col = GlBuffer("test.col", 16, data=np.float32([1, 1, 1, 1]))
+    vao = GlVertexArray("test.vao")
+    vao.attribute(0, pos, 4)
+    vao.attribute(1, col, 4)
+    try:
+        assert gl.bind_target()
+        GL.glClearColor(0, 0, 0, 1)
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+        GL.glEnable(GL.GL_BLEND)
+        GL.glBlendFunc(GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)
+        GL.glEnable(GL.GL_PROGRAM_POINT_SIZE)
+        prog.use()
+        GL.glUniformMatrix4fv(prog.uniform("mvp"), 1, GL.GL_FALSE, np.eye(4, dtype=np.float32))
+        GL.glUniform1f(prog.uniform("point_size"), 32.0)
+        GL.glBindVertexArray(vao.name)
+        GL.glDrawArrays(GL.GL_POINTS, 0, 1)
+        GL.glBindVertexArray(0)
+        GL.glUseProgram(0)
+        GL.glDisable(GL.GL_BLEND)
+        px = gl.read_pixels()[..., 0].astype(int)
+    finally:
+        for thing in (vao, pos, col, prog):
+            thing.release()
+    w, h = gl.framebuffer_size
+    cy, cx = h // 2, w // 2
+    sprite = px[cy - 16:cy + 16, cx - 16:cx + 16]
+    assert sprite[12:20, 12:20].min() == 255  # the middle is the colour
+    for corner in (sprite[:4, :4], sprite[:4, -4:], sprite[-4:, :4], sprite[-4:, -4:]):
+        assert corner.max() == 0  # outside the disc: discarded
+    assert ((sprite > 0) & (sprite < 255)).sum() > 20  # the rim fades
+    assert (px > 0).sum() == (sprite > 0).sum()  # nothing outside the sprite
+
+
+# -- image: the Julia constant --------------------------------------------------------------------
+def _image_frames(backend, surface, frames, between, cfg=None):
+    w, h = 200, 150
+    scene = ImageScene(cfg or RunConfig(scene="image", size=(w, h)))
+    scene.build(backend, surface.framebuffer_size)
+    sched = FrameScheduler(backend, scene, FinishSync(backend), strict=True)
+    out = []
+    try:
+        for frame in range(frames):
+            between(frame, scene)
+            sched.run_frame(frame, _target(surface))
+            out.append(scene.texture.gl.read())
+        sched.finish()
+    finally:
+        sched.close()
+        scene.teardown()
+    return out
+
+
+def _mismatch(a, b) -> float:
+    return float((np.abs(a.astype(int) - b.astype(int)).max(-1) > 1).mean())
+
+
+def test_steering_the_julia_constant(host_copy, gl):
+    seen = {}
+
+    def between(frame, scene):
+        if frame == 2:
+            seen["start"] = scene.steer(0.05, -0.02)
+        if frame == 3:
+            seen["held"] = scene.steer(0.0, 0.0)
+        if frame == 4:
+            scene.set_constant(None)
+
+    textures = _image_frames(host_copy, gl, 5, between)
+    c1 = julia_constant(1)
+    assert seen["start"] == pytest.approx((c1[0] + 0.05, c1[1] - 0.02))  # from where the animation was
+    assert seen["held"] == seen["start"]  # steered: it stays, frame after frame
+    assert _mismatch(textures[1], julia_reference(200, 150, 1)) < 0.02
+    assert _mismatch(textures[2], julia_reference(200, 150, 2, c=seen["start"])) < 0.02
+    assert _mismatch(textures[3], julia_reference(200, 150, 3, c=seen["start"])) < 0.02
+    assert _mismatch(textures[4], julia_reference(200, 150, 4)) < 0.02  # animated again
+    assert not np.array_equal(julia_reference(200, 150, 2), julia_reference(200, 150, 2, c=seen["start"]))
+
+
+def test_image_local_size_that_does_not_divide_the_image(host_copy, gl):
+    textures = _image_frames(host_copy, gl, 2, lambda f, s: None,
+                             cfg=RunConfig(scene="image", size=(200, 150), local_size=(16, 16)))
+    assert _mismatch(textures[1], julia_reference(200, 150, 1)) < 0.02  # 208x160 work-items, 200x150 written
+
+
+# -- the controls table in a run ------------------------------------------------------------------
+def test_keys_and_commands_in_a_run(gl):
+    from app.session.controls import BY_KEY, COMMANDS
+    from app.session.loop import Run
+    from app.window import MouseEvent
+
+    keys = [k for c in COMMANDS for k in c.keys]
+    assert len(keys) == len(set(keys))  # one command per key
+    for key in ("c", "r", "i", "j", "k", "l", "u", "e", "-", "=", "5"):
+        assert not BY_KEY[key].paused_only  # they act while running (right and n step while paused)
+    cfg = RunConfig(scene="image", size=(128, 96), headless=True, overlay=False, frames=10_000)
+    with Run(cfg, surface=gl) as rt:
+        rt.tick()
+        c = rt.controls
+        assert c.key("l").startswith("Julia constant c = ")
+        steered = rt.session.scene.steered_c
+        assert c.key("i") and rt.session.scene.steered_c == pytest.approx((steered[0], steered[1] + 0.01))
+        assert c.key("u") == "Julia constant: animated" and rt.session.scene.steered_c is None
+        assert c.run("set_julia_c", value=(0.3, -0.5)) == "Julia constant c = +0.300 -0.500i"
+        assert c.key("r") == "round points: the particles scene only (this is image; s switches)"
+        assert c.key("c").startswith("camera: the image scene has no camera")
+        c.mouse(MouseEvent("drag", 10, 10))  # no camera here: nothing happens, no status
+        assert c.run("set_local_size", value="16x16") == "local work size: 16x16"
+        assert c.run("set_local_size", value="driver") == "local work size: the driver chooses"
+        assert "refused" in c.run("set_local_size", value="bogus")
+        options = {o.name: o for o in rt.session.scene.options()}
+        assert "+0.300 -0.500i (steered)" in options["julia_c"].value and options["local_size"].value == "driver"
+        assert rt.tick().errors == []
+        assert rt.session.switch(scene="particles")
+        assert c.key("r") == "particles: round points" and rt.session.cfg.round_points
+        assert rt.session.scene.options()[0].value is True
+        version = rt.session.scene.camera.version
+        c.mouse(MouseEvent("drag", 30, 5))
+        c.mouse(MouseEvent("scroll", 0, -1))
+        assert rt.session.scene.camera.version == version + 2
+        assert rt.tick().errors == []
+        assert "round" in rt.session.view().setup.scene_title
+
+
+def test_cli_takes_the_new_run_options(glshare, tmp_path):
+    shot = tmp_path / "p.png"
+    res = glshare("run", "--headless", "--frames", "3", "--size", "2048", "--round-points", "--local-size", "32",
+                  "--no-overlay", "--screenshot", str(shot), "--report", str(tmp_path / "p.json"))
+    assert res.returncode == 0, res.stderr
+    assert shot.exists()
+    bad = glshare("run", "--headless", "--frames", "3", "--local-size", "16y16")
+    assert bad.returncode == 2 and "--local-size takes WxH" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

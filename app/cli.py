@@ -79,9 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", type=Path)
     b.add_argument("--cl-device")
 
-    e = sub.add_parser("errors", help="the error lab: every acquire/release case against the spec")
+    e = sub.add_parser("errors", help="the error lab: every acquire/release (and semaphore) case against the spec")
     e.add_argument("--json", action="store_true")
     e.add_argument("--cl-device")
+    e.add_argument("--backend", choices=("auto",) + BACKENDS, default="auto",
+                   help="the backend whose call families the lab runs (default: gl_sharing, else "
+                        "external_memory, else host_copy)")
 
     c = sub.add_parser("convert", help="convert one raw NV12/P010 frame to RGB through the CL path")
     c.add_argument("--format", choices=("nv12", "p010"), required=True, dest="fmt")

@@ -21,6 +21,7 @@ from app.cl.device import ComputeQueue, DeviceChoice
 from app.diagnostics import live
 from app.errors import ClError, SharingUnavailable
 from app.gl.objects import GlBuffer, GlTexture
+from app.validate.liveness import REGISTRY
 from app.validate.ownership import OwnershipTracker
 from app.validate.spec import SpecValidator
 
@@ -143,17 +144,19 @@ class SharingBackend(abc.ABC):
 
     name: ClassVar[str]
     zero_copy: ClassVar[bool]
+    rule_set: ClassVar[str] = "gl_sharing"  # [spec] the calls' error lists it is checked against (app/validate)
     sync_modes: ClassVar[tuple[str, ...]] = ("finish", "none")
 
-    def __init__(self, env: ProbeEnv, *, strict: bool = False) -> None:
+    def __init__(self, env: ProbeEnv, *, strict: bool | str = False) -> None:
         self.env = env
         self.device = env.choice.device
         self.context = self._create_context()
         live.created("cl_context", self.name)
         self._queue = ComputeQueue(self.context, self.device, f"{self.name} queue", owner=self.name)
         self.objects: list[SharedObject] = []
-        self.tracker = OwnershipTracker(strict=strict)
-        self.validator = SpecValidator(self.context, self._is_shared)
+        # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
+        self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
+        self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set)
         self.bypass_validation = False  # the hazard lab turns it off to let a mistake through
         self._closed = False
         self.bytes_copied = 0
@@ -233,6 +236,7 @@ class SharingBackend(abc.ABC):
     def _adopt(self, gl, mem, access: str, kind: str) -> SharedObject:
         obj = SharedObject(gl.label, gl, mem, access, self.name)
         obj.private["live_kind"] = kind
+        REGISTRY.created(mem, self.context, label=gl.label)  # [spec] live for the validator until unshare()
         live.created(kind, self.name)
         self.objects.append(obj)
         self.tracker.add(obj)

@@ -132,6 +132,7 @@ class GlMemoryObject:
 class ExternalMemory(SharingBackend):
     name = "external_memory"
     zero_copy = True
+    rule_set = "external_memory"  # [spec] checked against cl_khr_external_memory's error lists
     sync_modes = ("finish", "semaphore", "none")
     release_exporter = True  # free Vulkan's allocation once GL and CL imported it (lifetime demo)
     buffer_texture_display = True  # create_texture(buffer_texture=True): GL may sample the imported buffer

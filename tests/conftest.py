@@ -89,6 +89,19 @@ def cpu_implementations() -> list[tuple[str, str]]:
     return [(k, n) for k, n in found if not wanted or any(w in k or w in n.lower() for w in wanted)]
 
 
+def _pocl_is_ambiguous() -> bool:
+    """PoCL and another CPU implementation are present, and no GPU that select_device would prefer."""
+    names = _cpu_platform_names()
+    if CPU_IMPLEMENTATIONS["pocl"] not in names or len(names) < 2:
+        return False
+    try:
+        import pyopencl as cl
+
+        return not any(d.type & cl.device_type.GPU for p in cl.get_platforms() for d in p.get_devices())
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def pytest_generate_tests(metafunc):
     if "cl_impl" in metafunc.fixturenames:
         impls = cpu_implementations()
@@ -136,6 +149,10 @@ def run_glshare(*args: str, env: dict | None = None, timeout: float = 240, cwd: 
     """Run the CLI in a fresh process (its own GL platform); returns CompletedProcess."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("PYOPENGL_PLATFORM", None)
+    # [spec] with two CPU implementations and no GPU, "the first device" depends on the ICD loader's
+    # directory order: keep PoCL, the measured default, unless the test or the caller chose one
+    if "--cl-device" not in args and not full_env.get("GLSHARE_CL_DEVICE") and _pocl_is_ambiguous():
+        full_env["GLSHARE_CL_DEVICE"] = CPU_IMPLEMENTATIONS["pocl"]
     return subprocess.run([sys.executable, "-m", "app", *args], cwd=cwd or ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -402,3 +402,22 @@ def test_the_lab_hands_the_buffer_back_after_every_case(host_copy, lenient):
     rows = {(r["case"], r["call"]): r["driver_code"] for r in results["cases"]}
     if not lenient:
         assert rows["valid", "release"] == "CL_SUCCESS" and rows["not_gl_object", "acquire"] == "CL_INVALID_VALUE"
+
+
+def test_no_semaphore_from_the_driver_leaves_the_validator_column(external_lab):
+    """A driver that refuses to make a semaphore, on a backend that exports none: the semaphore
+    cases are checked by the validator and marked as not called, with the reason."""
+    import pyopencl as cl
+
+    backend, fake = external_lab
+
+    def refuse(context):
+        raise cl.RuntimeError(cl._cl._ErrorRecord(msg="no", code=-64, routine="clCreateSemaphoreWithPropertiesKHR"))
+
+    fake.create_semaphore = refuse
+    results = lab.run_lab(backend, entry=fake, families=("external_memory", "semaphore"))
+    sem_rows = [r for r in results["cases"] if r["family"] == "semaphore"]
+    assert sem_rows and not any(r["driver_called"] for r in sem_rows)
+    assert all("CL_INVALID_PROPERTY" in r["driver_note"] for r in sem_rows)
+    assert all(r["validator_agrees"] for r in sem_rows)
+    assert all(r["driver_called"] for r in results["cases"] if r["family"] == "external_memory")

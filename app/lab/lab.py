@@ -26,7 +26,7 @@ import logging
 import sys
 import time
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,10 @@ def load_expected(path: Path = EXPECTED_PATH) -> tuple[dict[str, list[Expected]]
 
 
 # -- the objects the cases are made of ------------------------------------------------------------
+class LabSetupError(RuntimeError):
+    """The lab could not make an object it needs for the driver's column (the reason)."""
+
+
 @dataclass
 class CallArgs:
     """One call in the C API's terms (see ``SpecValidator.check``); ``objects`` are memory objects
@@ -135,6 +139,7 @@ class LabObjects:
     semaphore: Any = None
     released_semaphore: Any = None
     stuck: bool = False  # a driver call left the lab's queue unable to drain: it is not finished
+    _vk_semaphores: list = field(default_factory=list)
 
     def __enter__(self) -> "LabObjects":
         b = self.backend
@@ -159,19 +164,51 @@ class LabObjects:
         self.failed.set_status(-1)  # a negative execution status (CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
         return self
 
-    def make_semaphores(self, with_driver: bool) -> None:
-        """A live and a released binary semaphore: the driver's (``entry.create_semaphore``) when
-        it is called, else stand-ins whose handles never reach a driver."""
+    def make_semaphores(self, with_driver: bool) -> str:
+        """A live and a released binary semaphore, and how they were made (returned).
+
+        With the driver: ``entry.create_semaphore`` (clCreateSemaphoreWithPropertiesKHR, a binary
+        semaphore without an external handle, as the conformance tests make); where the driver
+        refuses that, semaphores Vulkan exports and CL imports (the external_memory backend's own
+        path). Without a driver: stand-ins whose handles only the validator sees.
+        """
         ctx = self.backend.context
-        made = []
+        made, how = [], "stand-ins (no driver is called for semaphores here)"
         for label in ("lab.semaphore", "lab.released_semaphore"):
+            sem = None
             if with_driver:
-                sem = LabSemaphore(self.entry.create_semaphore(ctx.int_ptr), label, self.entry.release_semaphore)
-            else:
+                sem, how = self._driver_semaphore(label)
+            if sem is None:
                 sem = LabSemaphore(0x5E4A0000 + len(made), label)  # a stand-in: only the validator sees it
             made.append(REGISTRY.created(sem, ctx, label=label, kind="semaphore"))
         self.semaphore, self.released_semaphore = made
         self.released_semaphore.release()
+        return how
+
+    def _driver_semaphore(self, label: str):
+        b = self.backend
+        try:
+            sem = LabSemaphore(self.entry.create_semaphore(b.context.int_ptr), label, self.entry.release_semaphore)
+            return sem, "clCreateSemaphoreWithPropertiesKHR (binary, no external handle)"
+        except cl.Error as exc:
+            refused = f"clCreateSemaphoreWithPropertiesKHR failed ({cl_error_name(exc.code)})"
+        exporter, ext = getattr(b, "exporter", None), getattr(b, "ext", None)
+        if exporter is None or ext is None:
+            raise LabSetupError(f"{refused}, and the backend exports no semaphores")
+        import os
+
+        from app.cl.ext import Semaphore
+        from app.sharing.backends.external_memory.vulkan import close_fd
+
+        vk_sem, fd = exporter.semaphore()
+        cl_fd = os.dup(fd)
+        try:
+            sem = Semaphore(ext, b.context, b.device, cl_fd, label)
+        finally:
+            close_fd(cl_fd)
+            close_fd(fd)
+        self._vk_semaphores.append(vk_sem)
+        return sem, f"{refused}: Vulkan-exported binary semaphores imported by CL (opaque fd)"
 
     def __exit__(self, *exc) -> None:
         b = self.backend
@@ -180,6 +217,9 @@ class LabObjects:
             if sem is not None:
                 sem.release()
                 REGISTRY.forget(sem)
+        for vk_sem in self._vk_semaphores:
+            self.backend.exporter.destroy_semaphore(vk_sem)
+        self._vk_semaphores = []
         if self.queue is not None and not self.stuck:
             self.queue.finish()
         if self.other_queue is not None:
@@ -518,8 +558,13 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
         entry = drivers.RawEntryPoints(platform, tuple(f for f, r in reasons.items() if r is None))
     rows: list[dict] = []
     with LabObjects(backend, entry) as lab:
+        semaphores = None
         if "semaphore" in families:
-            lab.make_semaphores(with_driver=reasons["semaphore"] is None)
+            try:
+                semaphores = lab.make_semaphores(with_driver=reasons["semaphore"] is None)
+            except LabSetupError as exc:  # no semaphore to call the driver with: the validator column only
+                reasons["semaphore"] = str(exc)
+                semaphores = lab.make_semaphores(with_driver=False)
         for fam in families:
             runner = DriverRunner(lab, entry, fam) if reasons[fam] is None else None
             for call in FAMILY_CALLS[fam]:
@@ -556,6 +601,7 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
         "backend": backend.name,
         "families": list(families),
         "driver_policy": {fam: reasons[fam] or "called where drivers.py allows it" for fam in families},
+        "semaphores": semaphores,
         "cases": rows,
         "not_provokable": [p for p in not_provokable if p["family"] in families],
         "hazards": hazards,

@@ -421,3 +421,62 @@ def test_no_semaphore_from_the_driver_leaves_the_validator_column(external_lab):
     assert all("CL_INVALID_PROPERTY" in r["driver_note"] for r in sem_rows)
     assert all(r["validator_agrees"] for r in sem_rows)
     assert all(r["driver_called"] for r in results["cases"] if r["family"] == "external_memory")
+
+
+def test_lab_on_every_cpu_implementation(cl_impl, gl):
+    """The lab completes on each CPU implementation, says per row why no driver is called (none of
+    them lists a family's extension) and agrees with the spec wherever glshare does not deviate."""
+    from app.gl.context import gl_info
+    from app.sharing.backends.host_copy import HostCopy
+    from app.sharing.base import ProbeEnv
+
+    backend = HostCopy(ProbeEnv(cl_impl, gl, gl_info()))
+    try:
+        results = lab.run_lab(backend)
+    finally:
+        backend.close()
+    impl = drivers.identify(cl_impl.platform)
+    assert impl.key in ("pocl", "intel-cpu")
+    assert results["summary"]["ok"] and results["summary"]["driver_called"] == 0
+    for r in results["cases"]:
+        assert r["driver_note"] == f"not called: {impl.no_calls['gl_sharing']}"
+
+
+def test_raw_entry_points_marshal_the_c_signatures():
+    """RawEntryPoints passes the arguments in the C prototypes' order (checked with C callbacks in
+    place of the driver's functions): the semaphore calls' payload list NULL, the create call's
+    properties [CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_TYPE_BINARY_KHR, 0]."""
+    seen = []
+
+    def mem_call(queue, n, objs, nev, evs, out):
+        seen.append(("mem", queue, n, objs, nev, evs, out))
+        return -38
+
+    def sem_call(queue, n, objs, payloads, nev, evs, out):
+        seen.append(("sem", queue, n, objs, payloads, nev, evs, out))
+        return -1142
+
+    def create(context, props, err):
+        seen.append(("create", context, list((ctypes.c_uint64 * 3).from_address(props))))
+        err[0] = 0
+        return 0x5E3A
+
+    def release(handle):
+        seen.append(("release", handle))
+        return 0
+
+    ep = drivers.RawEntryPoints.__new__(drivers.RawEntryPoints)
+    ep.families = frozenset({"external_memory", "semaphore"})
+    callbacks = [drivers._MEM_CALL(mem_call), drivers._SEM_CALL(sem_call), drivers._SEM_CREATE(create),
+                 drivers._SEM_RELEASE(release)]
+    ep._fns = {("external_memory", "acquire"): callbacks[0], ("semaphore", "wait"): callbacks[1]}
+    ep._create, ep._release = callbacks[2], callbacks[3]
+    arr = (ctypes.c_void_p * 2)(0x10, 0)
+    assert ep("external_memory", "acquire", 0x1000, 2, ctypes.addressof(arr), 0, None, None) == -38
+    assert ep("semaphore", "wait", 0x1000, 1, ctypes.addressof(arr), 1, ctypes.addressof(arr), 0x2000) == -1142
+    assert ep.create_semaphore(0x3000) == 0x5E3A
+    ep.release_semaphore(0x5E3A)
+    assert seen[0] == ("mem", 0x1000, 2, ctypes.addressof(arr), 0, None, None)
+    assert seen[1] == ("sem", 0x1000, 1, ctypes.addressof(arr), None, 1, ctypes.addressof(arr), 0x2000)
+    assert seen[2] == ("create", 0x3000, [drivers.CL_SEMAPHORE_TYPE_KHR, drivers.CL_SEMAPHORE_TYPE_BINARY_KHR, 0])
+    assert seen[3] == ("release", 0x5E3A)

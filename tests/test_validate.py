@@ -53,8 +53,8 @@ class Objects:
         self.pyreleased = REGISTRY.handed(cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64), ctx)
         self.pyreleased.release()  # through pyopencl
         self.unseen = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)  # live, never handed
-        other = cl.Context([backend.device])
-        self.other_queue = cl.CommandQueue(other, backend.device)
+        self.other_context = cl.Context([backend.device])  # kept alive while its queue is used
+        self.other_queue = cl.CommandQueue(self.other_context, backend.device)
         self.other_event = cl.enqueue_marker(self.other_queue)
         self.event = cl.enqueue_marker(backend.queue)
         self.event.wait()

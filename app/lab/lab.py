@@ -132,6 +132,7 @@ class LabObjects:
     pyreleased: Any = None
     plain: Any = None
     unseen: Any = None
+    other_context: Any = None
     other_queue: Any = None
     other_event: Any = None
     event: Any = None
@@ -154,8 +155,10 @@ class LabObjects:
         self.plain = REGISTRY.handed(cl.Buffer(ctx, cl.mem_flags.READ_WRITE, LAB_BYTES), ctx, label="lab.plain")
         self.unseen = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, LAB_BYTES)  # never handed
         self.queue = cl.CommandQueue(ctx, dev)  # the lab's own: a driver that blocks cannot take b.queue with it
-        other_context = cl.Context([dev])
-        self.other_queue = cl.CommandQueue(other_context, dev)
+        # kept: a queue does not keep its context's reference count up (Intel's runtime then refuses
+        # the context's handle: clRetainContext CL_INVALID_CONTEXT)
+        self.other_context = cl.Context([dev])
+        self.other_queue = cl.CommandQueue(self.other_context, dev)
         self.other_event = cl.enqueue_marker(self.other_queue)
         self.other_event.wait()
         self.event = cl.enqueue_marker(self.queue)
@@ -229,7 +232,7 @@ class LabObjects:
                 buf.release()
         for buf in (self.pyreleased, self.released_mem, self.plain):
             REGISTRY.forget(buf)
-        self.plain = self.unseen = self.other_queue = self.queue = None
+        self.plain = self.unseen = self.other_queue = self.other_context = self.queue = None
         if self.shared is not None:
             b.destroy(self.shared)
             self.shared = None
@@ -372,8 +375,9 @@ class DriverRunner:
 
     def run(self, call: str, case: str, a: CallArgs) -> tuple[int | None, str]:
         """(the driver's status, a note). None: not called (the note says why)."""
-        if self.stuck:
-            return None, f"not called: the lab's queue did not drain within {DRAIN_S:.0f} s after {self.stuck}"
+        if self.stuck or self.lab.stuck:
+            after = self.stuck or "a call of another family"
+            return None, f"not called: the lab's queue did not drain within {DRAIN_S:.0f} s after {after}"
         mem_family = self.family != "semaphore"
         first = "acquire" if mem_family else "signal"
         if call != first:  # a release (a wait) needs an acquired (a signalled) object first
@@ -555,7 +559,12 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
         else:
             reasons[fam] = drivers.no_call_reason(impl, platform, device, backend.name, fam)
     if entry is None and any(r is None for r in reasons.values()):
-        entry = drivers.RawEntryPoints(platform, tuple(f for f, r in reasons.items() if r is None))
+        callable_families = tuple(f for f, r in reasons.items() if r is None)
+        try:
+            entry = drivers.RawEntryPoints(platform, callable_families)
+        except LookupError as exc:  # listed, but the platform does not export it: nothing is called
+            for fam in callable_families:
+                reasons[fam] = str(exc)
     rows: list[dict] = []
     with LabObjects(backend, entry) as lab:
         semaphores = None

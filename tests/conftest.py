@@ -119,11 +119,13 @@ def cl_impl(request):
 
 @pytest.fixture(scope="session")
 def device_choice():
-    """GLSHARE_CL_DEVICE's device, else PoCL where it is present (the default every test keeps)."""
+    """GLSHARE_CL_DEVICE's device, else select_device's default (the first GPU, else the first device),
+    except that PoCL stays the CPU default beside another CPU implementation (the loader's order is
+    not stable)."""
     from app.cl.device import select_device
 
     selector = os.environ.get("GLSHARE_CL_DEVICE")
-    if not selector and CPU_IMPLEMENTATIONS["pocl"] in _cpu_platform_names():
+    if not selector and _pocl_is_ambiguous():
         selector = CPU_IMPLEMENTATIONS["pocl"]
     return select_device(selector)
 

@@ -11,7 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED = ROOT.parent / "shared" / "spec"
+SEED = next((d for d in (ROOT.parent / "shared" / "spec", ROOT / "shared" / "spec") if d.is_dir()),
+            ROOT.parent / "shared" / "spec")
 
 
 def _norm(text: str) -> str:
@@ -22,6 +23,11 @@ def _norm(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def spec_texts() -> str:
+    """The texts; skips the calling test where the seed texts are not at hand (a bare copy)."""
+    if not SEED.is_dir():
+        import pytest
+
+        pytest.skip(f"the seed texts are not here ({SEED})")
     files = sorted(SEED.glob("*.txt")) + [ROOT / "app" / "validate" / "khr_extracts.txt"]
     return "\n".join(_norm(f.read_text()) for f in files if f.exists())
 

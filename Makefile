@@ -13,8 +13,14 @@ XVFB := xvfb-run -a -s "-screen 0 1280x1024x24"
 run: setup
 	$(VENV)/bin/glshare run $(ARGS)
 
+# The tests run on every CPU OpenCL implementation present: PoCL and Intel's CPU runtime, which
+# .ci/install-venv.sh installs and registers (OCL_ICD_VENDORS, its vendors folder with PoCL's ICD);
+# GLSHARE_REQUIRE_CL_IMPLS makes a missing second implementation fail instead of skip.
+ICD_VENDORS := $(abspath $(VENV))/etc/glshare/OpenCL/vendors
 test: setup
-	@if [ -n "$$DISPLAY" ]; then $(PY) -m pytest $(PYTEST_ARGS); \
+	@if [ -z "$$OCL_ICD_VENDORS" ] && [ -d "$(ICD_VENDORS)" ]; then export OCL_ICD_VENDORS="$(ICD_VENDORS)"; fi; \
+	 if [ "$${GLSHARE_SECOND_CL:-1}" != 0 ]; then export GLSHARE_REQUIRE_CL_IMPLS=$${GLSHARE_REQUIRE_CL_IMPLS:-2}; fi; \
+	 if [ -n "$$DISPLAY" ]; then $(PY) -m pytest $(PYTEST_ARGS); \
 	 else echo "make test: no display, running under Xvfb"; $(XVFB) $(PY) -m pytest $(PYTEST_ARGS); fi
 
 bench: setup

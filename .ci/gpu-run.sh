@@ -7,7 +7,7 @@ source .device/activate
 export GLSHARE_CL_DEVICE=${GLSHARE_CL_DEVICE:-NVIDIA}
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse HEAD 2>/dev/null; date -u; } > "$out/machine.txt" 2>&1
 python3 -m app info > "$out/info.txt" 2>&1; python3 -m app info --json > "$out/info.json" 2>>"$out/info.txt"
-python3 -m pytest -m gpu -v -rs tests/test_gpu.py ${GPU_PYTEST_ARGS:-} 2>&1 | tee "$out/pytest-gpu.txt" | tail -40
+GLSHARE_LAB_OUT="$out" python3 -m pytest -m gpu -v -rs tests/test_gpu.py tests/test_lab_gpu.py ${GPU_PYTEST_ARGS:-} 2>&1 | tee "$out/pytest-gpu.txt" | tail -40
 for spec in "particles external_memory semaphore" "particles external_memory finish" "image external_memory semaphore" "particles host_copy finish"; do
   set -- $spec
   python3 -m app run --headless --scene "$1" --backend "$2" --sync "$3" --frames 300 --no-panel \

@@ -18,3 +18,65 @@ elif ! "$py" -c "import pyopencl, sys; sys.exit(0 if pyopencl.have_gl() else 1)"
 fi
 pip_q install -q -e ".[dev,vulkan]"
 "$py" -c "import pyopencl; assert pyopencl.have_gl(), 'pyopencl was built without GL'"
+
+# A second CPU OpenCL implementation, for the tests that run on every implementation present:
+# Intel's oneAPI CPU runtime from PyPI (../shared/PLATFORMS.md). Skipped with GLSHARE_SECOND_CL=0.
+# Its libraries land in the environment's lib/ and find each other there (RUNPATH $ORIGIN), so no
+# LD_LIBRARY_PATH is needed (and none is set: that lib/ also holds Intel's own libOpenCL.so.1,
+# which would replace Debian's ICD loader). Its ICD file names a build path, so glshare writes one
+# naming the installed libintelocl.so into a vendors folder that also links every system ICD
+# (ocl-icd reads one folder, OCL_ICD_VENDORS), and a .pth hook sets OCL_ICD_VENDORS to that folder
+# for every Python of this environment (glshare, pytest) unless it is already set.
+if [ "${GLSHARE_SECOND_CL:-1}" != "0" ]; then
+  if ! "$py" -c "import importlib.metadata as m; m.version('intel-opencl-rt')" 2>/dev/null; then
+    echo "installing Intel's CPU OpenCL runtime from PyPI (about 310 MB of wheels, once)"
+    pip_q install -q intel-opencl-rt intel-cmplr-lib-rt intel-cmplr-lib-ur tbb tcmlib umf
+  fi
+  "$py" - <<'PY'
+import pathlib, site, sys, sysconfig
+
+prefix = pathlib.Path(sys.prefix)
+lib = prefix / "lib" / "libintelocl.so"
+if not lib.exists():
+    sys.exit(f"install-venv: {lib} is missing after installing intel-opencl-rt")
+vendors = prefix / "etc" / "glshare" / "OpenCL" / "vendors"
+vendors.mkdir(parents=True, exist_ok=True)
+icd = vendors / "intel-cpu.icd"
+if not icd.exists() or icd.read_text().strip() != str(lib):
+    icd.write_text(f"{lib}\n")
+hook = pathlib.Path(sysconfig.get_paths()["purelib"]) / "glshare_opencl_icd.py"
+hook.write_text(f'''"""Written by glshare's .ci/install-venv.sh: Intel's CPU OpenCL runtime beside the system's ICDs.
+
+Runs when this environment's Python starts (glshare_opencl_icd.pth), before anything loads OpenCL:
+links each /etc/OpenCL/vendors/*.icd into {vendors} (which holds intel-cpu.icd) and points
+OCL_ICD_VENDORS there, unless OCL_ICD_VENDORS names another folder already.
+"""
+import glob
+import os
+
+VENDORS = {str(vendors)!r}
+
+
+def _register():
+    if os.environ.get("OCL_ICD_VENDORS", VENDORS) != VENDORS or not os.path.isdir(VENDORS):
+        return
+    try:
+        for path in glob.glob("/etc/OpenCL/vendors/*.icd"):
+            link = os.path.join(VENDORS, os.path.basename(path))
+            if not os.path.lexists(link):
+                os.symlink(path, link)
+        for link in glob.glob(os.path.join(VENDORS, "*.icd")):
+            if os.path.islink(link) and not os.path.exists(link):
+                os.unlink(link)
+    except OSError:
+        pass
+    os.environ["OCL_ICD_VENDORS"] = VENDORS
+
+
+_register()
+''')
+(hook.parent / "glshare_opencl_icd.pth").write_text("import glshare_opencl_icd\n")
+PY
+  "$py" -c "import pyopencl as cl, sys; names = [p.name for p in cl.get_platforms()]; \
+sys.exit(0 if 'Intel(R) OpenCL' in names else 'install-venv: Intel CPU runtime not registered: ' + str(names))"
+fi

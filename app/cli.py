@@ -76,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (Perfetto)")
     r.add_argument("--cl-device", help="PLATFORM_SUBSTRING[:INDEX] (or GLSHARE_CL_DEVICE)")
     r.add_argument("--seed", type=int, default=1)
-    r.add_argument("--strict", action="store_true", help="hazard flags and frame errors are raised")
+    r.add_argument("--strict", nargs="?", const="spec", default="off", choices=("off", "spec", "all"),
+                   help="stop on the first spec violation (or pause in a window); --strict=all: on glshare's "
+                        "advice (hazards the spec allows) too")
     r.add_argument("--no-panel", action="store_true", help="draw only the minimal overlay")
     r.add_argument("--no-overlay", action="store_true", help="draw the scene alone, no ImGui at all")
     r.add_argument("--panel-hz", type=_rate, default=None,
@@ -106,9 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", type=Path)
     b.add_argument("--cl-device")
 
-    e = sub.add_parser("errors", help="the error lab: every acquire/release case against the spec")
+    e = sub.add_parser("errors", help="the error lab: every acquire/release (and semaphore) case against the spec")
     e.add_argument("--json", action="store_true")
     e.add_argument("--cl-device")
+    e.add_argument("--backend", choices=["auto", *backend_module_names()], default="auto",
+                   help="the backend whose call families the lab runs (default: gl_sharing, else "
+                        "external_memory, else host_copy)")
 
     c = sub.add_parser("convert", help="convert one frame (a raw NV12/P010 file, or a frame of a video file) "
                                        "to RGB through the CL path")

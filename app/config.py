@@ -79,7 +79,7 @@ class RunConfig:
     trace: Path | None = None
     cl_device: str | None = None
     seed: int = 1
-    strict: bool = False
+    strict: str = "off"  # "off"; "spec": spec violations stop the run; "all": glshare's advice too (True: "all")
     panel: bool = True
     overlay: bool = True  # False: no ImGui at all (pixel comparisons of the scene alone)
     panel_hz: float | None = None  # panel redraws per second (and at once after input); 0: every frame;
@@ -93,6 +93,16 @@ class RunConfig:
     round_points: bool = False  # particles drawn as smooth discs instead of squares
     filter: str = "sobel"  # the postprocess scene's filter: "sobel" or "blur"
     blur_radius: int = 2  # the box blur's radius, 0 .. 15
+
+    def __post_init__(self) -> None:
+        from app.validate.findings import normalize_strict
+
+        object.__setattr__(self, "strict", normalize_strict(self.strict))
+
+    @property
+    def stops_on_findings(self) -> bool:
+        """Whether a finding (--strict) stops the run rather than only being recorded."""
+        return self.strict != "off"
 
     def with_(self, **changes) -> "RunConfig":
         return replace(self, **changes)

@@ -5,7 +5,8 @@ quoted from ../shared/spec/gl-acquire-release.txt (section 5.5.15).
 """
 from __future__ import annotations
 
-# code -> (name, meaning). Meanings for the acquire/release codes are the spec's own words.
+# code -> (name, meaning). Names are the Khronos headers' (tests/test_error_codes.py checks every
+# one against Debian's opencl-headers); meanings for the acquire/release codes are the spec's words.
 CL_ERRORS: dict[int, tuple[str, str]] = {
     0: ("CL_SUCCESS", "the call was executed successfully"),
     -1: ("CL_DEVICE_NOT_FOUND", "no device matched"),
@@ -16,6 +17,7 @@ CL_ERRORS: dict[int, tuple[str, str]] = {
     -6: ("CL_OUT_OF_HOST_MEMORY", "failure to allocate resources required by the OpenCL implementation on the host"),
     -7: ("CL_PROFILING_INFO_NOT_AVAILABLE", "profiling information is not available"),
     -11: ("CL_BUILD_PROGRAM_FAILURE", "the program failed to build"),
+    -14: ("CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST", "the execution status of an event in event_wait_list is a negative integer value"),
     -30: ("CL_INVALID_VALUE", "num_objects is zero and mem_objects is not a NULL value, or num_objects > 0 and mem_objects is NULL"),
     -33: ("CL_INVALID_DEVICE", "the device is not valid"),
     -34: ("CL_INVALID_CONTEXT", "the context associated with command_queue was not created from an OpenGL context"),
@@ -33,14 +35,19 @@ CL_ERRORS: dict[int, tuple[str, str]] = {
     -61: ("CL_INVALID_BUFFER_SIZE", "the buffer size is not valid"),
     -63: ("CL_INVALID_GLOBAL_WORK_SIZE", "the global work size is not valid"),
     -64: ("CL_INVALID_PROPERTY", "a property name or value is not valid"),
-    -1000: ("CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR", "the GL context or share group given is not valid for CL sharing (typically a hybrid-GPU laptop whose GL runs on the other GPU)"),
+    -1000: ("CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR", "the GL context or share group given is not valid for CL sharing (typically a hybrid-GPU laptop whose GL runs on the other GPU); on macOS the same value is CL_INVALID_GL_CONTEXT_APPLE"),
     -1001: ("CL_PLATFORM_NOT_FOUND_KHR", "no OpenCL platform was found by the ICD loader"),
-    -1093: ("CL_INVALID_GL_CONTEXT_APPLE", "the CGL share group is not valid"),
-    -1138: ("CL_INVALID_SEMAPHORE_KHR", "the semaphore is not valid"),
-    -1141: ("CL_INVALID_EXTERNAL_MEMORY_HANDLE_TYPE_KHR", "this device cannot import that external memory handle type"),
+    -1007: ("CL_INVALID_D3D11_RESOURCE_KHR", "the memory object is not a valid interop image from a YUV texture allocated in D3D11 (cl_amd_planar_yuv)"),
+    -1093: ("CL_INVALID_EGL_OBJECT_KHR", "the EGL object is not valid"),
+    -1142: ("CL_INVALID_SEMAPHORE_KHR", "a semaphore object in sema_objects is not valid"),
 }
 
-CL_CODES: dict[str, int] = {name: code for code, (name, _) in CL_ERRORS.items()}
+# Other names of a value above (a vendor header spelling the same number differently).
+CL_ERROR_ALIASES: dict[str, int] = {
+    "CL_INVALID_GL_CONTEXT_APPLE": -1000,  # Apple's OpenCL/cl_gl_ext.h, not in the Khronos headers
+}
+
+CL_CODES: dict[str, int] = {**{name: code for code, (name, _) in CL_ERRORS.items()}, **CL_ERROR_ALIASES}
 
 
 def cl_error_name(code: int) -> str:
@@ -138,12 +145,53 @@ class ShaderError(GlshareError):
 
 
 class ValidationError(ClError):
-    """The acquire/release validator refused a call before the driver saw it (spec code attached)."""
+    """The validator refused a call before the driver saw it: a spec violation with its CL code.
+
+    ``rule`` names the rule, ``quote`` is the spec's sentence (verbatim), ``section`` where it
+    stands, ``basis`` "listed" (the call's own error list) or "general rule".
+    """
+
+    kind = "spec"
+
+    def __init__(self, code: int, *, where: str, detail: str = "", rule: str = "", quote: str = "",
+                 section: str = "", document: str = "", basis: str = "listed") -> None:
+        super().__init__(code, where=where, detail=detail)
+        self.rule, self.quote, self.section, self.document, self.basis = rule, quote, section, document, basis
+
+    @property
+    def spec(self) -> str:
+        return self.quote
+
+
+class SpecViolation(GlshareError):
+    """The validator refused a call that breaks a requirement the spec gives no error code for.
+
+    ``code`` is None and ``name`` says so: glshare invents no code. ``consequence`` is the
+    text's ("undefined behaviour", "implementation-defined behaviour").
+    """
+
+    kind = "spec"
+    code = None
+    name = "no CL code (spec violation)"
+
+    def __init__(self, rule: str, quote: str, section: str, *, where: str, consequence: str,
+                 detail: str = "", document: str = "", note: str = "") -> None:
+        self.rule, self.quote, self.section, self.document = rule, quote, section, document
+        self.consequence, self.meaning = consequence, f"the spec names no error code: {consequence}"
+        text = f"{detail}: " if detail else ""
+        text += f"{quote} [{section}; rule {rule}] (no error code in the spec: {consequence}"
+        text += f"; {note})" if note else ")"
+        super().__init__(f"spec violation without a CL code: {text}", where=where)
+
+    @property
+    def spec(self) -> str:
+        return self.quote
 
 
 class HazardError(GlshareError):
-    """An ownership hazard found by the tracker, raised under ``--strict``."""
+    """A finding of the ownership tracker, raised under strict (``app/validate/findings.py``):
+    ``kind`` "spec" (a requirement of the spec broken, no CL code) or "advice" (glshare's)."""
 
-    def __init__(self, case: str, label: str, spec: str, *, where: str) -> None:
-        self.case, self.label, self.spec = case, label, spec
+    def __init__(self, case: str, label: str, spec: str, *, where: str, kind: str = "advice") -> None:
+        self.case, self.label, self.spec, self.kind = case, label, spec, kind
         super().__init__(f"{case} on {label}: {spec}", where=where)

@@ -58,11 +58,72 @@ def gl(surface):
     check_gl("test left a GL error")
 
 
+# -- OpenCL implementations -------------------------------------------------------------------------
+# [spec] Device-dependent tests run on every CPU implementation present (pyopencl's convention: tests
+# parametrized per device; ``GLSHARE_TEST_CL=pocl,intel`` narrows the set as PYOPENCL_TEST does).
+# ``make test`` registers Intel's CPU runtime beside PoCL (.ci/install-venv.sh) and sets
+# GLSHARE_REQUIRE_CL_IMPLS=2, so a second implementation that went missing fails the suite.
+# Every other test keeps PoCL, the measured default (``device_choice``).
+CPU_IMPLEMENTATIONS = {"pocl": "Portable Computing Language", "intel": "Intel(R) OpenCL"}
+
+
+def _cpu_platform_names() -> set[str]:
+    try:
+        import pyopencl as cl
+
+        return {p.name.strip() for p in cl.get_platforms() if any(d.type & cl.device_type.CPU for d in p.get_devices())}
+    except Exception:  # noqa: BLE001 - no platform: nothing to parametrize over
+        return set()
+
+
+def cpu_implementations() -> list[tuple[str, str]]:
+    """(id, platform name) of each CPU implementation found, PoCL first, narrowed by GLSHARE_TEST_CL."""
+    names = _cpu_platform_names()
+    wanted = [w.strip().lower() for w in os.environ.get("GLSHARE_TEST_CL", "").split(",") if w.strip()]
+    found = [(key, name) for key, name in CPU_IMPLEMENTATIONS.items() if name in names]
+    found += [(n.split()[0].lower(), n) for n in sorted(names) if n not in CPU_IMPLEMENTATIONS.values()]
+    return [(k, n) for k, n in found if not wanted or any(w in k or w in n.lower() for w in wanted)]
+
+
+def _pocl_is_ambiguous() -> bool:
+    """PoCL and another CPU implementation are present, and no GPU that select_device would prefer."""
+    names = _cpu_platform_names()
+    if CPU_IMPLEMENTATIONS["pocl"] not in names or len(names) < 2:
+        return False
+    try:
+        import pyopencl as cl
+
+        return not any(d.type & cl.device_type.GPU for p in cl.get_platforms() for d in p.get_devices())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def pytest_generate_tests(metafunc):
+    if "cl_impl" in metafunc.fixturenames:
+        impls = cpu_implementations()
+        metafunc.parametrize("cl_impl", [n for _, n in impls], ids=[k for k, _ in impls], indirect=True,
+                             scope="session")
+
+
 @pytest.fixture(scope="session")
-def device_choice():
+def cl_impl(request):
+    """The DeviceChoice of one CPU implementation (the test runs once per implementation)."""
     from app.cl.device import select_device
 
-    return select_device(os.environ.get("GLSHARE_CL_DEVICE"))
+    return select_device(request.param)
+
+
+@pytest.fixture(scope="session")
+def device_choice():
+    """GLSHARE_CL_DEVICE's device, else select_device's default (the first GPU, else the first device),
+    except that PoCL stays the CPU default beside another CPU implementation (the loader's order is
+    not stable)."""
+    from app.cl.device import select_device
+
+    selector = os.environ.get("GLSHARE_CL_DEVICE")
+    if not selector and _pocl_is_ambiguous():
+        selector = CPU_IMPLEMENTATIONS["pocl"]
+    return select_device(selector)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 
 from app.errors import ValidationError
 from app.sharing.base import ProbeEnv
+from app.validate.liveness import REGISTRY
 
 
 class GlSharingEnv(ProbeEnv):
@@ -74,8 +75,13 @@ def test_probe_context_and_hand_over(recorded):
         backend.release(q, [obj], [marker])
         assert ("acquire", 1, 0) in calls and ("release", 1, 1) in calls
         assert backend.tracker.state(obj).owner == "gl"
+        plain = cl.Buffer(backend.context, cl.mem_flags.READ_WRITE, 16)
         with pytest.raises(ValidationError) as exc:
-            backend.acquire(q, [cl.Buffer(backend.context, cl.mem_flags.READ_WRITE, 16)])
+            backend.acquire(q, [plain])  # a buffer glshare never saw: not a valid memory object to it
+        assert exc.value.name == "CL_INVALID_MEM_OBJECT"
+        REGISTRY.handed(plain, backend.context)  # handed to glshare: live, but not made from a GL object
+        with pytest.raises(ValidationError) as exc:
+            backend.acquire(q, [plain])
         assert exc.value.name == "CL_INVALID_GL_OBJECT"
         assert backend.sync_unavailable_reason("gl_event") is None
         assert "external_memory" in backend.sync_unavailable_reason("semaphore")

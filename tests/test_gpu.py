@@ -191,7 +191,7 @@ def test_lifetime_exporter_released_payload_lives(extmem):
         q.finish()
         assert np.all(back == 3.0)  # CL reads what GL wrote
         lt = extmem.memory_tab()
-        assert lt["exporter_released"] and lt["fds_closed"] >= 2
+        assert lt["exporter_released"] and lt["fds_closed"] >= 1 and lt["cl_took_fd_ownership"]
         assert open_fds() > 0
     finally:
         extmem.destroy(obj)

@@ -1,6 +1,7 @@
-"""The error lab: ``glshare errors`` on PoCL completes without calling an unsafe entry point, its
-JSON has the documented shape, and the driver column is compared, marked and marshalled right
-(checked with a stand-in for the driver's entry points)."""
+"""The error lab: ``glshare errors`` on PoCL calls no driver and has the documented shape; its
+expected answers come from its own data file (verbatim quotes, every validator rule covered); the
+driver column is compared, marked and marshalled right, for GL sharing and for the NVIDIA path
+(external memory + semaphores), checked with stand-ins for the driver's entry points."""
 from __future__ import annotations
 
 import ctypes
@@ -12,107 +13,170 @@ import pytest
 from app.errors import CL_CODES
 from app.lab import drivers, lab
 from app.validate.ownership import HAZARDS
+from tests.spec_texts import quote_found, spec_texts
 
-CASES = {"valid", "success_empty", "num_zero_list_given", "num_given_list_null", "invalid_mem_object",
-         "invalid_queue", "context_not_from_gl", "not_gl_object", "wait_list_null_n_given",
-         "wait_list_given_n_zero", "wait_list_invalid_event", "event_aliases_wait_list"}
+REQUIRED = {"case", "call", "spec_code", "validator_code", "driver_called", "driver_code"}
+GL_CASES = {e.id for e in lab.load_expected()[0]["gl_sharing"]}
 
 
 def test_errors_json_on_pocl_calls_no_driver(glshare):
-    res = glshare("errors", "--json", timeout=120)
+    res = glshare("errors", "--json", "--cl-device", "Portable", timeout=120)
     assert res.returncode == 0, (res.returncode, res.stderr[-2000:])  # an abort would be -6 (SIGABRT)
     data = json.loads(res.stdout)
-    assert {"implementation", "cases", "hazards"} <= set(data)
-    assert "Portable Computing Language" in data["implementation"]
+    assert {"implementation", "cases", "hazards", "not_provokable", "families"} <= set(data)
+    assert "Portable Computing Language" in data["implementation"] and data["families"] == ["gl_sharing"]
     rows = data["cases"]
-    assert {(r["case"], r["call"]) for r in rows} == {(c, k) for c in CASES for k in ("acquire", "release")}
+    assert {(r["case"], r["call"]) for r in rows} == {(c, k) for c in GL_CASES for k in ("acquire", "release")}
     for r in rows:
-        assert {"case", "call", "spec_code", "validator_code", "driver_called", "driver_code"} <= set(r)
-        assert r["spec_code"] in CL_CODES and r["validator_code"] in CL_CODES
-        assert r["validator_code"] == r["spec_code"], r
+        assert REQUIRED <= set(r)
+        assert all(c in CL_CODES for c in r["spec_codes"])
+        assert r["validator_code"] is None or r["validator_code"] in CL_CODES
+        assert r["validator_agrees"] or r["deviation"], r
         assert r["driver_called"] is False and r["driver_code"] is None
         assert "PoCL" in r["driver_note"] and "abort" in r["driver_note"]
+    deviations = [r for r in rows if not r["validator_agrees"]]
+    assert {r["case"] for r in deviations} == {"unseen_mem_object"} and all(r["disagreements"] for r in deviations)
+    oor = {p["id"]: p for p in data["not_provokable"]}
+    assert {"out_of_resources", "out_of_host_memory"} <= set(oor) and all(p["why"] for p in oor.values())
     assert [h["case"] for h in data["hazards"]] == list(HAZARDS)
     for h in data["hazards"]:
-        assert h["flagged"] is True and h["strict_raises"] is True and h["spec"] == HAZARDS[h["case"]]
+        assert h["ok"] and h["flagged"] and h["raises_strict_all"], h
+        assert h["raises_strict_spec"] == (h["kind"] == "spec") and h["spec"] == HAZARDS[h["case"]].spec
 
 
 def test_errors_text_table(glshare):
-    res = glshare("errors", timeout=120)
+    res = glshare("errors", "--cl-device", "Portable", timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     out = res.stdout
-    assert "case" in out and "validator" in out and "driver" in out
-    assert "24/24 cases" in out and "6/6" in out and "<< differs" not in out
-    assert out.count("not called") == 24
+    assert "case" in out and "validator" in out and "driver" in out and "not provoked" in out
+    n = 2 * len(GL_CASES)
+    assert f"{n}/{n} calls" in out and "6/6" in out and "<< differs" not in out
+    assert out.count("<< deliberate") == 2  # unseen_mem_object, both calls, with its reason
+    assert sum(line.rstrip().endswith("not called") for line in out.splitlines()) == n
 
 
+# -- the expected answers --------------------------------------------------------------------------
+def test_expected_answers_are_independent_and_verbatim():
+    """The lab reads its expectations from expected.toml (never from the validator's tables); every
+    quote there is the text's own; every rule of every family is exercised by a case."""
+    from app.validate import external_memory, semaphores
+    from app.validate.spec import GL_RULES
+
+    source = (lab.EXPECTED_PATH.parent / "lab.py").read_text()
+    assert "RULES" not in source and "GL_RULES" not in source
+    cases, not_provokable = lab.load_expected()
+    texts = spec_texts()
+    for fam, exps in cases.items():
+        for e in exps:
+            assert quote_found(e.quote, texts), (fam, e.id, e.quote)
+            assert e.basis in ("listed", "general rule", "combination", "undefined", "no rule"), e
+            assert (e.basis == "undefined") == (e.codes == ()), e
+            assert all(c in CL_CODES for c in e.codes), e
+            if e.basis == "combination":
+                assert len(e.codes) >= 2
+    for p in not_provokable:
+        assert quote_found(p["quote"], texts) and p["why"], p
+    ids = {fam: {e.id for e in exps} for fam, exps in cases.items()}
+    assert set(GL_RULES) <= ids["gl_sharing"]
+    assert set(external_memory.RULES) <= ids["external_memory"]
+    assert set(semaphores.RULES) - {"sema_list_short"} <= ids["semaphore"] and "sema_list_null" in ids["semaphore"]
+    for fam in cases:  # out-of-resources listed as not provokable for every family
+        assert {"out_of_resources", "out_of_host_memory"} <= {p["id"] for p in not_provokable if p["family"] == fam}
+
+
+def test_every_case_has_its_arguments(host_copy):
+    cases, _ = lab.load_expected()
+    with lab.LabObjects(host_copy) as objs:
+        objs.make_semaphores(with_driver=False)
+        for fam, exps in cases.items():
+            for e in exps:
+                assert isinstance(objs.args(fam, e.id), lab.CallArgs)
+
+
+# -- the driver column, GL sharing ----------------------------------------------------------------
 class FakeDriver:
-    """Stands in for clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects: records the raw
-    arguments and answers the spec's code, except where ``answers`` says otherwise."""
+    """Stands in for the driver's entry points: records the raw arguments and answers CL_SUCCESS,
+    except where ``answers`` (call index -> code) says otherwise."""
 
-    def __init__(self, lab_objects_holder: dict, answers: dict | None = None) -> None:
+    def __init__(self, answers: dict | None = None, families=("gl_sharing",)) -> None:
         self.calls: list[dict] = []
         self.answers = answers or {}
-        self.holder = lab_objects_holder
+        self.families = set(families)
+        self.semaphores = 0
 
-    def __call__(self, call, queue, n, mems, nev, evs, event_out):
+    def offers(self, family):
+        return family in self.families
+
+    def __call__(self, family, call, queue, n, objs, nev, evs, event_out):
         def read(addr, count):
             return list((ctypes.c_void_p * count).from_address(addr)) if addr else None
 
-        rec = {"call": call, "queue": queue, "n": n, "mems": read(mems, max(n, 1)), "nev": nev,
+        rec = {"family": family, "call": call, "queue": queue, "n": n, "objs": read(objs, max(n, 1)), "nev": nev,
                "evs": read(evs, max(nev, 1)), "event_out": event_out, "evs_addr": evs}
         self.calls.append(rec)
         return self.answers.get(len(self.calls) - 1, 0)
 
+    def create_semaphore(self, context):
+        self.semaphores += 1
+        return 0x5E3A0000 + self.semaphores
 
-def _codes_by_args(calls):
-    return [(c["call"], c["n"], c["mems"] is None, c["nev"], c["evs"] is None) for c in calls]
+    def release_semaphore(self, handle):
+        self.semaphores -= 1
 
 
-def test_driver_column_marshalling_and_marks(host_copy, monkeypatch):
-    fake = FakeDriver({})
+def test_driver_column_marshalling_and_marks(host_copy):
+    fake = FakeDriver()
     results = lab.run_lab(host_copy, entry=fake)
     rows = {(r["case"], r["call"]): r for r in results["cases"]}
     assert all(r["driver_called"] for r in rows.values())
     # the stand-in answers CL_SUCCESS: every error case differs from the spec, and is marked so
     assert rows["valid", "acquire"]["driver_code"] == "CL_SUCCESS" and not rows["valid", "acquire"]["driver_differs"]
     assert rows["not_gl_object", "release"]["driver_differs"]
+    assert rows["event_aliases_wait_list", "acquire"]["driver_agrees"]  # undefined: any answer is allowed
     assert results["summary"]["ok"]  # the exit status follows the validator, not the driver
     text = lab.format_text(results)
-    assert text.count("<< differs") == 20  # 10 error cases x 2 calls
-    # raw arguments: find each case's own call (a release case is preceded by an acquire)
-    calls = fake.calls
-    null_list = [c for c in calls if c["n"] == 1 and c["mems"] is None]
-    assert len(null_list) == 2 and {c["call"] for c in null_list} == {"acquire", "release"}
-    null_queue = [c for c in calls if not c["queue"]]
-    assert len(null_queue) == 2
-    null_events = [c for c in calls if c["nev"] == 1 and c["evs"] is None]
-    assert len(null_events) == 2
-    alias = [c for c in calls if c["event_out"]]
+    errors = [c for c in GL_CASES if c not in ("valid", "success_empty", "success_empty_bad_wait_list",
+                                                "event_aliases_wait_list")]
+    assert text.count("<< differs") == 2 * len(errors)
+    calls = [c for c in fake.calls if c["queue"] != fake.calls[0]["queue"] or c["n"] != 1 or c["nev"]
+             or c["objs"] != fake.calls[0]["objs"]]  # the case calls (not the lab's own valid ones)
+    null_list = [c for c in calls if c["n"] == 1 and c["objs"] is None]
+    assert len(null_list) == 4 and {c["call"] for c in null_list} == {"acquire", "release"}  # incl. a combination
+    assert len([c for c in calls if not c["queue"]]) == 4
+    assert len([c for c in calls if c["nev"] == 1 and c["evs"] is None]) == 4  # incl. the empty call's
+    alias = [c for c in fake.calls if c["event_out"]]
     assert len(alias) == 2 and all(c["event_out"] == c["evs_addr"] for c in alias)  # points at element 0
-    invalid_event = [c for c in calls if c["nev"] == 1 and c["evs"] == [None]]
-    assert len(invalid_event) == 2
-    invalid_mem = [c for c in calls if c["n"] == 1 and c["mems"] == [None]]  # released: NULL, never dangling
-    assert len(invalid_mem) == 2
+    assert len([c for c in calls if c["nev"] == 1 and c["evs"] == [None]]) == 4
+    released = [c for c in calls if c["n"] == 1 and c["objs"] == [None]]  # released: NULL, never dangling
+    assert len(released) == 6  # glshare's release, pyopencl's and a combination, both calls
+
+
+def test_counts_past_a_list_read_nulls(host_copy):
+    """The driver never reads beyond an array: a count larger than the list reads NULL handles."""
+    fake = FakeDriver()
+    with lab.LabObjects(host_copy, fake) as objs:
+        runner = lab.DriverRunner(objs, fake, "gl_sharing")
+        runner._raw("acquire", objs.queue.int_ptr, [objs.shared.mem], 3, [objs.event], 2)
+    c = fake.calls[-1]  # the recorder read n and nev elements from the arrays it was given
+    assert c["n"] == 3 and c["objs"][1:] == [None, None] and c["nev"] == 2 and c["evs"][1] is None
 
 
 def test_unsafe_calls_are_not_made(host_copy, monkeypatch):
-    rusticl = drivers.IMPLEMENTATIONS[1]
-    assert rusticl.key == "rusticl"
+    rusticl = next(i for i in drivers.IMPLEMENTATIONS if i.key == "rusticl")
     monkeypatch.setattr(drivers, "identify", lambda platform: rusticl)
-    fake = FakeDriver({})
+    fake = FakeDriver()
     results = lab.run_lab(host_copy, entry=fake)
     for r in results["cases"]:
-        if r["case"] == "num_given_list_null":
+        if r["case"] in ("num_given_list_null", "combo_null_queue_null_list"):
             assert not r["driver_called"] and "SEGFAULT" in r["driver_note"]
         else:
             assert r["driver_called"]
-    assert not [c for c in fake.calls if c["n"] == 1 and c["mems"] is None]
+    assert not [c for c in fake.calls if c["n"] == 1 and c["objs"] is None]
 
 
 def test_pocl_never_builds_the_entry_points(host_copy, monkeypatch):
-    def refuse():
-        raise AssertionError("the lab looked up GL-sharing entry points on PoCL")
+    def refuse(*a, **k):
+        raise AssertionError("the lab looked up entry points on PoCL")
 
     from app.diagnostics import live
 
@@ -126,7 +190,8 @@ def test_pocl_never_builds_the_entry_points(host_copy, monkeypatch):
 
 
 @pytest.mark.parametrize("name,key", [("Portable Computing Language", "pocl"), ("rusticl", "rusticl"),
-                                      ("NVIDIA CUDA", "nvidia"), ("Intel(R) OpenCL Graphics", "other")])
+                                      ("NVIDIA CUDA", "nvidia"), ("Intel(R) OpenCL", "intel-cpu"),
+                                      ("Intel(R) OpenCL Graphics", "other")])
 def test_identify(name, key):
     platform = SimpleNamespace(name=name, vendor="", version="OpenCL 3.0")
     assert drivers.identify(platform).key == key
@@ -135,11 +200,146 @@ def test_identify(name, key):
 def test_no_call_without_the_extension():
     platform = SimpleNamespace(name="Some GPU", vendor="", version="OpenCL 3.0", extensions="cl_khr_icd")
     device = SimpleNamespace(name="gpu0", extensions="cl_khr_fp64")
-    reason = drivers.no_call_reason(drivers.OTHER, platform, device, "gl_sharing")
-    assert reason and "cl_khr_gl_sharing" in reason
+    for family, ext in (("gl_sharing", "cl_khr_gl_sharing"), ("external_memory", "cl_khr_external_memory"),
+                        ("semaphore", "cl_khr_semaphore")):
+        reason = drivers.no_call_reason(drivers.OTHER, platform, device, "external_memory", family)
+        assert reason and ext in reason
     device = SimpleNamespace(name="gpu0", extensions="cl_khr_gl_sharing")
     assert drivers.no_call_reason(drivers.OTHER, platform, device, "gl_sharing") is None
     assert drivers.no_call_reason(drivers.OTHER, platform, device, "host_copy")  # objects not from GL
+
+
+def test_nvidia_policy_calls_external_memory_and_semaphores_only():
+    nvidia = next(i for i in drivers.IMPLEMENTATIONS if i.key == "nvidia")
+    platform = SimpleNamespace(name="NVIDIA CUDA", vendor="NVIDIA Corporation", version="OpenCL 3.0 CUDA 13.0.98",
+                               extensions="cl_khr_icd")
+    device = SimpleNamespace(name="NVIDIA H200", extensions="cl_khr_external_memory cl_khr_external_memory_opaque_fd "
+                                                             "cl_khr_semaphore cl_khr_external_semaphore cl_khr_gl_event")
+    assert drivers.no_call_reason(nvidia, platform, device, "external_memory", "external_memory") is None
+    assert drivers.no_call_reason(nvidia, platform, device, "external_memory", "semaphore") is None
+    assert "cl_khr_gl_sharing" in drivers.no_call_reason(nvidia, platform, device, "external_memory", "gl_sharing")
+    assert drivers.no_call_reason(nvidia, platform, device, "host_copy", "external_memory")  # not imported objects
+
+
+# -- the NVIDIA path: external memory + semaphores, with a conforming stand-in ------------------------
+class ConformingDriver(FakeDriver):
+    """Answers as cl_khr_external_memory / cl_khr_semaphore say, from the raw arguments and the
+    handles of the lab's objects, and keeps the state a real driver would: the shared buffer's
+    acquisition and the binary semaphore's signal (a wait on an unsignalled one would block)."""
+
+    def __init__(self) -> None:
+        super().__init__(families=("external_memory", "semaphore"))
+        self.objs = None
+        self.acquired = False
+        self.signalled = False
+        self.misuse: list = []
+
+    def __call__(self, family, call, queue, n, objs, nev, evs, event_out):
+        super().__call__(family, call, queue, n, objs, nev, evs, event_out)
+        rec, o = self.calls[-1], self.objs
+        code = self._answer(family, rec, o)
+        if code == 0 and n and family == "external_memory" and rec["objs"][0] == o.shared.mem.int_ptr:
+            if (call == "acquire") == self.acquired:
+                self.misuse.append((call, "acquired twice" if self.acquired else "released unacquired"))
+            self.acquired = call == "acquire"
+        if code == 0 and n and family == "semaphore" and rec["objs"][0] == o.semaphore.handle.value:
+            if call == "wait" and not self.signalled:
+                self.misuse.append(("wait", "on an unsignalled binary semaphore: the queue would block"))
+            self.signalled = call == "signal"
+        return code
+
+    @staticmethod
+    def _answer(family, rec, o) -> int:
+        q, n, objs, nev, evs = rec["queue"], rec["n"], rec["objs"], rec["nev"], rec["evs"]
+        if not q:
+            return CL_CODES["CL_INVALID_COMMAND_QUEUE"]
+        if family == "semaphore":
+            if n == 0:
+                return CL_CODES["CL_INVALID_VALUE"]
+            if not all(objs[:n]) or any(h != o.semaphore.handle.value for h in objs[:n]):
+                return CL_CODES["CL_INVALID_SEMAPHORE_KHR"]
+        else:
+            if (n == 0) != (objs is None):
+                return CL_CODES["CL_INVALID_VALUE"]
+        if q == o.other_queue.int_ptr:
+            return CL_CODES["CL_INVALID_CONTEXT"]
+        if (evs is None) != (nev == 0):
+            return CL_CODES["CL_INVALID_EVENT_WAIT_LIST"]
+        for e in (evs or [])[:nev]:
+            if not e:
+                return CL_CODES["CL_INVALID_EVENT_WAIT_LIST"]
+            if e == o.other_event.int_ptr:
+                return CL_CODES["CL_INVALID_CONTEXT"]
+            if e == o.failed.int_ptr:
+                return CL_CODES["CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST"]
+        if family == "external_memory" and n and any(h != o.shared.mem.int_ptr for h in objs[:n]):
+            return CL_CODES["CL_INVALID_MEM_OBJECT"]
+        return 0
+
+
+@pytest.fixture
+def external_lab(host_copy, monkeypatch):
+    """host_copy made to keep external_memory's contract (its rule set and findings), on a platform
+    the lab takes for NVIDIA's, with a conforming stand-in for the driver."""
+    from app.validate.ownership import OwnershipTracker
+    from app.validate.spec import SpecValidator
+
+    host_copy.validator = SpecValidator(host_copy.context, host_copy._is_shared, rule_set="external_memory")
+    host_copy.tracker = OwnershipTracker(strict=True, family="external_memory")
+    nvidia = next(i for i in drivers.IMPLEMENTATIONS if i.key == "nvidia")
+    monkeypatch.setattr(drivers, "identify", lambda platform: nvidia)
+    fake = ConformingDriver()
+    enter = lab.LabObjects.__enter__
+
+    def capture(self):
+        fake.objs = enter(self)
+        return fake.objs
+
+    monkeypatch.setattr(lab.LabObjects, "__enter__", capture)
+    return host_copy, fake
+
+
+def test_nvidia_path_calls_every_external_memory_and_semaphore_case(external_lab):
+    backend, fake = external_lab
+    results = lab.run_lab(backend, entry=fake, families=("external_memory", "semaphore"))
+    assert results["implementation_key"] == "nvidia"
+    rows = results["cases"]
+    cases, _ = lab.load_expected()
+    assert {(r["family"], r["case"]) for r in rows} == {(f, e.id) for f in ("external_memory", "semaphore")
+                                                        for e in cases[f]}
+    for r in rows:
+        assert REQUIRED <= set(r)
+        if r["case"] == "sema_list_null":  # read through NULL: never given to a driver
+            assert not r["driver_called"] and "NULL" in r["driver_note"]
+            continue
+        assert r["driver_called"], r
+        assert r["driver_agrees"], r  # a conforming driver agrees with the file everywhere
+        assert r["validator_agrees"], r
+    assert fake.misuse == [] and not fake.acquired and not fake.signalled  # the lab left both states clean
+    assert fake.semaphores == 0  # the lab's semaphores were released
+    # glshare's own Python API agrees too: the empty call still returns an event (external memory's rule)
+    bad = [r for r in rows if not r["agrees"]]
+    assert bad == [], bad
+    # released semaphore and released buffers go in as NULL; the failed event's own handle goes in
+    o = fake.objs
+    assert not any(h == o.released_semaphore and h for c in fake.calls for h in (c["objs"] or []))
+    sem_calls = [c for c in fake.calls if c["family"] == "semaphore"]
+    assert any(c["objs"] == [None] for c in sem_calls)
+    assert any(c["evs"] == [o.failed.int_ptr] for c in sem_calls)
+    hz = {h["case"]: h for h in results["hazards"]}
+    assert hz["double_acquire"]["kind"] == "spec" and hz["double_acquire"]["raises_strict_spec"]
+    assert all(h["ok"] for h in hz.values())
+
+
+def test_a_queue_that_does_not_drain_stops_the_driver_calls(external_lab, monkeypatch):
+    backend, fake = external_lab
+    drained = iter([True, True, False])
+    monkeypatch.setattr(lab.DriverRunner, "_drain", lambda self: next(drained, True))
+    results = lab.run_lab(backend, entry=fake, families=("external_memory",))
+    called = [r for r in results["cases"] if r["driver_called"]]
+    assert len(called) == 3 and "did not drain" in called[-1]["driver_note"]
+    rest = [r for r in results["cases"] if not r["driver_called"]]
+    assert rest and all("did not drain" in r["driver_note"] for r in rest)
 
 
 def test_lab_tab_draws_headless(host_copy, surface):
@@ -176,18 +376,18 @@ class OwnershipFake(FakeDriver):
     after every case, never acquire it twice and never release it unacquired."""
 
     def __init__(self, lenient: bool) -> None:
-        super().__init__({})
+        super().__init__()
         self.lenient, self.owned, self.misuse = lenient, False, []
 
-    def __call__(self, call, queue, n, mems, nev, evs, event_out):
-        super().__call__(call, queue, n, mems, nev, evs, event_out)
+    def __call__(self, family, call, queue, n, objs, nev, evs, event_out):
+        super().__call__(family, call, queue, n, objs, nev, evs, event_out)
         rec, first = self.calls[-1], self.calls[0]
-        shared, main_queue = first["mems"][0], first["queue"]
-        valid = (queue == main_queue and n == 1 and rec["mems"] == [shared]
+        shared, main_queue = first["objs"][0], first["queue"]
+        valid = (queue == main_queue and n == 1 and rec["objs"] == [shared]
                  and ((nev == 0 and evs is None) or (nev == 1 and rec["evs"] and rec["evs"][0] and not event_out)))
         if not (valid or self.lenient):
             return -30
-        if n >= 1 and rec["mems"] and rec["mems"][0] == shared:
+        if n >= 1 and rec["objs"] and rec["objs"][0] == shared:
             if (call == "acquire") == self.owned:
                 self.misuse.append((len(self.calls) - 1, call))
             self.owned = call == "acquire"
@@ -202,3 +402,81 @@ def test_the_lab_hands_the_buffer_back_after_every_case(host_copy, lenient):
     rows = {(r["case"], r["call"]): r["driver_code"] for r in results["cases"]}
     if not lenient:
         assert rows["valid", "release"] == "CL_SUCCESS" and rows["not_gl_object", "acquire"] == "CL_INVALID_VALUE"
+
+
+def test_no_semaphore_from_the_driver_leaves_the_validator_column(external_lab):
+    """A driver that refuses to make a semaphore, on a backend that exports none: the semaphore
+    cases are checked by the validator and marked as not called, with the reason."""
+    import pyopencl as cl
+
+    backend, fake = external_lab
+
+    def refuse(context):
+        raise cl.RuntimeError(cl._cl._ErrorRecord(msg="no", code=-64, routine="clCreateSemaphoreWithPropertiesKHR"))
+
+    fake.create_semaphore = refuse
+    results = lab.run_lab(backend, entry=fake, families=("external_memory", "semaphore"))
+    sem_rows = [r for r in results["cases"] if r["family"] == "semaphore"]
+    assert sem_rows and not any(r["driver_called"] for r in sem_rows)
+    assert all("CL_INVALID_PROPERTY" in r["driver_note"] for r in sem_rows)
+    assert all(r["validator_agrees"] for r in sem_rows)
+    assert all(r["driver_called"] for r in results["cases"] if r["family"] == "external_memory")
+
+
+def test_lab_on_every_cpu_implementation(cl_impl, gl):
+    """The lab completes on each CPU implementation, says per row why no driver is called (none of
+    them lists a family's extension) and agrees with the spec wherever glshare does not deviate."""
+    from app.gl.context import gl_info
+    from app.sharing.backends.host_copy import HostCopy
+    from app.sharing.base import ProbeEnv
+
+    backend = HostCopy(ProbeEnv(cl_impl, gl, gl_info()))
+    try:
+        results = lab.run_lab(backend)
+    finally:
+        backend.close()
+    impl = drivers.identify(cl_impl.platform)
+    assert impl.key in ("pocl", "intel-cpu")
+    assert results["summary"]["ok"] and results["summary"]["driver_called"] == 0
+    for r in results["cases"]:
+        assert r["driver_note"] == f"not called: {impl.no_calls['gl_sharing']}"
+
+
+def test_raw_entry_points_marshal_the_c_signatures():
+    """RawEntryPoints passes the arguments in the C prototypes' order (checked with C callbacks in
+    place of the driver's functions): the semaphore calls' payload list NULL, the create call's
+    properties [CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_TYPE_BINARY_KHR, 0]."""
+    seen = []
+
+    def mem_call(queue, n, objs, nev, evs, out):
+        seen.append(("mem", queue, n, objs, nev, evs, out))
+        return -38
+
+    def sem_call(queue, n, objs, payloads, nev, evs, out):
+        seen.append(("sem", queue, n, objs, payloads, nev, evs, out))
+        return -1142
+
+    def create(context, props, err):
+        seen.append(("create", context, list((ctypes.c_uint64 * 3).from_address(props))))
+        err[0] = 0
+        return 0x5E3A
+
+    def release(handle):
+        seen.append(("release", handle))
+        return 0
+
+    ep = drivers.RawEntryPoints.__new__(drivers.RawEntryPoints)
+    ep.families = frozenset({"external_memory", "semaphore"})
+    callbacks = [drivers._MEM_CALL(mem_call), drivers._SEM_CALL(sem_call), drivers._SEM_CREATE(create),
+                 drivers._SEM_RELEASE(release)]
+    ep._fns = {("external_memory", "acquire"): callbacks[0], ("semaphore", "wait"): callbacks[1]}
+    ep._create, ep._release = callbacks[2], callbacks[3]
+    arr = (ctypes.c_void_p * 2)(0x10, 0)
+    assert ep("external_memory", "acquire", 0x1000, 2, ctypes.addressof(arr), 0, None, None) == -38
+    assert ep("semaphore", "wait", 0x1000, 1, ctypes.addressof(arr), 1, ctypes.addressof(arr), 0x2000) == -1142
+    assert ep.create_semaphore(0x3000) == 0x5E3A
+    ep.release_semaphore(0x5E3A)
+    assert seen[0] == ("mem", 0x1000, 2, ctypes.addressof(arr), 0, None, None)
+    assert seen[1] == ("sem", 0x1000, 1, ctypes.addressof(arr), None, 1, ctypes.addressof(arr), 0x2000)
+    assert seen[2] == ("create", 0x3000, [drivers.CL_SEMAPHORE_TYPE_KHR, drivers.CL_SEMAPHORE_TYPE_BINARY_KHR, 0])
+    assert seen[3] == ("release", 0x5E3A)

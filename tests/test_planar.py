@@ -1,4 +1,6 @@
-"""plane_image against cl_amd_planar_yuv's contract: plane formats, sizes, data and every error code."""
+"""plane_image against cl_amd_planar_yuv's contract: plane formats, sizes, data and every error code,
+on every CPU OpenCL implementation present (``cl_impl``: PoCL, which has no CL_RG and stores UV as
+CL_R pairs, and Intel's CPU runtime, which lists CL_RG: the extension's own UV layout)."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +25,8 @@ TYPES = {"nv12": cl.channel_type.UNSIGNED_INT8, "p010": cl.channel_type.UNSIGNED
 
 
 @pytest.fixture(scope="module")
-def ctx(device_choice):
-    context = cl.Context([device_choice.device])
+def ctx(cl_impl):
+    context = cl.Context([cl_impl.device])
     return context, cl.CommandQueue(context)
 
 
@@ -45,6 +47,8 @@ def test_plane_formats_and_sizes(ctx, name):
         assert (y.format.channel_order, y.format.channel_data_type) == (cl.channel_order.R, TYPES[name])
         assert (y.width, y.height) == (W, H)
         assert uv.format.channel_data_type == TYPES[name]
+        if "Intel" in context.devices[0].platform.name:  # measured: lists (CL_RG, UNSIGNED_INT8/16)
+            assert planar.supports_rg(context, FORMATS[name])
         if planar.supports_rg(context, FORMATS[name]):
             assert uv.format.channel_order == cl.channel_order.RG
             assert (uv.width, uv.height) == (W // 2, H // 2)
@@ -118,7 +122,7 @@ def test_returned_plane_is_a_new_reference(ctx):
     image.release()  # idempotent
 
 
-def test_error_codes(ctx, device_choice):
+def test_error_codes(ctx, cl_impl):
     context, _ = ctx
     image = YuvImage.create(context, P010, W, H)
     try:
@@ -126,16 +130,21 @@ def test_error_codes(ctx, device_choice):
         for plane in (2, -1, 0xFFFFFFFF, 1.0, None, True):
             assert _codes(plane_image, context, image, plane) == "CL_INVALID_VALUE", plane
         assert _codes(plane_image, context, None, 0) == "CL_INVALID_VALUE"
-        # CL_INVALID_MEM_OBJECT: not a valid (YUV image) memory object
+        # CL_INVALID_D3D11_RESOURCE_KHR: a valid cl_mem that is not a YUV interop image
         plain = cl.create_image(context, cl.mem_flags.READ_ONLY,
                                 cl.ImageFormat(cl.channel_order.R, cl.channel_type.UNSIGNED_INT8), shape=(W, H))
-        assert _codes(plane_image, context, plain, 0) == "CL_INVALID_MEM_OBJECT"
+        assert _codes(plane_image, context, plain, 0) == "CL_INVALID_D3D11_RESOURCE_KHR"
+        with pytest.raises(ClError) as info:
+            plane_image(context, plain, 1)
+        assert info.value.code == -1007
+        # CL_INVALID_MEM_OBJECT: not a valid memory object (released through pyopencl, or not one at all)
         plain.release()
+        assert _codes(plane_image, context, plain, 0) == "CL_INVALID_MEM_OBJECT"
         assert _codes(plane_image, context, "image", 0) == "CL_INVALID_MEM_OBJECT"
         # CL_INVALID_CONTEXT: not a context, or not the image's context
         assert _codes(plane_image, None, image, 0) == "CL_INVALID_CONTEXT"
         assert _codes(plane_image, "ctx", image, 0) == "CL_INVALID_CONTEXT"
-        other = cl.Context([device_choice.device])
+        other = cl.Context([cl_impl.device])
         assert _codes(plane_image, other, image, 0) == "CL_INVALID_CONTEXT"
         # the spec's order: the context is checked first, then the plane / NULL, then the object
         assert _codes(plane_image, None, None, 7) == "CL_INVALID_CONTEXT"

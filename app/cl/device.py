@@ -52,7 +52,7 @@ def describe_devices(choices: list[DeviceChoice]) -> str:
 
 
 def select_device(selector: str | None) -> DeviceChoice:
-    """The device the selector names; without one, the first GPU, else the first device.
+    """The device the selector names; without one, the first GPU, else PoCL, else the first device.
 
     Raises UsageError (exit 2) listing the devices that exist when nothing matches.
     """
@@ -60,8 +60,11 @@ def select_device(selector: str | None) -> DeviceChoice:
     if not choices:
         raise UsageError("no OpenCL device found: " + describe_devices(choices))
     if not selector:
+        # a GPU where there is one; else PoCL, the CPU implementation glshare was measured on
+        # (../shared/PLATFORMS.md), whatever order the ICD loader found the platforms in
         gpus = [c for c in choices if c.device.type & cl.device_type.GPU]
-        return (gpus or choices)[0]
+        pocl = [c for c in choices if "portable computing language" in c.platform.name.lower()]
+        return (gpus or pocl or choices)[0]
     text, _, index_text = selector.rpartition(":") if ":" in selector else (selector, "", "")
     if not text:
         text, index_text = selector, ""

@@ -7,7 +7,9 @@ returns a new 2D image of the Y plane (CL_R, width x height) or of the interleav
     CL_INVALID_CONTEXT      if context is not a valid context,
     CL_INVALID_VALUE        if plane is not CL_YUV_IMAGE_Y_PLANE_AMD / CL_YUV_IMAGE_UV_PLANE_AMD
                             or mem is NULL,
-    CL_INVALID_MEM_OBJECT   if mem is not a valid cl_mem object.
+    CL_INVALID_MEM_OBJECT   if mem is not a valid cl_mem object,
+    CL_INVALID_D3D11_RESOURCE_KHR  if mem is not a valid interop image from a YUV texture
+                            allocated in D3D11.
 The extension only takes images made by clCreateFromD3D11Texture2DKHR, so glshare keeps a
 ``YuvImage`` (both plane images, the format, the size) and ``plane_image`` gives the same contract
 for it everywhere: the same checks, in the spec's order (context, then plane and NULL, then the
@@ -17,9 +19,10 @@ a D3D11 interop ``native`` cl_mem; glshare makes none itself) or a new reference
 plane image. Either way the caller owns the returned image and releases it; the YuvImage stays
 valid.
 
-What CL_INVALID_D3D11_RESOURCE_KHR covers (a valid cl_mem that is not a YUV interop image) is
-CL_INVALID_MEM_OBJECT here: the argument must be a live YuvImage, and a released pyopencl image
-cannot be told apart from a live one without touching freed memory.
+A pyopencl memory object that is not a YuvImage is a valid cl_mem that is not a YUV interop
+image: CL_INVALID_D3D11_RESOURCE_KHR, unless glshare's registry knows it was released
+(``app/validate/liveness.py`` records every release through pyopencl): CL_INVALID_MEM_OBJECT.
+The object itself is never touched, so no freed memory is read either way.
 
 One deviation, forced by the device: PoCL 3.1 has no two-channel image format at all (it lists
 R, A, RGBA, BGRA, ARGB; clCreateImage with CL_RG returns CL_INVALID_OPERATION). Where the context
@@ -39,6 +42,7 @@ import pyopencl as cl
 from app.cl.ext import ExtensionFunctions, cl_int, cl_uint, vp
 from app.diagnostics import live
 from app.errors import ClError
+from app.validate.liveness import REGISTRY, RELEASED
 from app.yuv.formats import YuvFormat, check_size
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,7 @@ WHERE = "clGetPlaneFromImageAMD"
 CL_INVALID_VALUE = -30
 CL_INVALID_CONTEXT = -34
 CL_INVALID_MEM_OBJECT = -38
+CL_INVALID_D3D11_RESOURCE_KHR = -1007
 CL_INVALID_IMAGE_FORMAT_DESCRIPTOR = -39
 CL_INVALID_IMAGE_SIZE = -40
 
@@ -226,7 +231,9 @@ def plane_image(context: cl.Context, image: YuvImage | None, plane: int) -> cl.I
     Raises:
         ClError CL_INVALID_CONTEXT: ``context`` is not a pyopencl Context, or not the image's.
         ClError CL_INVALID_VALUE: ``plane`` is not 0 (Y) or 1 (UV), or ``image`` is None (NULL).
-        ClError CL_INVALID_MEM_OBJECT: ``image`` is not a YuvImage or was released.
+        ClError CL_INVALID_MEM_OBJECT: ``image`` is not a memory object, or a released one (a
+            released YuvImage, or a pyopencl object released through pyopencl).
+        ClError CL_INVALID_D3D11_RESOURCE_KHR: ``image`` is a memory object but not a YuvImage.
         ClError with the driver's code when the real entry point fails.
     """
     if not isinstance(context, cl.Context):
@@ -238,7 +245,14 @@ def plane_image(context: cl.Context, image: YuvImage | None, plane: int) -> cl.I
         raise _fail(CL_INVALID_VALUE, f"plane {plane!r} is neither CL_YUV_IMAGE_Y_PLANE_AMD (0) nor "
                                       "CL_YUV_IMAGE_UV_PLANE_AMD (1)")
     if not isinstance(image, YuvImage):
-        raise _fail(CL_INVALID_MEM_OBJECT, f"mem is not a valid YUV image object (got {type(image).__name__})")
+        if isinstance(image, cl.MemoryObjectHolder) and REGISTRY.state(image) != RELEASED:
+            # a cl_mem, but no YUV interop image: the seed's CL_INVALID_D3D11_RESOURCE_KHR (nothing
+            # touches the object, so an unknown one is answered as a live one)
+            raise _fail(CL_INVALID_D3D11_RESOURCE_KHR, f"mem ({type(image).__name__}) is a memory object but not "
+                                                       "a valid interop image from a YUV texture")
+        why = REGISTRY.why_not_live(image) if isinstance(image, cl.MemoryObjectHolder) else \
+            f"not a memory object at all: {type(image).__name__}"
+        raise _fail(CL_INVALID_MEM_OBJECT, f"mem is not a valid cl_mem object ({why})")
     if not image.valid:
         raise _fail(CL_INVALID_MEM_OBJECT, f"mem ({image.label}) is not a valid cl_mem object: it was released")
     if context != image.context:

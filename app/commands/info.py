@@ -1,6 +1,8 @@
 """``glshare info``: what this machine offers for GL/CL sharing, and each backend's verdict."""
 from __future__ import annotations
 
+import os
+
 import pyopencl as cl
 
 from app import __version__
@@ -53,6 +55,8 @@ def gather(selector: str | None) -> dict:
             "glshare": __version__,
             "pyopencl": {"version": cl.VERSION_TEXT, "have_gl": bool(cl.have_gl())},
             "devices": [_device_entry(c) for c in all_devices()],
+            # [spec] where the ICD loader found the implementations (glshare's venv registers Intel's CPU runtime)
+            "icd_vendors": os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors",
             "selected_device": _device_entry(choice),
             "gl": {**info.as_dict(), "platform": f"EGL ({getattr(surface, 'egl_platform', '')}), headless"},
             "backends": registry.as_list(),
@@ -67,7 +71,8 @@ def gather(selector: str | None) -> dict:
 
 def render_text(data: dict) -> str:
     out = [f"glshare {data['glshare']}  (pyopencl {data['pyopencl']['version']}, "
-           f"built {'with' if data['pyopencl']['have_gl'] else 'WITHOUT'} GL support)", "", "OpenCL devices:"]
+           f"built {'with' if data['pyopencl']['have_gl'] else 'WITHOUT'} GL support)", "",
+           f"OpenCL devices (ICD vendors: {data.get('icd_vendors', '/etc/OpenCL/vendors')}):"]
     sel = data["selected_device"]
     for d in data["devices"]:
         mark = "*" if (d["platform"], d["index"]) == (sel["platform"], sel["index"]) else " "
@@ -91,7 +96,9 @@ def render_text(data: dict) -> str:
     for h in data["external_memory_handle_types"]:
         out.append(f"  {h['hex']} {h['name']:<18} {'NT ' if h['nt_handle'] else '   '}"
                    f"owns ref: {'yes' if h['owns_reference'] else 'no '}  closes: {h['who_closes']}")
-        out.append(f"         invalid when: {h['becomes_invalid_when']}; {h['glshare']}")
+        # [spec] the handle's validity and the memory's lifetime are two columns
+        out.append(f"         handle valid until: {h['handle_valid_until']}")
+        out.append(f"         memory lives until: {h['memory_lives_until']}; {h['glshare']}")
     demo = data.get("external_memory_lifetime_demo")
     out += ["", "External-memory lifetime demonstration:"]
     if demo is None:

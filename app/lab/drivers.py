@@ -1,66 +1,100 @@
-"""Which acquire/release driver calls are safe on the OpenCL implementation at hand, and why.
+"""Which driver calls the error lab may make on the OpenCL implementation at hand, and how.
 
-This is the ONE place that lists them. The error lab (``app/lab/lab.py``) calls the driver's
-clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects only where this table allows it, and only
-when the device lists cl_khr_gl_sharing (an entry point the device does not list is never called:
-PoCL aborts the process on them). Facts were measured on 2026-12-01: ../shared/PLATFORMS.md (the
-CPU machine: PoCL, Mesa rusticl) and ../shared/gpu/README.md (NVIDIA H200).
+This is the ONE place that decides it. Three call families, each behind its extension:
 
-The raw entry points take C pointers through ctypes, so the lab can pass what pyopencl refuses
-to build (a NULL list with a count, a count with an empty list, a NULL handle in a list).
+| family | entry points | the device must list |
+| --- | --- | --- |
+| gl_sharing | clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects | cl_khr_gl_sharing |
+| external_memory | clEnqueueAcquireExternalMemObjectsKHR / ...ReleaseExternalMemObjectsKHR | cl_khr_external_memory |
+| semaphore | clEnqueueWaitSemaphoresKHR / clEnqueueSignalSemaphoresKHR (+ create, release) | cl_khr_semaphore |
+
+An entry point the device does not list is never looked up or called (PoCL aborts the whole
+process on GL-sharing entry points). Beyond that, ``IMPLEMENTATIONS`` records per implementation
+what is unsafe or known: measured on 2026-12-01 (../shared/PLATFORMS.md for PoCL, rusticl and
+Intel's CPU runtime; ../shared/gpu/README.md for NVIDIA's H200 driver, where
+clCreateEventFromGLsyncKHR on a non-GL context crashed the process: the lab never calls it).
+
+The raw entry points take C pointers through ctypes (ints, ctypes arrays, None for NULL), so the
+lab can pass what pyopencl refuses to build. The lab never hands them a dangling handle: objects
+glshare released go in as NULL (``app/lab/lab.py``). ``EntryPoints`` is the interface the lab
+calls; tests substitute a recording stand-in for it.
 """
 from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pyopencl as cl
 
-from app.validate.spec import ENTRY_POINTS
-
-GL_SHARING_EXTENSIONS = ("cl_khr_gl_sharing", "cl_APPLE_gl_sharing")
+FAMILIES = ("gl_sharing", "external_memory", "semaphore")
+EXTENSIONS = {"gl_sharing": ("cl_khr_gl_sharing", "cl_APPLE_gl_sharing"),
+              "external_memory": ("cl_khr_external_memory",), "semaphore": ("cl_khr_semaphore",)}
+ENTRY_POINTS = {
+    "gl_sharing": {"acquire": "clEnqueueAcquireGLObjects", "release": "clEnqueueReleaseGLObjects"},
+    "external_memory": {"acquire": "clEnqueueAcquireExternalMemObjectsKHR",
+                        "release": "clEnqueueReleaseExternalMemObjectsKHR"},
+    "semaphore": {"wait": "clEnqueueWaitSemaphoresKHR", "signal": "clEnqueueSignalSemaphoresKHR"},
+}
+# the objects a family's calls take must have been made by the backend the lab runs on
+BACKEND_FOR = {"gl_sharing": "gl_sharing", "external_memory": "external_memory"}
+CL_SEMAPHORE_TYPE_KHR = 0x203D
+CL_SEMAPHORE_TYPE_BINARY_KHR = 1
 
 
 @dataclass(frozen=True)
 class Implementation:
-    """An OpenCL implementation and what its acquire/release entry points do with bad input.
+    """An OpenCL implementation and what its entry points do with bad input.
 
-    ``no_calls``: when set, no GL-sharing entry point may be called at all (the reason).
-    ``unsafe``: lab case -> why calling the driver with it is unsafe (both calls).
-    ``known``: lab case -> what the driver was seen to answer instead of the spec's code.
+    ``no_calls``: family -> why none of its entry points may be called here.
+    ``unsafe``: (family, case) -> why calling the driver with that case is unsafe.
+    ``known``: (family, case) -> what the driver was seen to answer instead of the spec's code.
     """
 
     key: str
     matches: tuple[str, ...]  # lower-case substrings of the platform's name, vendor or version
-    no_calls: str = ""
-    unsafe: dict[str, str] = field(default_factory=dict)
-    known: dict[str, str] = field(default_factory=dict)
+    excludes: tuple[str, ...] = ()  # ... and substrings that rule it out (another product of the vendor)
+    no_calls: dict[str, str] = field(default_factory=dict)
+    unsafe: dict[tuple[str, str], str] = field(default_factory=dict)
+    known: dict[tuple[str, str], str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+
+_POCL_ABORT = ("PoCL lists no cl_khr_gl_sharing and every GL-sharing entry point aborts the whole process "
+               "(clCreateFromGLBuffer: 'The entire clCreateFromGLBuffer call is unimplemented'; PoCL 3.1, "
+               "../shared/PLATFORMS.md)")
 
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "pocl", ("portable computing language", "pocl"),
-        no_calls="PoCL lists no cl_khr_gl_sharing and every GL-sharing entry point aborts the whole process "
-                 "(clCreateFromGLBuffer: 'The entire clCreateFromGLBuffer call is unimplemented'; PoCL 3.1, "
-                 "../shared/PLATFORMS.md): no driver call is safe for GL objects"),
+        no_calls={"gl_sharing": _POCL_ABORT,
+                  "external_memory": "PoCL 3.1 lists no cl_khr_external_memory (it imports no external memory)",
+                  "semaphore": "PoCL 3.1 lists no cl_khr_semaphore"}),
+    Implementation(
+        "intel-cpu", ("intel(r) opencl",), excludes=("graphics",),  # not Intel's GPU runtime (NEO)
+        no_calls={"gl_sharing": "Intel's CPU runtime (intel-opencl-rt 2026.2) lists no cl_khr_gl_sharing",
+                  "external_memory": "Intel's CPU runtime (intel-opencl-rt 2026.2) lists no cl_khr_external_memory",
+                  "semaphore": "Intel's CPU runtime (intel-opencl-rt 2026.2) lists no cl_khr_semaphore"}),
     Implementation(
         "rusticl", ("rusticl",),
-        unsafe={"num_given_list_null": "rusticl SEGFAULTS on (num_objects=1, mem_objects=NULL) (Mesa 25.0.7 and "
-                                       "26.1.6, ../shared/PLATFORMS.md)"},
-        known={"num_zero_list_given": "rusticl returned -34 (CL_INVALID_CONTEXT) for (0, non-NULL list), not "
-                                      "CL_INVALID_VALUE (measured on a plain context, ../shared/PLATFORMS.md)",
-               "not_gl_object": "rusticl returned -34 (CL_INVALID_CONTEXT) for a plain buffer, not "
-                                "CL_INVALID_GL_OBJECT (measured on a plain context)"},
+        unsafe={("gl_sharing", "num_given_list_null"): "rusticl SEGFAULTS on (num_objects=1, mem_objects=NULL) "
+                                                       "(Mesa 25.0.7 and 26.1.6, ../shared/PLATFORMS.md)",
+                ("gl_sharing", "combo_null_queue_null_list"): "it passes (num_objects=1, mem_objects=NULL), on "
+                                                              "which rusticl SEGFAULTS"},
+        known={("gl_sharing", "num_zero_list_given"): "rusticl returned -34 (CL_INVALID_CONTEXT) for (0, non-NULL "
+                                                      "list), not CL_INVALID_VALUE (a plain context, "
+                                                      "../shared/PLATFORMS.md)",
+               ("gl_sharing", "not_gl_object"): "rusticl returned -34 (CL_INVALID_CONTEXT) for a plain buffer, not "
+                                                "CL_INVALID_GL_OBJECT (a plain context)"},
         notes=("rusticl lists cl_khr_gl_sharing only on hardware drivers (radeonsi, iris); on llvmpipe a "
                "GL-property context fails with -59, so glshare's gl_sharing backend is refused there",)),
     Implementation(
         "nvidia", ("nvidia",),
-        no_calls="NVIDIA's OpenCL (driver 580.159.04) lists no cl_khr_gl_sharing and a GL-property context fails "
-                 "with -59 (CL_INVALID_OPERATION); clCreateEventFromGLsyncKHR on a plain context crashed the "
-                 "process (../shared/gpu/README.md)",
-        notes=("zero-copy there goes through external memory (clEnqueueAcquireExternalMemObjectsKHR), which the "
-               "validator checks with the same rules",)),
+        no_calls={"gl_sharing": "NVIDIA's OpenCL (driver 580.159.04) lists no cl_khr_gl_sharing and a GL-property "
+                                "context fails with -59 (CL_INVALID_OPERATION) (../shared/gpu/README.md)"},
+        notes=("zero-copy there goes through external memory and semaphores: the lab calls every case of those "
+               "two families; clCreateEventFromGLsyncKHR, which crashed the process on a plain context, is never "
+               "called by the lab",)),
 )
 
 OTHER = Implementation("other", ())
@@ -70,51 +104,117 @@ def identify(platform: cl.Platform) -> Implementation:
     """The table entry for ``platform`` (``OTHER`` when none matches)."""
     text = " ".join((platform.name, platform.vendor, platform.version)).lower()
     for impl in IMPLEMENTATIONS:
-        if any(m in text for m in impl.matches):
+        if any(m in text for m in impl.matches) and not any(x in text for x in impl.excludes):
             return impl
     return OTHER
 
 
+def listed_extensions(platform: cl.Platform, device: cl.Device) -> set[str]:
+    return set(device.extensions.split()) | set(platform.extensions.split())
+
+
 def lists_gl_sharing(platform: cl.Platform, device: cl.Device) -> bool:
-    exts = set(device.extensions.split()) | set(platform.extensions.split())
-    return any(e in exts for e in GL_SHARING_EXTENSIONS)
+    return bool(listed_extensions(platform, device) & set(EXTENSIONS["gl_sharing"]))
 
 
-def no_call_reason(impl: Implementation, platform: cl.Platform, device: cl.Device, backend_name: str) -> str | None:
-    """Why the driver may not be called at all here, or None when calls are allowed (case by case)."""
-    if impl.no_calls:
-        return impl.no_calls
-    if not lists_gl_sharing(platform, device):
-        return (f"{device.name.strip()!r} does not list cl_khr_gl_sharing: glshare never calls an extension entry "
-                "point the device does not list")
-    if backend_name != "gl_sharing":
-        return f"the lab runs on {backend_name}, whose objects were not made from GL objects by the driver"
+def no_call_reason(impl: Implementation, platform: cl.Platform, device: cl.Device, backend_name: str,
+                   family: str = "gl_sharing") -> str | None:
+    """Why no entry point of ``family`` may be called here, or None (then case by case)."""
+    if family in impl.no_calls:
+        return impl.no_calls[family]
+    wanted = EXTENSIONS[family]
+    if not listed_extensions(platform, device) & set(wanted):
+        return (f"{device.name.strip()!r} does not list {wanted[0]}: glshare never calls an extension entry point "
+                "the device does not list")
+    needed = BACKEND_FOR.get(family)
+    if needed and backend_name != needed:
+        return f"the lab runs on {backend_name}, whose objects were not made by {needed}"
     return None
 
 
-def unsafe_reason(impl: Implementation, case: str) -> str | None:
-    return impl.unsafe.get(case)
+def unsafe_reason(impl: Implementation, family: str, case: str) -> str | None:
+    return impl.unsafe.get((family, case))
+
+
+def known_answer(impl: Implementation, family: str, case: str) -> str:
+    return impl.known.get((family, case), "")
+
+
+class EntryPoints(Protocol):
+    """What the lab calls. Pointers are ints, ctypes arrays or None (NULL); returns the CL status."""
+
+    def offers(self, family: str) -> bool: ...
+
+    def __call__(self, family: str, call: str, queue: int, num: int, objects, num_events: int,
+                 event_wait_list, event_out) -> int: ...
+
+    def create_semaphore(self, context: int) -> int: ...
+
+    def release_semaphore(self, handle: int) -> None: ...
+
+
+_vp = ctypes.c_void_p
+_u32 = ctypes.c_uint32
+_MEM_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, _vp, _u32, _vp, _u32, _vp, _vp)
+_SEM_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, _vp, _u32, _vp, _vp, _u32, _vp, _vp)
+_SEM_CREATE = ctypes.CFUNCTYPE(_vp, _vp, _vp, ctypes.POINTER(ctypes.c_int32))
+_SEM_RELEASE = ctypes.CFUNCTYPE(ctypes.c_int32, _vp)
 
 
 class RawEntryPoints:
-    """clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects from the ICD loader, taking raw pointers.
+    """The driver's entry points of the families ``families``, taking raw pointers.
 
-    Only construct it after ``no_call_reason`` returned None: looking the symbols up is harmless,
-    calling them on an implementation of the table's ``no_calls`` is not.
+    GL sharing's come from the ICD loader's exports; the KHR extensions' from
+    clGetExtensionFunctionAddressForPlatform. Build it only with families ``no_call_reason``
+    allowed: looking a symbol up is harmless, calling an unlisted one is not.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, platform: cl.Platform, families: tuple[str, ...]) -> None:
         from app.cl.ext import libopencl
 
-        vp = ctypes.c_void_p
-        self._fns = {}
-        for call, name in ENTRY_POINTS.items():
-            fn = getattr(libopencl(), name)
-            fn.restype = ctypes.c_int32
-            fn.argtypes = [vp, ctypes.c_uint32, vp, ctypes.c_uint32, vp, vp]
-            self._fns[call] = fn
+        self.families = frozenset(families)
+        lib = libopencl()
+        self._fns: dict[tuple[str, str], object] = {}
+        for family in self.families:
+            for call, name in ENTRY_POINTS[family].items():
+                if family == "gl_sharing":
+                    fn = getattr(lib, name)
+                    fn.restype = ctypes.c_int32
+                    fn.argtypes = [_vp, _u32, _vp, _u32, _vp, _vp]
+                else:
+                    fn = self._extension(lib, platform, name, _MEM_CALL if family == "external_memory" else _SEM_CALL)
+                self._fns[family, call] = fn
+        if "semaphore" in self.families:
+            self._create = self._extension(lib, platform, "clCreateSemaphoreWithPropertiesKHR", _SEM_CREATE)
+            self._release = self._extension(lib, platform, "clReleaseSemaphoreKHR", _SEM_RELEASE)
 
-    def __call__(self, call: str, queue: int, num_objects: int, mem_objects, num_events: int,
+    @staticmethod
+    def _extension(lib, platform: cl.Platform, name: str, proto):
+        address = lib.clGetExtensionFunctionAddressForPlatform(platform.int_ptr, name.encode())
+        if not address:
+            raise LookupError(f"{name} is not exported by platform {platform.name.strip()!r}")
+        return proto(address)
+
+    def offers(self, family: str) -> bool:
+        return family in self.families
+
+    def __call__(self, family: str, call: str, queue: int, num: int, objects, num_events: int,
                  event_wait_list, event_out) -> int:
-        """Pointers are ints, ctypes arrays or None (NULL). Returns the CL status."""
-        return int(self._fns[call](queue or None, num_objects, mem_objects, num_events, event_wait_list, event_out))
+        fn = self._fns[family, call]
+        if family == "semaphore":  # binary semaphores: sema_payload_list NULL
+            return int(fn(queue or None, num, objects, None, num_events, event_wait_list, event_out))
+        return int(fn(queue or None, num, objects, num_events, event_wait_list, event_out))
+
+    def create_semaphore(self, context: int) -> int:
+        """A binary semaphore without an external handle (what the conformance tests make)."""
+        props = (ctypes.c_uint64 * 3)(CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_TYPE_BINARY_KHR, 0)
+        err = ctypes.c_int32(0)
+        handle = self._create(context, props, ctypes.byref(err))
+        if err.value or not handle:
+            raise cl.RuntimeError(cl._cl._ErrorRecord(msg="clCreateSemaphoreWithPropertiesKHR failed",
+                                                      code=int(err.value or -5),
+                                                      routine="clCreateSemaphoreWithPropertiesKHR"))
+        return int(handle)
+
+    def release_semaphore(self, handle: int) -> None:
+        self._release(handle)

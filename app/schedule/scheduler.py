@@ -23,6 +23,7 @@ from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
 from app.sharing.base import SharingBackend
 from app.sharing.sync import SyncMode
+from app.validate.findings import normalize_strict
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
@@ -49,8 +50,9 @@ class FrameScheduler:
     """Runs frames of one scene on one backend with one sync strategy."""
 
     def __init__(self, backend: SharingBackend, scene, sync: SyncMode, *, history: RunHistory | None = None,
-                 strict: bool = False, gl_timer_every: int = 1, frames_in_flight: int = 2) -> None:
-        self.backend, self.scene, self.sync, self.strict = backend, scene, sync, strict
+                 strict: bool | str = False, gl_timer_every: int = 1, frames_in_flight: int = 2) -> None:
+        self.backend, self.scene, self.sync = backend, scene, sync
+        self.strict = normalize_strict(strict) != "off"  # a failure of the frame is raised, not only recorded
         self.history = history if history is not None else RunHistory()
         if self.history.segment is None or (self.history.segment.scene, self.history.segment.backend,
                                             self.history.segment.sync) != (scene.name, backend.name, sync.name):

@@ -128,7 +128,7 @@ class Controls:
         try:
             return self.run(cmd.name)
         except Exception as exc:  # noqa: BLE001 - a key never stops the loop, except a --strict finding
-            if isinstance(exc, GlshareError) and self.session.cfg.strict:
+            if isinstance(exc, GlshareError) and self.session.cfg.stops_on_findings:
                 raise
             self.session.record_error(exc, f"key {key}")
             return None
@@ -154,7 +154,7 @@ class Controls:
             try:
                 self.run(command, **args)
             except Exception as exc:  # noqa: BLE001
-                if isinstance(exc, GlshareError) and self.session.cfg.strict:
+                if isinstance(exc, GlshareError) and self.session.cfg.stops_on_findings:
                     raise  # a --strict finding: the loop stops (or pauses) on it
                 self.session.record_error(exc, f"panel control {command}")
 

@@ -171,7 +171,7 @@ class Run:
         """One loop iteration: poll -> controls -> step -> UI -> present. Returns the record of
         the frame that completed, or None (paused, or a teaching step mid-frame)."""
         session, controls, ui = self.session, self.controls, self.ui
-        strict = self.cfg.strict
+        strict = self.cfg.stops_on_findings
         try:
             for ev in session.surface.poll_events():
                 if not (ui is not None and ui.wants_keyboard):

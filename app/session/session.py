@@ -246,7 +246,7 @@ class Session:
     def loop_error(self, exc: BaseException, where: str) -> ErrorRecord:
         """``record_error``, then raised again under ``--strict``."""
         rec = self.record_error(exc, where)
-        if self.cfg.strict:
+        if self.cfg.stops_on_findings:
             raise exc
         return rec
 
@@ -402,7 +402,7 @@ class Session:
             scene=self.cfg.scene, scene_title=scene.describe() if scene else "", backend=self.backend_name,
             sync=self.cfg.sync, size_label=cls.size_label(scene.current_size if scene else None),
             size_kind=cls.size_kind, vsync=bool(self.cfg.vsync), headless=self.surface.kind == "headless",
-            strict=bool(self.cfg.strict))
+            strict=self.cfg.stops_on_findings)
 
     def gl_timer_view(self) -> views.GlTimerView:
         timer = self.scheduler.gl_timer if self.scheduler is not None else None

@@ -26,8 +26,9 @@ from app.errors import ClError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
 from app.sharing.sync import SyncMode, sync_modes
+from app.validate.liveness import REGISTRY
 from app.validate.ownership import OwnershipTracker
-from app.validate.spec import SpecValidator
+from app.validate.spec import EMPTY, SpecValidator
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,14 @@ class ProbeEnv:
     @property
     def device_extensions(self) -> frozenset[str]:
         return frozenset(self.choice.device.extensions.split())
+
+
+def completed_event(context: cl.Context) -> cl.UserEvent:
+    """An event that is already CL_COMPLETE: what a hand-over that enqueued nothing returns when the
+    caller asks for its event (a user event: no command on any queue, no profiling info)."""
+    event = cl.UserEvent(context)
+    event.set_status(cl.command_execution_status.COMPLETE)
+    return event
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,7 @@ class SharingBackend(abc.ABC):
     teaching: ClassVar[Mapping[str, str]] = {}  # phase (acquire, compute, release, render) -> what it does
     hazard_effects: ClassVar[Mapping[str, str]] = {}  # hazard demonstration -> what the user sees here
     uploads_reach_cl: ClassVar[bool] = False  # ``upload`` writes the memory CL reads (no GL -> CL copy owed)
+    rule_set: ClassVar[str] = "gl_sharing"  # the calls' error lists it is validated against (app/validate)
     registry: ClassVar[dict[str, type["SharingBackend"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:
@@ -143,15 +153,16 @@ class SharingBackend(abc.ABC):
     def zero_copy(self) -> bool:
         return self.capabilities.zero_copy
 
-    def __init__(self, env: ProbeEnv, *, strict: bool = False) -> None:
+    def __init__(self, env: ProbeEnv, *, strict: bool | str = False) -> None:
         self.env = env
         self.device = env.choice.device
         self.context = self._create_context()
         live.created("cl_context", self.name)
         self._queue = ComputeQueue(self.context, self.device, f"{self.name} queue", owner=self.name)
         self.objects: list[SharedObject] = []
-        self.tracker = OwnershipTracker(strict=strict)
-        self.validator = SpecValidator(self.context, self._is_shared)
+        # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
+        self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
+        self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set)
         self.bypass_validation = False  # the hazard lab turns it off to let a mistake through
         self._closed = False
         self.bytes_copied = 0
@@ -261,6 +272,9 @@ class SharingBackend(abc.ABC):
         return SharedObject(gl.label, gl, mem, access, self.name, live_kind=kind, **fields)
 
     def _adopt(self, obj: SharedObject) -> SharedObject:
+        REGISTRY.created(obj.mem, self.context, label=obj.label)  # live for the validator until unshare()
+        if obj.handover is not None:
+            REGISTRY.created(obj.handover, self.context, label=f"{obj.label} (hand-over buffer)")
         live.created(obj.live_kind, self.name)
         self.objects.append(obj)
         self.tracker.add(obj)
@@ -324,20 +338,30 @@ class SharingBackend(abc.ABC):
         self._unshare(obj)
         live.released(obj.live_kind, self.name)
 
-    def _validated(self, call: str, queue, objects, wait_for) -> list[SharedObject]:
-        """Check the call against the spec (on the CL memory objects, as the driver would see
-        them); return the shared objects to hand over ([] for the spec's no-op case)."""
+    def _validated(self, call: str, queue, objects, wait_for) -> tuple[list[SharedObject], str]:
+        """Check the call against its rule set (on the CL memory objects, as the driver would see
+        them); return the shared objects to hand over and the verdict (``spec.NOOP``: GL sharing's
+        (0, NULL) does nothing; ``spec.EMPTY``: external memory's still enqueues a command)."""
         objects = list(objects or ())
+        verdict = "CL_SUCCESS"
         if not self.bypass_validation:
             mems = [o.mem if isinstance(o, SharedObject) else o for o in objects]
-            if self.validator.check_python(call, queue, mems, wait_for) == "CL_SUCCESS_NOOP":
-                return []
-        return [o for o in objects if isinstance(o, SharedObject)]
+            verdict = self.validator.check_python(call, queue, mems, wait_for)
+        return [o for o in objects if isinstance(o, SharedObject)], verdict
 
-    def acquire(self, queue, objects, wait_for=None) -> cl.Event | None:
+    def acquire(self, queue, objects, wait_for=None, *, event: bool = False) -> cl.Event | None:
         """Enqueue the hand-over GL -> CL. Returns the acquire's event, or None when nothing was
-        enqueued (0 objects; host_copy with nothing to copy in and no wait list)."""
-        return self._hand_over("acquire", queue, objects, wait_for)
+        enqueued (0 objects; a copying backend with nothing to copy in and no wait list).
+
+        ``event=True`` is the C API's non-NULL ``event`` argument, "an event object that identifies
+        this command and can be used to query or wait for this command to complete" (5.5.15): where
+        the hand-over enqueued nothing it is complete already, and the event says so (a user event
+        set to CL_COMPLETE: no command on the queue). The scheduler does not ask: it profiles every
+        event it gets, and a user event has no profiling info."""
+        ev = self._hand_over("acquire", queue, objects, wait_for)
+        if ev is None and event:
+            return completed_event(self.context)
+        return ev
 
     def release(self, queue, objects, wait_for=None) -> cl.Event | None:
         """Enqueue the hand-over CL -> GL. Returns the release's event (None for 0 objects)."""
@@ -345,15 +369,17 @@ class SharingBackend(abc.ABC):
 
     def _hand_over(self, call: str, queue, objects, wait_for) -> cl.Event | None:
         """Validate, enqueue (the backend's own way), then record the new owner."""
-        objects = self._validated(call, queue, objects, wait_for)
-        if not objects:
-            return None
+        objects, verdict = self._validated(call, queue, objects, wait_for)
+        if not objects and verdict != EMPTY:
+            return None  # GL sharing's (0, NULL): "the function does nothing"
         enqueue = self._enqueue_acquire if call == "acquire" else self._enqueue_release
         try:
             event = enqueue(queue, objects, list(wait_for) if wait_for else None)
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{self.name}.{call}") from exc
         (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)
+        if event is None and verdict == EMPTY:
+            event = completed_event(self.context)  # external memory's empty call still identifies a command
         return event
 
     def bare_acquire(self, queue, objects, wait_for=None) -> cl.Event | None:

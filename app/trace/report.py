@@ -42,8 +42,8 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         spans = [(r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3 for r in records if name in r.cl_profile]
         cl_us[name] = summary(spans)
     errors = [e.as_dict() for r in records for e in r.errors] + [e.as_dict() for e in history.loop_errors]
-    hazards = [{"case": h.case, "label": h.label, "frame": h.frame, "where": h.where, "spec": h.spec}
-               for r in records for h in r.hazards]
+    hazards = [{"case": h.case, "kind": getattr(h, "kind", ""), "label": h.label, "frame": h.frame,
+                "where": h.where, "spec": h.spec} for r in records for h in r.hazards]
     return {
         "schema": SCHEMA,
         "scene": facts.scene,

@@ -1,33 +1,143 @@
-"""Who owns each shared object (GL, CL, or in transition) and the hazards of breaking the hand-over.
+"""Who owns each shared object (GL or CL), and what breaking the hand-over is: spec or advice.
 
-Each hazard carries the spec sentence it breaks (../shared/spec/gl-acquire-release.txt, 5.5.15).
-Flags are recorded and shown in the panel; with ``strict`` they raise HazardError.
+The tracker sees the hand-overs the validator lets through and every use the scheduler reports
+(``cl_use`` before a kernel, ``gl_use`` before a draw or upload). Each case is classified per call
+family (``app/validate/findings.py``), with its sentence and section:
+
+| case | gl_sharing (5.5.15, seed) | external_memory (5.5.1.1) |
+| --- | --- | --- |
+| use_without_acquire | spec: undefined behaviour | spec: undefined behaviour |
+| gl_use_while_acquired | spec: a requirement, no consequence given (undefined) | spec: undefined behaviour |
+| double_acquire | advice: 5.5.15 does not forbid it | spec: implementation-defined |
+| release_without_acquire | advice | spec: implementation-defined |
+| release_on_other_queue | advice: allowed ("can therefore be used by all command-queues") | advice: allowed |
+| delete_gl_while_shared | advice: the delete is allowed, later CL use is undefined (3.3.4) | advice |
+
+Every finding is recorded (``flags``, ``counts``) and shown in the panel; ``strict`` ("off",
+"spec", "all"; True = "all") decides which are raised as HazardError.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from app.errors import HazardError
-from app.validate.spec import retire
+from app.validate.findings import (
+    ADVICE,
+    HAZARD,
+    IMPLEMENTATION_DEFINED,
+    KHR_ARCH,
+    KHR_RUNTIME,
+    SEED_GL,
+    SPEC,
+    UNDEFINED,
+    Source,
+    normalize_strict,
+    raises,
+)
+from app.validate.liveness import REGISTRY
 
 GL, CL = "gl", "cl"
+FAMILIES = ("gl_sharing", "external_memory")
 
-HAZARDS: dict[str, str] = {
-    "use_without_acquire": "These objects need to be acquired before they can be used by any OpenCL commands "
-                           "queued to a command-queue or the behaviour is undefined.",
-    "double_acquire": "The OpenGL objects are acquired by the OpenCL context associated with command_queue: an "
-                      "object CL already holds was acquired again, so the next release hands GL an object CL may still use.",
-    "release_without_acquire": "These objects need to be acquired before they can be used by any OpenCL commands; "
-                               "a release of an object CL never acquired has no acquire to pair with.",
-    "release_on_other_queue": "GL commands issued after clEnqueueReleaseGLObjects will not execute until after execution "
-                              "of any OpenCL commands preceding the clEnqueueReleaseGLObjects: 'preceding' is per queue, so a "
-                              "release on another queue does not order the commands of the queue that used the object.",
-    "gl_use_while_acquired": "These objects need to be released before they can be used by OpenGL.",
-    "delete_gl_while_shared": "A CL memory object made from a GL object refers to that GL object's storage: deleting the "
-                              "GL object while the CL memory object exists leaves CL with storage GL may reuse "
-                              "(cl_khr_gl_sharing, creating CL objects from GL objects; release the CL object first).",
+
+@dataclass(frozen=True)
+class Hazard:
+    """One case of one family: its kind, what it leads to, the sentence it rests on (None where
+    no text speaks to it) and glshare's reasoning."""
+
+    case: str
+    kind: str  # SPEC or ADVICE
+    consequence: str
+    source: Source | None
+    reasoning: str
+
+    @property
+    def spec(self) -> str:
+        """The one line shown with a flag: the quote for a spec violation; reasoning and source for advice."""
+        if self.kind == SPEC:
+            return f"{self.source.text} ({self.source.section}; {self.consequence})"
+        cite = f" Source: {self.source.cite()}" if self.source else ""
+        return f"advice: {self.reasoning}{cite}"
+
+
+def _gl(text: str) -> Source:
+    return Source(text, "5.5.15", "Acquiring, Releasing, and Synchronizing Access to Shared OpenCL/OpenGL Memory "
+                  "Objects", SEED_GL)
+
+
+def _em(text: str) -> Source:
+    return Source(text, "5.5.1.1", "Acquiring and Releasing External Memory Objects", KHR_RUNTIME)
+
+
+_GL_LIFETIME = Source(
+    "If the OpenGL object is deleted through the OpenGL API (e.g. glDeleteBuffers, glDeleteTextures, or "
+    "glDeleteRenderbuffers), subsequent use of the OpenCL buffer or image object will result in undefined "
+    "behavior, including but not limited to possible OpenCL errors and data corruption, but may not result in "
+    "program termination.", "3.3.4", "Lifetime of Shared OpenCL/OpenGL Memory Objects", KHR_ARCH)
+_GL_ALL_QUEUES = _gl("The OpenGL objects are acquired by the OpenCL context associated with command_queue and can "
+                     "therefore be used by all command-queues associated with the OpenCL context.")
+_ORDERING = ("a release on another queue does not wait for the commands of the queue that acquired the object and "
+             "ran the kernels (an in-order queue orders only its own commands), so GL may get the object before "
+             "those commands finish; pass the last command's event in the release's wait list, or release on the "
+             "acquiring queue")
+
+HAZARDS_BY_FAMILY: dict[str, dict[str, Hazard]] = {
+    "gl_sharing": {
+        "use_without_acquire": Hazard("use_without_acquire", SPEC, UNDEFINED, _gl(
+            "These objects need to be acquired before they can be used by any OpenCL commands queued to a "
+            "command-queue or the behaviour is undefined."),
+            "a CL command used a shared object GL still owns"),
+        "double_acquire": Hazard("double_acquire", ADVICE, HAZARD, None,
+            "5.5.15 does not forbid acquiring an object CL already holds (the seed has no sentence on it; "
+            "cl_khr_external_memory forbids it for its objects, 5.5.1.1); glshare flags it because the bracket "
+            "is unbalanced: the first release hands the object to GL while the second acquirer still uses it"),
+        "release_without_acquire": Hazard("release_without_acquire", ADVICE, HAZARD, None,
+            "5.5.15 neither forbids nor lists an error for releasing an object CL does not hold (the seed has no "
+            "sentence on it; cl_khr_external_memory forbids it for its objects, 5.5.1.1); glshare flags it "
+            "because a release without its acquire means the program's idea of who owns the object is wrong"),
+        "release_on_other_queue": Hazard("release_on_other_queue", ADVICE, HAZARD, _GL_ALL_QUEUES, _ORDERING),
+        "gl_use_while_acquired": Hazard("gl_use_while_acquired", SPEC,
+            "undefined: the text states the requirement and no consequence", _gl(
+            "These objects need to be released before they can be used by OpenGL."),
+            "GL used a shared object CL still owns"),
+        "delete_gl_while_shared": Hazard("delete_gl_while_shared", ADVICE, HAZARD, _GL_LIFETIME,
+            "deleting the GL object is allowed and the seed (5.5.15) says nothing about it; any later use of "
+            "the CL object is undefined (3.3.4), so glshare releases the CL object first, leaving nothing that "
+            "could use it"),
+    },
+    "external_memory": {
+        "use_without_acquire": Hazard("use_without_acquire", SPEC, UNDEFINED, _em(
+            "Behavior is undefined if a memory object created from an external memory handle is used by an "
+            "OpenCL command queued to a command-queue without being acquired."),
+            "a CL command used an imported object that was not acquired"),
+        "double_acquire": Hazard("double_acquire", SPEC, IMPLEMENTATION_DEFINED, _em(
+            "Each memory object must be acquired only once. Acquiring a memory object multiple times without "
+            "releasing it results in implementation-defined behavior."),
+            "an object CL holds was acquired again"),
+        "release_without_acquire": Hazard("release_without_acquire", SPEC, IMPLEMENTATION_DEFINED, _em(
+            "Each memory object must be released only once. Releasing a memory object multiple times without "
+            "acquiring it results in implementation-defined behavior."),
+            "a release of an object CL does not hold; glshare applies the sentence to a never-acquired object "
+            "too: imported memory starts outside OpenCL, as if released"),
+        "release_on_other_queue": Hazard("release_on_other_queue", ADVICE, HAZARD, _em(
+            "If CL_MEM_DEVICE_HANDLE_LIST_KHR was not specified, the release can be performed on a command-queue "
+            "associated with any device in the context."), _ORDERING),
+        "gl_use_while_acquired": Hazard("gl_use_while_acquired", SPEC, UNDEFINED, _em(
+            "Applications must release memory objects that were acquired using clEnqueueReleaseExternalMemObjectsKHR "
+            "before using any external memory handles that were specified when the memory objects were created or "
+            "accessing the external memory that these handles represent outside of OpenCL, otherwise behavior is "
+            "undefined."),
+            "GL accessed imported memory CL still holds"),
+        "delete_gl_while_shared": Hazard("delete_gl_while_shared", ADVICE, HAZARD, Source(
+            "The imported memory object holds a reference to its payload.", "5.5.2.1",
+            "File Descriptor Handle Types", KHR_RUNTIME),
+            "harmless to CL here (the CL import keeps the payload alive), but a GL object deleted while CL may "
+            "still write the memory leaves GL's side of the hand-over undefined; glshare keeps one teardown order "
+            "on every backend: CL object first"),
+    },
 }
+HAZARDS: dict[str, Hazard] = HAZARDS_BY_FAMILY["gl_sharing"]  # the case names (the same in every family)
 
 
 @dataclass
@@ -42,20 +152,52 @@ class Ownership:
 
 @dataclass
 class HazardFlag:
+    """One finding of the tracker (the report and the panel keep ``case``, ``label``, ``frame``,
+    ``spec`` and ``where``; ``kind``, ``consequence``, ``source`` and ``reasoning`` say which kind
+    it is and why)."""
+
     case: str
     label: str
     frame: int
     spec: str
     where: str
+    kind: str = ADVICE
+    consequence: str = ""
+    source: Source | None = None
+    reasoning: str = ""
+
+    def as_dict(self) -> dict:
+        return {"case": self.case, "label": self.label, "frame": self.frame, "where": self.where, "kind": self.kind,
+                "consequence": self.consequence, "spec": self.spec, "reasoning": self.reasoning,
+                "source": self.source.cite() if self.source else None}
 
 
-@dataclass
 class OwnershipTracker:
-    strict: bool = False
-    frame: int = 0
-    states: dict[int, Ownership] = field(default_factory=dict)  # id(shared object) -> state
-    flags: list[HazardFlag] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
+    """Ownership of every shared object, and the findings of breaking the hand-over.
+
+    Args:
+        strict: "off", "spec" or "all" (True = "all", False = "off"): which findings raise.
+        family: the backend's rule set ("gl_sharing" or "external_memory").
+    """
+
+    def __init__(self, strict: object = "off", family: str = "gl_sharing", frame: int = 0) -> None:
+        if family not in HAZARDS_BY_FAMILY:
+            raise ValueError(f"unknown family {family!r} (one of {', '.join(FAMILIES)})")
+        self.strict = strict
+        self.family = family
+        self.hazards = HAZARDS_BY_FAMILY[family]
+        self.frame = frame
+        self.states: dict[int, Ownership] = {}  # id(shared object) -> state
+        self.flags: list[HazardFlag] = []
+        self.counts: dict[str, int] = {}
+
+    @property
+    def strict(self) -> str:
+        return self._strict
+
+    @strict.setter
+    def strict(self, value: object) -> None:
+        self._strict = normalize_strict(value)
 
     def add(self, obj) -> None:
         self.states[id(obj)] = Ownership(obj.label, since_frame=self.frame)
@@ -65,18 +207,19 @@ class OwnershipTracker:
         self.states.pop(id(obj), None)
         mem = getattr(obj, "mem", None)
         if mem is not None:
-            retire(mem)  # the validator refuses it from now on (CL_INVALID_MEM_OBJECT)
+            REGISTRY.released(mem)  # the validator refuses it from now on (CL_INVALID_MEM_OBJECT)
 
     def state(self, obj) -> Ownership:
         return self.states[id(obj)]
 
     def _flag(self, case: str, label: str, where: str) -> None:
-        flag = HazardFlag(case, label, self.frame, HAZARDS[case], where)
+        h = self.hazards[case]
+        flag = HazardFlag(case, label, self.frame, h.spec, where, h.kind, h.consequence, h.source, h.reasoning)
         self.flags.append(flag)
         del self.flags[:-256]
         self.counts[case] = self.counts.get(case, 0) + 1
-        if self.strict:
-            raise HazardError(case, label, HAZARDS[case], where=where)
+        if raises(self._strict, h.kind):
+            raise HazardError(case, label, h.spec, where=where, kind=h.kind)
 
     # -- transitions ------------------------------------------------------------------------
     def acquired(self, objects, queue) -> None:

@@ -1,188 +1,208 @@
-"""The acquire/release rule book, checked before the driver sees a call.
+"""Every acquire and release checked against its own call's error list, before the driver sees it.
 
-Every rule is quoted from ../shared/spec/gl-acquire-release.txt (OpenCL 3.0, section 5.5.15,
-clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects). The validator runs on every backend, so
-host_copy and external_memory keep exactly the contract of cl_khr_gl_sharing.
+One ``SpecValidator`` per backend, built with the backend's rule set:
+- ``"gl_sharing"``: clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects, the seed text
+  ../shared/spec/gl-acquire-release.txt (5.5.15). gl_sharing and host_copy use it (host_copy
+  teaches that contract with copies).
+- ``"external_memory"``: clEnqueueAcquireExternalMemObjectsKHR / ...ReleaseExternalMemObjectsKHR
+  (cl_khr_external_memory, ``app/validate/external_memory.py``); its ``semaphores`` validator
+  checks clEnqueueWaitSemaphoresKHR / clEnqueueSignalSemaphoresKHR (cl_khr_semaphore,
+  ``app/validate/semaphores.py``).
 
-Order of the checks. The spec lists the errors without a precedence, so glshare fixes one:
-1. the queue (an ICD loader dispatches on it, so no implementation can answer anything else for
-   an invalid queue);
-2. the no-op: "If num_objects is 0 and mem_objects is NULL the function does nothing and returns
-   CL_SUCCESS. Otherwise, it returns one of the following errors" - read literally, it comes
-   before every other error;
-3. the context, the (num_objects, mem_objects) pair, the wait list, the returned event, then each
-   memory object: not a valid memory object before not made from a GL object.
+Each rule is a verbatim English extract with its section (``Rule.source``), kept here beside the
+check that enforces it. A broken rule with a CL code raises ``ValidationError`` (``.code``,
+``.rule``, ``.quote``, ``.section``); a broken requirement the text gives no code for raises
+``SpecViolation`` (``.code`` None): glshare invents no code. Both are spec violations, refused
+before the driver call; the scheduler records them and ``--strict`` stops the run on them.
+
+Rules every OpenCL enqueue obeys but 5.5.15 does not list (``basis="general rule"``): wait-list
+events of another context. Appendix A.1: "Event objects can be created when a command is queued
+to a command-queue. These event objects can be shared across multiple command-queues created
+using the same context."; every core enqueue names the code, e.g. clEnqueueMarkerWithWaitList
+(5.12): "CL_INVALID_CONTEXT if context associated with command_queue and events in
+event_wait_list are not the same."
+
+Liveness: memory objects are judged by glshare's registry (``app/validate/liveness.py``): a
+released object, or one glshare never saw, is CL_INVALID_MEM_OBJECT; the validator never reads a
+memory object's info. Events and queues are pyopencl wrappers that hold their handle while they
+exist; an event's context is asked of the driver (a valid handle).
 
 The C API's pointers are modelled in Python: ``NULL`` (None) is a NULL pointer, a list is a
 pointer to that many elements (a count larger than the list reads past it: invalid elements), an
-element that is None is a NULL handle. ``event_out`` is the object the caller wants the new event
-written over; it aliases the wait list when it is (or wraps the same cl_event as) an element.
+element that is None is a NULL handle. ``event_out`` is *where* the new event is written: NULL, a
+separate place (any other value), or ``WaitListElement(i)``, the i-th slot of the
+event_wait_list array itself. The alias rule ("event must not refer to an element of the
+event_wait_list array") is about that place, not about values: two variables holding the same
+cl_event are two places and break nothing. The Python API (``check_python``) returns the new
+event instead of writing it anywhere, so it cannot break the rule.
 
-A CL memory object released *through glshare's sharing layer* (``SharingBackend.unshare``, which
-calls ``OwnershipTracker.remove``) is remembered in ``RETIRED`` and refused as invalid. One
-released elsewhere cannot be told from a live one: pyopencl keeps no readable flag and reading a
-released object's info segfaults, so the validator never touches a memory object's info.
+Order of the checks. The spec lists errors without a precedence; glshare fixes one (the error
+lab's combination cases accept any listed code): the queue, then (GL only) the no-op, the
+queue's context, the (count, list) pair, the wait list, then each memory object.
 
-Cost (it runs twice a frame; the bench measures it): the common case is a queue seen before,
-one or two shared objects and at most one event: a few attribute reads and dict lookups, no CL
-call. Memory objects the backend accepted as shared are remembered (by identity, the wrapper held)
-until the next ``retire``, the only way an object stops being shared.
+Cost (it runs twice a frame): a queue seen before, one or two shared objects accepted before and
+at most one event: a few attribute reads and dict lookups plus one event-context query.
 """
 from __future__ import annotations
 
-import collections
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import pyopencl as cl
 
-from app.errors import CL_CODES, ValidationError
+from app.errors import CL_CODES, SpecViolation, ValidationError
+from app.validate.findings import ERROR_CODE, KHR_APPENDIX_A, KHR_RUNTIME, SEED_GL, UNDEFINED, Source
+from app.validate.liveness import REGISTRY, ObjectRegistry
 
 NULL = None  # a C NULL pointer, as opposed to an empty list
 
 CALLS = ("acquire", "release")
 ENTRY_POINTS = {"acquire": "clEnqueueAcquireGLObjects", "release": "clEnqueueReleaseGLObjects"}
-NOOP = "CL_SUCCESS_NOOP"  # what check() returns for (0, NULL): CL_SUCCESS, nothing enqueued
+NOOP = "CL_SUCCESS_NOOP"  # CL_SUCCESS, nothing enqueued: 5.5.15's "does nothing"
+EMPTY = "CL_SUCCESS_EMPTY"  # CL_SUCCESS for a command with no objects that still completes an event
+RULE_SETS = ("gl_sharing", "external_memory")
+
+
+@dataclass(frozen=True)
+class WaitListElement:
+    """``event_out`` pointing at element ``index`` of the event_wait_list array (the C alias)."""
+
+    index: int = 0
 
 
 @dataclass(frozen=True)
 class Rule:
-    code: str
-    spec: str
-    note: str = ""  # where glshare had to choose (the spec names no code)
+    """One rule of one call family: the CL code (None: the text names none), what breaking it
+    leads to, the verbatim sentence, and where the code comes from."""
+
+    code: str | None
+    source: Source
+    consequence: str = ERROR_CODE
+    basis: str = "listed"  # "listed" in the call's error list, "general rule", or "requirement"
+    note: str = ""
 
     @property
-    def spec_names_code(self) -> bool:
-        return not self.note
+    def spec(self) -> str:
+        return self.source.text
 
 
-RULES: dict[str, Rule] = {
-    "success_empty": Rule("CL_SUCCESS", "If num_objects is 0 and mem_objects is NULL the function does nothing and returns CL_SUCCESS."),
-    "num_zero_list_given": Rule("CL_INVALID_VALUE", "CL_INVALID_VALUE if num_objects is zero and mem_objects is not a NULL value"),
-    "num_given_list_null": Rule("CL_INVALID_VALUE", "CL_INVALID_VALUE ... if num_objects > 0 and mem_objects is NULL."),
-    "invalid_mem_object": Rule("CL_INVALID_MEM_OBJECT", "CL_INVALID_MEM_OBJECT if memory objects in mem_objects are not valid OpenCL memory objects."),
-    "invalid_queue": Rule("CL_INVALID_COMMAND_QUEUE", "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid command-queue."),
-    "context_not_from_gl": Rule("CL_INVALID_CONTEXT", "CL_INVALID_CONTEXT if context associated with command_queue was not created from an OpenGL context"),
-    "not_gl_object": Rule("CL_INVALID_GL_OBJECT", "CL_INVALID_GL_OBJECT if memory objects in mem_objects have not been created from an OpenGL object(s)."),
-    "wait_list_null_n_given": Rule("CL_INVALID_EVENT_WAIT_LIST", "CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list > 0"),
-    "wait_list_given_n_zero": Rule("CL_INVALID_EVENT_WAIT_LIST", "... or event_wait_list is not NULL and num_events_in_wait_list is 0"),
-    "wait_list_invalid_event": Rule("CL_INVALID_EVENT_WAIT_LIST", "... or if event objects in event_wait_list are not valid events."),
-    "event_aliases_wait_list": Rule(
-        "CL_INVALID_VALUE",
-        "If event_wait_list and event are not NULL, event must not refer to an element of the event_wait_list array.",
-        note="the spec names no error code for this (the behaviour is undefined); glshare refuses the call "
-             "with CL_INVALID_VALUE, the code the spec uses for the other invalid arguments"),
+def _gl(text: str) -> Source:
+    return Source(text, "5.5.15", "Acquiring, Releasing, and Synchronizing Access to Shared OpenCL/OpenGL "
+                  "Memory Objects", SEED_GL)
+
+
+GENERAL_EVENT_CONTEXT = (
+    Source("Event objects can be created when a command is queued to a command-queue. These event objects can "
+           "be shared across multiple command-queues created using the same context.", "A.1",
+           "Shared OpenCL Objects", KHR_APPENDIX_A),
+    Source("CL_INVALID_CONTEXT if context associated with command_queue and events in event_wait_list are not "
+           "the same.", "5.12", "Markers, Barriers and Waiting for Events (clEnqueueMarkerWithWaitList)",
+           KHR_RUNTIME),
+)
+
+# clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects (both calls carry the same list)
+GL_RULES: dict[str, Rule] = {
+    "success_empty": Rule("CL_SUCCESS", _gl(
+        "If num_objects is 0 and mem_objects is NULL the function does nothing and returns CL_SUCCESS.")),
+    "num_zero_list_given": Rule("CL_INVALID_VALUE", _gl(
+        "CL_INVALID_VALUE if num_objects is zero and mem_objects is not a NULL value or if num_objects > 0 and "
+        "mem_objects is NULL.")),
+    "num_given_list_null": Rule("CL_INVALID_VALUE", _gl(
+        "CL_INVALID_VALUE if num_objects is zero and mem_objects is not a NULL value or if num_objects > 0 and "
+        "mem_objects is NULL.")),
+    "invalid_mem_object": Rule("CL_INVALID_MEM_OBJECT", _gl(
+        "CL_INVALID_MEM_OBJECT if memory objects in mem_objects are not valid OpenCL memory objects.")),
+    "invalid_queue": Rule("CL_INVALID_COMMAND_QUEUE", _gl(
+        "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid command-queue.")),
+    "context_not_from_gl": Rule("CL_INVALID_CONTEXT", _gl(
+        "CL_INVALID_CONTEXT if context associated with command_queue was not created from an OpenGL context")),
+    "not_gl_object": Rule("CL_INVALID_GL_OBJECT", _gl(
+        "CL_INVALID_GL_OBJECT if memory objects in mem_objects have not been created from an OpenGL object(s).")),
+    "wait_list_null_n_given": Rule("CL_INVALID_EVENT_WAIT_LIST", _gl(
+        "CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list > 0, or "
+        "event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects in event_wait_list "
+        "are not valid events.")),
+    "wait_list_given_n_zero": Rule("CL_INVALID_EVENT_WAIT_LIST", _gl(
+        "CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list > 0, or "
+        "event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects in event_wait_list "
+        "are not valid events.")),
+    "wait_list_invalid_event": Rule("CL_INVALID_EVENT_WAIT_LIST", _gl(
+        "CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list > 0, or "
+        "event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects in event_wait_list "
+        "are not valid events.")),
+    "wait_list_other_context": Rule("CL_INVALID_CONTEXT", GENERAL_EVENT_CONTEXT[1], basis="general rule",
+                                    note="5.5.15 lists no code for events of another context; the code is the one "
+                                         "every core enqueue gives (A.1: events are shared only within a context)"),
+    "event_aliases_wait_list": Rule(None, _gl(
+        "If event_wait_list and event are not NULL, event must not refer to an element of the event_wait_list "
+        "array."), consequence=UNDEFINED, basis="requirement",
+        note="the spec names no error code for it: glshare refuses the call as a spec violation without one"),
 }
-
-# Memory objects glshare's sharing layer released (id -> the pyopencl wrapper, kept so that its id
-# cannot be reused by a live object). Bounded: the oldest are forgotten first.
-RETIRED: collections.OrderedDict[int, Any] = collections.OrderedDict()
-RETIRED_MAX = 1024
-_RETIRE_COUNT = [0]  # bumped by every retire(): validators drop their cache of shared objects
-
-
-def retire(mem: Any) -> None:
-    """Remember that ``mem`` was released by glshare (called before the release itself)."""
-    RETIRED[id(mem)] = mem
-    _RETIRE_COUNT[0] += 1
-    while len(RETIRED) > RETIRED_MAX:
-        RETIRED.popitem(last=False)
-
-
-_NO_QUEUE = object()  # never a queue (None is NULL, which must be checked)
-
-
-def _live(obj: Any, cls: type) -> bool:
-    """A pyopencl object of that class with a non-NULL handle, not released by glshare."""
-    return isinstance(obj, cls) and bool(obj.int_ptr) and id(obj) not in RETIRED
-
-
-def _live_event(e: Any) -> bool:
-    return isinstance(e, cl.Event) and bool(e.int_ptr)
-
-
-def _same_event(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    return isinstance(a, cl.Event) and isinstance(b, cl.Event) and a.int_ptr == b.int_ptr
 
 
 class SpecValidator:
-    """Checks one acquire or release call.
+    """Checks one acquire or release call against the backend's rule set.
 
     ``sharing_context`` is the context that plays the part of the GL-created context (for
-    gl_sharing it is one; host_copy and external_memory designate their own), and ``is_shared``
-    tells whether a memory object was made from a GL object by this backend.
+    gl_sharing it is one; host_copy and external_memory designate their own); ``is_shared(mem)``
+    tells whether a live memory object is one this backend shares (made from a GL object, or
+    imported from external memory).
     """
 
-    def __init__(self, sharing_context: cl.Context, is_shared) -> None:
+    def __init__(self, sharing_context: cl.Context, is_shared: Callable[[Any], bool],
+                 rule_set: str = "gl_sharing", registry: ObjectRegistry = REGISTRY) -> None:
+        if rule_set not in RULE_SETS:
+            raise ValueError(f"unknown rule set {rule_set!r} (one of {', '.join(RULE_SETS)})")
         self.sharing_context = sharing_context
         self.is_shared = is_shared
+        self.rule_set = rule_set
+        self.registry = registry
         self.checked = 0
         self.refused = 0
         self._queue_ok: Any = _NO_QUEUE  # the last queue found to belong to sharing_context
-        self._shared: dict[int, Any] = {}  # id -> memory objects is_shared() accepted, until a retire()
-        self._retires = _RETIRE_COUNT[0]
+        self._accepted: dict[int, Any] = {}  # id -> memory objects accepted, until the registry changes
+        self._generation = registry.generation
+        if rule_set == "external_memory":
+            from app.validate import external_memory, semaphores
 
+            self.rules, self.entry_points = external_memory.RULES, external_memory.ENTRY_POINTS
+            self._family = external_memory
+            self.semaphores: Any = semaphores.SemaphoreValidator(sharing_context, registry)
+        else:
+            self.rules, self.entry_points = GL_RULES, ENTRY_POINTS
+            self._family = None
+            self.semaphores = None
+
+    # -- the C form ------------------------------------------------------------------------------
     def check(self, call: str, queue: Any, num_objects: int, mem_objects: list | None,
               num_events: int, event_wait_list: list | None, event_out: Any = NULL) -> str:
         """One call in the C API's terms.
 
         Returns:
-            ``"CL_SUCCESS"``, or ``NOOP`` for 0 objects with a NULL list (nothing to enqueue).
+            ``"CL_SUCCESS"``; ``NOOP`` for 5.5.15's (0, NULL) "does nothing"; ``EMPTY`` for
+            cl_khr_external_memory's (0, NULL), a command that still completes an event.
         Raises:
-            ValidationError with ``.code``/``.name`` (the spec's CL code) and ``.rule`` (a RULES key).
+            ValidationError (a CL code) or SpecViolation (no code), each with ``.rule``.
         """
         self.checked += 1
-        # 1. the queue
-        in_context = True
-        if queue is not self._queue_ok:
-            if not _live(queue, cl.CommandQueue):
-                self._fail("invalid_queue", call)
-            in_context = queue.context == self.sharing_context
-            if in_context:
-                self._queue_ok = queue
-        # 2. the spec's no-op
-        if num_objects == 0 and mem_objects is NULL:
-            return NOOP
-        # 3. the arguments
+        gl = self._family is None
+        in_context = self._check_queue(call, queue)
+        if gl and num_objects == 0 and mem_objects is NULL:
+            return NOOP  # "does nothing and returns CL_SUCCESS. Otherwise, ...": read literally
         if not in_context:
-            self._fail("context_not_from_gl", call)
-        if num_objects == 0:
+            self._fail("context_not_from_gl" if gl else "queue_other_context", call)
+        if num_objects == 0 and mem_objects is not NULL:
             self._fail("num_zero_list_given", call)
-        if mem_objects is NULL:
+        if num_objects > 0 and mem_objects is NULL:
             self._fail("num_given_list_null", call)
-        if event_wait_list is NULL:
-            if num_events > 0:
-                self._fail("wait_list_null_n_given", call)
-        else:
-            if num_events == 0:
-                self._fail("wait_list_given_n_zero", call)
-            events = event_wait_list[:num_events]
-            if len(events) < num_events or not all(_live_event(e) for e in events):
-                self._fail("wait_list_invalid_event", call)
-            if event_out is not NULL and any(_same_event(event_out, e) for e in events):
-                self._fail("event_aliases_wait_list", call)
-        objs = mem_objects[:num_objects]
-        if self._retires != _RETIRE_COUNT[0]:
-            self._shared.clear()
-            self._retires = _RETIRE_COUNT[0]
-        known = self._shared
-        if len(objs) == num_objects:
-            for m in objs:
-                if id(m) not in known:
-                    break
-            else:
-                return "CL_SUCCESS"
-        if len(objs) == num_objects and all(self.is_shared(m) for m in objs):
-            for m in objs:
-                known[id(m)] = m
-            return "CL_SUCCESS"
-        # the rare path: say which rule the list breaks
-        if len(objs) < num_objects or not all(_live(m, cl.MemoryObjectHolder) for m in objs):
-            self._fail("invalid_mem_object", call)
-        self._fail("not_gl_object", call)
-        raise AssertionError("unreachable")
+        check_wait_list(self, call, num_events, event_wait_list, failed_events=not gl)
+        if gl and event_out is not NULL and event_wait_list is not NULL and isinstance(event_out, WaitListElement) \
+                and 0 <= event_out.index < num_events:
+            self._fail("event_aliases_wait_list", call)
+        if num_objects == 0:
+            return EMPTY
+        self._check_objects(call, mem_objects[:num_objects], num_objects, gl)
+        return "CL_SUCCESS"
 
     def check_python(self, call: str, queue: Any, objects: Iterable | None, wait_for: Iterable | None) -> str:
         """The Python API's form: a list (or None) of objects and of events; [] counts as NULL."""
@@ -190,16 +210,90 @@ class SpecValidator:
         evs = list(wait_for) if wait_for else NULL
         return self.check(call, queue, len(objs) if objs else 0, objs, len(evs) if evs else 0, evs)
 
-    def _fail(self, rule: str, call: str) -> None:
+    # -- the parts -------------------------------------------------------------------------------
+    def _check_queue(self, call: str, queue: Any) -> bool:
+        if queue is self._queue_ok:
+            return True
+        if not (isinstance(queue, cl.CommandQueue) and queue.int_ptr):
+            self._fail("invalid_queue", call, "a NULL handle" if queue is None else f"not a command-queue: "
+                                                                                     f"{type(queue).__name__}")
+        if queue.context == self.sharing_context:
+            self._queue_ok = queue
+            return True
+        return False
+
+    def _check_objects(self, call: str, objs: list, num_objects: int, gl: bool) -> None:
+        if self._generation != self.registry.generation:
+            self._accepted.clear()
+            self._generation = self.registry.generation
+        accepted = self._accepted
+        if len(objs) == num_objects:
+            for m in objs:
+                if id(m) not in accepted:
+                    break
+            else:
+                return
+        if len(objs) < num_objects:
+            self._fail("invalid_mem_object", call, f"num_objects is {num_objects} but the list holds {len(objs)}: "
+                                                   "the elements past it are not memory objects")
+        registry = self.registry
+        for m in objs:  # every invalid object before any valid one that is not shared
+            if not (isinstance(m, cl.MemoryObjectHolder) and registry.is_live(m)):
+                self._fail("invalid_mem_object", call, registry.why_not_live(m))
+        for m in objs:
+            if not self.is_shared(m):
+                if gl:
+                    self._fail("not_gl_object", call, "a valid memory object this backend did not make from a GL object")
+                self._fail("not_external_memory", call, "a valid memory object not imported from an external handle")
+            accepted[id(m)] = m
+
+    def _fail(self, rule: str, call: str, detail: str = "") -> None:
         self.refused += 1
-        raise rule_error(rule, call)
+        raise rule_error(rule, call, self.rules, self.entry_points, detail)
 
 
-def rule_error(rule: str, call: str) -> ValidationError:
-    """The ValidationError for a broken rule (``.rule``, ``.code``, ``.name``, ``.spec``)."""
-    r = RULES[rule]
-    detail = f"{r.spec} [rule {rule}]" + (f" ({r.note})" if r.note else "")
-    exc = ValidationError(CL_CODES[r.code], where=ENTRY_POINTS.get(call, call), detail=detail)
-    exc.rule = rule
-    exc.spec = r.spec
-    return exc
+_NO_QUEUE = object()  # never a queue (None is NULL, which must be checked)
+
+
+def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | None, *,
+                    failed_events: bool) -> None:
+    """The wait-list rules shared by every call family (each family's own wording is in its
+    ``rules``: keys wait_list_null_n_given, wait_list_given_n_zero, wait_list_invalid_event,
+    wait_list_other_context and, where the family lists it, wait_list_failed_event)."""
+    if event_wait_list is NULL:
+        if num_events > 0:
+            v._fail("wait_list_null_n_given", call)
+        return
+    if num_events == 0:
+        v._fail("wait_list_given_n_zero", call)
+    events = event_wait_list[:num_events]
+    if len(events) < num_events:
+        v._fail("wait_list_invalid_event", call, f"num_events_in_wait_list is {num_events} but the list holds "
+                                                 f"{len(events)}")
+    for e in events:
+        if not (isinstance(e, cl.Event) and e.int_ptr):
+            v._fail("wait_list_invalid_event", call, "a NULL event" if e is None else f"not an event: {type(e).__name__}")
+    ctx = v.sharing_context.int_ptr
+    for e in events:
+        if e.get_info(cl.event_info.CONTEXT).int_ptr != ctx:
+            v._fail("wait_list_other_context", call, "an event of another context")
+    if failed_events:
+        for e in events:
+            if e.command_execution_status < 0:
+                v._fail("wait_list_failed_event", call, f"an event whose execution status is "
+                                                        f"{e.command_execution_status}")
+
+
+def rule_error(rule: str, call: str, rules: dict[str, Rule] | None = None,
+               entry_points: dict[str, str] | None = None, detail: str = "") -> ValidationError | SpecViolation:
+    """The error for a broken rule: ValidationError when the rule has a code, else SpecViolation."""
+    r = (rules or GL_RULES)[rule]
+    where = (entry_points or ENTRY_POINTS).get(call, call)
+    cite = f"{r.source.section} {r.source.title}"
+    if r.code is None:
+        return SpecViolation(rule, r.source.text, cite, where=where, consequence=r.consequence, detail=detail,
+                             document=r.source.document, note=r.note)
+    text = f"{detail}: " if detail else ""
+    text += f"{r.source.text} [{cite}; rule {rule}]" + (f" ({r.note})" if r.note else "")
+    return ValidationError(CL_CODES[r.code], where=where, detail=text, rule=rule, quote=r.source.text,
+                           section=cite, document=r.source.document, basis=r.basis)

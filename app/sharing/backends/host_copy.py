@@ -6,7 +6,8 @@ mapping is a pixel-unpack buffer that ``glTexSubImage2D`` then reads on the GL s
 CL memory is host memory (CL_DEVICE_HOST_UNIFIED_MEMORY: CPU OpenCL), where the mapped CL image is
 handed to ``glTexSubImage2D`` directly: one copy instead of two. Acquire copies GL -> CL only when
 GL changed the data since CL last saw it (``SharedObject.gl_generation``), and never for write-only
-objects; with nothing to copy and nothing to wait for it enqueues nothing.
+objects; with nothing to copy and nothing to wait for it enqueues nothing (and returns an already
+complete event where the caller asks for one: ``acquire(..., event=True)``).
 """
 from __future__ import annotations
 

@@ -66,6 +66,7 @@ from app.gl.upload import texture_from_unpack_buffer, texture_to_pack_buffer
 from app.sharing.backends.external_memory.vulkan import close_fd, shared_exporter
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
 from app.sharing.sync import SyncMode
+from app.validate.liveness import REGISTRY
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,7 @@ class ExternalMemory(SharingBackend):
     title = "Vulkan-exported memory and semaphores, imported by GL and CL (opaque fd), zero-copy"
     probe_order = 20
     capabilities = Capabilities(zero_copy=True, semaphores=True, buffer_textures=True)
+    rule_set = "external_memory"  # validated against cl_khr_external_memory's error lists
     release_exporter = True  # free Vulkan's allocation once GL and CL imported it (lifetime demo)
     uploads_reach_cl = True  # uploads go into the imported buffer CL reads: no copy owed after them
     gpu_bytes_copied = 0  # bytes GL copied between 2D textures and their imported buffers (on the GPU)
@@ -204,7 +206,7 @@ class ExternalMemory(SharingBackend):
         self.exporter = shared_exporter(_cl_uuid(self.device))
         self.ext = clext.ExtensionFunctions(self.env.choice.platform)
         self._acquire_call, self._release_call = clext.external_mem_calls(self.ext)  # prepared once
-        self.cl_took_fd = None  # learnt at the first import: does CL close the fd it was given?
+        self.cl_took_fd = None  # set at the first import: CL owns the fd it was given (5.5.2.1)
         self.fds_closed = 0
         self._kept: list = []  # exporter allocations kept when release_exporter is False
         return ctx
@@ -234,11 +236,11 @@ class ExternalMemory(SharingBackend):
                 memobj.release()
                 close_fd(cl_fd)
                 raise ClError.from_pyopencl(exc, f"clCreateBufferWithProperties({label})") from exc
-            # cl_khr_external_memory: importing does not transfer the fd (as with the NT handles of
-            # the spec text); we close our dup. If the driver did take it, close() says so.
-            closed = close_fd(cl_fd)
-            self.cl_took_fd = not closed
-            self.fds_closed += closed
+            # cl_khr_external_memory 5.5.2.1 (OPAQUE_FD): "importing memory from a file descriptor
+            # transfers ownership of the file descriptor from the application to the OpenCL
+            # implementation. The application must not perform any operations on the file
+            # descriptor after a successful import": the dup given to CL is CL's now, not closed here
+            self.cl_took_fd = True
         finally:
             self.fds_closed += close_fd(fd)
             if self.release_exporter:
@@ -401,6 +403,8 @@ class SemaphoreSync(SyncMode):
         self._layouts = (GLenum * 1)(0)
         self._names: tuple = ()
         self._names_array = uint_array(())
+        self._check = backend.validator.semaphores.check_python
+        self._gl_done_list, self._cl_done_list = [self.gl_done_cl], [self.cl_done_cl]
 
     def _make(self, label: str):
         b = self.backend
@@ -414,6 +418,7 @@ class SemaphoreSync(SyncMode):
             close_fd(cl_fd)
             raise ClError.from_pyopencl(exc, f"clCreateSemaphoreWithPropertiesKHR({label})") from exc
         close_fd(cl_fd)
+        REGISTRY.created(cl_sem, b.context, label=label, kind="semaphore")  # live for the validator
         name = GL.GLuint()
         _gl_fn("glGenSemaphoresEXT")(1, ctypes.byref(name))
         _gl_fn("glImportSemaphoreFdEXT")(name.value, GL_HANDLE_TYPE_OPAQUE_FD_EXT, fd)  # GL owns fd now
@@ -432,16 +437,21 @@ class SemaphoreSync(SyncMode):
         n, bufs = self._buffers()
         self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
         self._flush()
-        return [self.gl_done_cl.enqueue_wait(self.backend.queue)]
+        queue = self.backend.queue
+        self._check("wait", queue, self._gl_done_list, None)  # cl_khr_semaphore's rules, before the driver
+        return [self.gl_done_cl.enqueue_wait(queue)]
 
     def after_release(self, queue, release_event, waits) -> None:
-        self.cl_done_cl.enqueue_signal(queue, [release_event] if release_event is not None else None)
+        wait_for = [release_event] if release_event is not None else None
+        self._check("signal", queue, self._cl_done_list, wait_for)
+        self.cl_done_cl.enqueue_signal(queue, wait_for)
         queue.flush()
         n, bufs = self._buffers()
         self._wait(self.cl_done_gl, n, bufs, 0, None, self._layouts)
 
     def close(self) -> None:
         for cl_sem in (self.gl_done_cl, self.cl_done_cl):
+            REGISTRY.released(cl_sem)
             cl_sem.release()
         for name in (self.gl_done_gl, self.cl_done_gl):
             if name:

@@ -1,0 +1,121 @@
+"""The rules of clEnqueueWaitSemaphoresKHR / clEnqueueSignalSemaphoresKHR (cl_khr_semaphore).
+
+OpenCL API 5.13.6 "Waiting On and Signaling Semaphores" (KhronosGroup/OpenCL-Docs,
+api/opencl_runtime_layer.asciidoc at 1fb076b); both calls carry the same list. Unlike the
+acquire calls there is no no-op: "CL_INVALID_VALUE if num_sema_objects is 0."; a list shorter
+than the count breaks "The length of the list must be at least num_sema_objects." for which no
+code is listed (undefined behaviour: refused as ``SpecViolation``).
+
+Semaphores are glshare's own wrappers (``app.cl.ext.Semaphore``, or any object with a ctypes
+``handle`` that its ``release()`` clears), registered in ``app/validate/liveness.py`` with
+their context: ``REGISTRY.created(sem, context, kind="semaphore")``. An unregistered or
+released one is CL_INVALID_SEMAPHORE_KHR. Payloads: glshare's semaphores are binary, which need
+none ("This can be set to NULL or will be ignored if no semaphores in the list of sema_objects
+require a payload."), so the payload rule is not checked.
+
+Not checked: "Waiting on the same binary semaphore twice without an interleaving signal may lead
+to undefined behavior." (and the same for signals): GL's signals and waits on the same
+semaphores (GL_EXT_semaphore) never pass through CL, so CL alone cannot know the state.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pyopencl as cl
+
+from app.validate.findings import KHR_RUNTIME, UNDEFINED, Source
+from app.validate.liveness import REGISTRY, ObjectRegistry
+from app.validate.spec import NULL, Rule, check_wait_list, rule_error
+
+SECTION = ("5.13.6", "Waiting On and Signaling Semaphores")
+CALLS = ("wait", "signal")
+ENTRY_POINTS = {"wait": "clEnqueueWaitSemaphoresKHR", "signal": "clEnqueueSignalSemaphoresKHR"}
+
+
+def _sem(text: str) -> Source:
+    return Source(text, SECTION[0], SECTION[1], KHR_RUNTIME)
+
+
+_WAIT = ("CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list is not 0, or if "
+         "event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects in event_wait_list "
+         "are not valid events.")
+_CONTEXT = ("CL_INVALID_CONTEXT if the context associated with command_queue and any of the semaphore objects in "
+            "sema_objects are not the same, or if the context associated with command_queue and that associated "
+            "with events in event_wait_list are not the same.")
+
+RULES: dict[str, Rule] = {
+    "invalid_queue": Rule("CL_INVALID_COMMAND_QUEUE", _sem(
+        "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid command-queue")),
+    "num_zero": Rule("CL_INVALID_VALUE", _sem("CL_INVALID_VALUE if num_sema_objects is 0.")),
+    "sema_list_short": Rule(None, _sem("The length of the list must be at least num_sema_objects."),
+                            consequence=UNDEFINED, basis="requirement",
+                            note="no error code is listed for a NULL or short sema_objects list"),
+    "invalid_semaphore": Rule("CL_INVALID_SEMAPHORE_KHR", _sem(
+        "CL_INVALID_SEMAPHORE_KHR if any of the semaphore objects specified by sema_objects is not valid.")),
+    "semaphore_other_context": Rule("CL_INVALID_CONTEXT", _sem(_CONTEXT)),
+    "wait_list_null_n_given": Rule("CL_INVALID_EVENT_WAIT_LIST", _sem(_WAIT)),
+    "wait_list_given_n_zero": Rule("CL_INVALID_EVENT_WAIT_LIST", _sem(_WAIT)),
+    "wait_list_invalid_event": Rule("CL_INVALID_EVENT_WAIT_LIST", _sem(_WAIT)),
+    "wait_list_other_context": Rule("CL_INVALID_CONTEXT", _sem(_CONTEXT)),
+    "wait_list_failed_event": Rule("CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST", _sem(
+        "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the events in "
+        "event_wait_list is a negative integer value.")),
+}
+
+
+class SemaphoreValidator:
+    """Checks one clEnqueueWaitSemaphoresKHR / clEnqueueSignalSemaphoresKHR call."""
+
+    rules = RULES
+    entry_points = ENTRY_POINTS
+
+    def __init__(self, sharing_context: cl.Context, registry: ObjectRegistry = REGISTRY) -> None:
+        self.sharing_context = sharing_context
+        self.registry = registry
+        self.checked = 0
+        self.refused = 0
+
+    def check(self, call: str, queue: Any, num_semas: int, sema_objects: list | None,
+              num_events: int, event_wait_list: list | None, event_out: Any = NULL) -> str:
+        """One call in the C API's terms (binary semaphores: the payload list is NULL).
+
+        Returns:
+            ``"CL_SUCCESS"``.
+        Raises:
+            ValidationError (a CL code) or SpecViolation (no code), each with ``.rule``.
+        """
+        self.checked += 1
+        if not (isinstance(queue, cl.CommandQueue) and queue.int_ptr):
+            self._fail("invalid_queue", call, "a NULL handle" if queue is None else f"not a command-queue: "
+                                                                                     f"{type(queue).__name__}")
+        if num_semas == 0:
+            self._fail("num_zero", call)
+        if sema_objects is NULL or len(sema_objects) < num_semas:
+            self._fail("sema_list_short", call, "sema_objects is NULL" if sema_objects is NULL else
+                       f"num_sema_objects is {num_semas} but the list holds {len(sema_objects)}")
+        semas = sema_objects[:num_semas]
+        registry = self.registry
+        for s in semas:
+            e = registry.entry(s)
+            if e is None or e.kind != "semaphore":
+                self._fail("invalid_semaphore", call, registry.why_not_live(s))
+        queue_ctx = queue.context.int_ptr
+        for s in semas:
+            ctx = registry.entry(s).context
+            if ctx and ctx != queue_ctx:
+                self._fail("semaphore_other_context", call, "the semaphore belongs to another context than the queue")
+        if queue_ctx != self.sharing_context.int_ptr:
+            # the queue's context is another than the semaphores' (they were made in sharing_context)
+            self._fail("semaphore_other_context", call, "the queue belongs to another context")
+        check_wait_list(self, call, num_events, event_wait_list, failed_events=True)
+        return "CL_SUCCESS"
+
+    def check_python(self, call: str, queue: Any, semaphores: Iterable | None, wait_for: Iterable | None) -> str:
+        """The Python form: semaphores (or None) and events (or None); [] counts as NULL."""
+        semas = list(semaphores) if semaphores else NULL
+        evs = list(wait_for) if wait_for else NULL
+        return self.check(call, queue, len(semas) if semas else 0, semas, len(evs) if evs else 0, evs)
+
+    def _fail(self, rule: str, call: str, detail: str = "") -> None:
+        self.refused += 1
+        raise rule_error(rule, call, RULES, ENTRY_POINTS, detail)

@@ -10,8 +10,10 @@ import numpy as np
 
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig
 from app.gl.context import check_gl
+from app.schedule.faults import stop_reason
 from app.schedule.frame import FrameRecord
 from app.session.controls import Controls
+from app.session.reload import poll_sources
 from app.session.session import Session
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,8 @@ class Run:
         while not self.controls.close_requested and not session.surface.should_close():
             if self.frames_target is not None and self.loop_count >= self.frames_target:
                 break
+            if stop_reason(session.scheduler):  # a fault the run cannot go on after (app/schedule/faults.py)
+                break
             self.tick()
         session.finish()
 
@@ -81,6 +85,7 @@ class Run:
         if rec is not None:
             rec.phases["panel"] = (t0, ns())
         controls.apply()
+        poll_sources(session)  # hot reload: one clock read, a few stats a second (app/session/reload.py)
         self.loop_count += 1
         if last and self.cfg.screenshot:
             self.screenshot_pixels = session.surface.read_pixels()

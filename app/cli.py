@@ -72,6 +72,14 @@ def _seed(text: str) -> int:
     return value
 
 
+def _output(text: str) -> Path | str:
+    """An output path as typed: ``-`` (standard output), or a Path; a trailing ``/`` (a folder) is
+    refused here, before ``Path`` would drop it and make a file named like the folder."""
+    if text.endswith(os.sep):
+        raise argparse.ArgumentTypeError(f"{text} names a folder; give a file name inside it (or - for standard output)")
+    return text if text == "-" else Path(text)
+
+
 def _fault(text: str):
     from app.schedule.faults import parse_fault
 
@@ -98,9 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--headless", action="store_true", help="EGL, no window: render into an FBO")
     r.add_argument("--frames", type=_positive, help="stop after N frames (headless default: 120)")
     r.add_argument("--size", help="particles: a count (65536, 64k); image/yuv: WxH")
-    r.add_argument("--report", type=Path, help="write the JSON report here")
-    r.add_argument("--screenshot", type=Path, help="save the last frame as seen (PNG)")
-    r.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (Perfetto)")
+    r.add_argument("--report", type=_output, help="write the JSON report here (- for standard output)")
+    r.add_argument("--screenshot", type=_output, help="save the last frame as seen (PNG)")
+    r.add_argument("--trace", type=_output, help="write a Chrome trace-event JSON (Perfetto)")
     r.add_argument("--cl-device", help="PLATFORM_SUBSTRING[:INDEX] (or GLSHARE_CL_DEVICE)")
     r.add_argument("--seed", type=_seed, default=1, help="the particles' start state (0 to 2**64-1)")
     r.add_argument("--strict", action="store_true", help="hazard flags and frame errors are raised")
@@ -120,8 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="measure frame times and copy costs as ratios against baselines")
     b.add_argument("--quick", action="store_true", help="a small sweep (under a minute on 2 cores)")
-    b.add_argument("--json", type=Path, dest="json_path")
-    b.add_argument("--plot", type=Path)
+    b.add_argument("--json", dest="json_path", help="a file, - or a folder (a file named for the date and machine)")
+    b.add_argument("--plot", help="a PNG file, - or a folder")
     b.add_argument("--cl-device")
 
     e = sub.add_parser("errors", help="the error lab: every acquire/release case against the spec")
@@ -140,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: limited for raw input, the stream's (or limited) for video")
     c.add_argument("--cl-device")
     c.add_argument("input", type=Path)
-    c.add_argument("output", type=Path)
+    c.add_argument("output", type=_output, help="OUT: .npy, .png, or - for a PNG on standard output")
     return p
 
 

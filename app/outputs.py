@@ -12,7 +12,8 @@ removed and the target is left as it was. Missing folders on the way are created
 ``check_outputs`` refuses, with one line (UsageError, exit 2), an output that cannot be written:
 a folder (or a path ending in ``/``), a path under a regular file, a name longer than the file
 system allows, a folder without write permission or on a read-only file system, a socket, a
-symlink loop, and two outputs that would write the same file.
+symlink loop, and two outputs that would write the same file (or both standard output; a
+character device such as /dev/null takes any number).
 """
 from __future__ import annotations
 
@@ -100,6 +101,8 @@ class _Target:
         """Identity for "two outputs share a path": the file itself where it exists, else its path."""
         if self.how == "stdout" or (self.st is not None and _same_file_as_fd(self.st, 1)):
             return STDOUT
+        if self.st is not None and stat.S_ISCHR(self.st.st_mode):
+            return object()  # /dev/null and other character devices take any number of outputs
         if self.st is not None:
             return (self.st.st_dev, self.st.st_ino)
         return self.final

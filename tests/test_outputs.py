@@ -185,6 +185,7 @@ def test_two_outputs_one_file(tmp_path):
     with pytest.raises(UsageError, match="both write standard output"):
         check_outputs({"report": "-", "trace": "-"})
     check_outputs({"report": real, "trace": tmp_path / "t.json", "screenshot": "-"})
+    check_outputs({"report": "/dev/null", "trace": "/dev/null"})  # a device takes both: nothing to lose
 
 
 def test_failed_write_leaves_nothing_and_the_old_file(tmp_path, monkeypatch):
@@ -217,3 +218,14 @@ def test_file_size_limit_really_hit(tmp_path):
     assert res.returncode == 3, res.stderr
     assert "File too large" in res.stdout
     assert target.read_bytes() == b"old" and _only(tmp_path) == ["big.bin"]
+
+
+def test_through_a_symlinked_folder_and_a_name_that_is_not_utf8(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "via").symlink_to(real)
+    name = os.fsdecode(b"r\xff\xfe.json")  # bytes no encoding decodes: kept as the file system has them
+    check_output("report", tmp_path / "via" / name)
+    write_text(tmp_path / "via" / name, "x")
+    assert os.listdir(os.fsencode(real)) == [b"r\xff\xfe.json"]
+    assert (tmp_path / "via").is_symlink()

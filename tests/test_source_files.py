@@ -342,3 +342,72 @@ def test_fifo_kernel_does_not_block(host_copy, kernels):
     t.start()
     t.join(20)
     assert done.is_set()
+
+
+WINDOW_SCRIPT = r"""
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from app.window import select_platform
+select_platform(False)
+from app.config import KERNELS_DIR, RunConfig
+from app.session.loop import Run
+
+julia = KERNELS_DIR / "julia.cl"
+original = julia.read_text()
+line = "write_imagef(out, (int2)(x, y), julia_color(x, y, w, h, cr, ci));"
+
+
+def put(text):
+    t = os.stat(julia).st_mtime_ns + 1_000_000_000
+    julia.write_text(text)
+    os.utime(julia, ns=(t, t))
+
+
+def run_until(rt, test, seconds=20):
+    t0, n = time.monotonic(), 0
+    while time.monotonic() - t0 < seconds:
+        rt.tick()
+        n += 1
+        if test():
+            return n
+    raise SystemExit(f"not within {seconds} s")
+
+
+solid = lambda rt, rgb: bool((rt.session.scene.texture.gl.read()[..., :3] == rgb).all())
+cfg = RunConfig(scene="image", size=(64, 64), overlay=False)
+with Run(cfg) as rt:
+    assert rt.session.surface.kind == "window"
+    rt.tick()
+    put(original.replace(line, "write_imagef(out, (int2)(x, y), (float4)(1.0f, 0.0f, 0.0f, 1.0f));"))
+    run_until(rt, lambda: solid(rt, (255, 0, 0)))
+    print("red", flush=True)
+    put(original.replace(line, "write_imagef(out, (int2)(x, y), (float4)(0.0f, 1.0f, 0.0f 1.0f));"))
+    run_until(rt, lambda: bool(rt.session.history.loop_errors))
+    err = rt.session.history.loop_errors[-1]
+    assert "build failed at line" in err.message and "julia.cl:" in err.meaning, err
+    for _ in range(10):
+        rt.tick()
+    assert solid(rt, (255, 0, 0))
+    print("kept", flush=True)
+    put(original.replace(line, "write_imagef(out, (int2)(x, y), (float4)(0.0f, 1.0f, 0.0f, 1.0f));"))
+    run_until(rt, lambda: solid(rt, (0, 255, 0)))
+    print("green", rt.session.history.totals["frames"], rt.session.history.totals["errors"], flush=True)
+"""
+
+
+@pytest.mark.window
+@pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="no DISPLAY: run under Xvfb (make test does)")
+def test_reload_while_the_window_runs(tmp_path):
+    """The loop's own poll (four looks a second) rebuilds an edited kernel in a real window."""
+    import subprocess
+    import sys
+
+    folder = _copy(tmp_path, "kernels")
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
+    env["GLSHARE_KERNELS_DIR"] = str(folder)
+    res = subprocess.run([sys.executable, "-c", WINDOW_SCRIPT, str(ROOT)], env=env, capture_output=True, text=True,
+                         timeout=180)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = res.stdout.split()
+    assert out[:3] == ["red", "kept", "green"] and out[4] == "0", res.stdout  # no frame failed meanwhile

@@ -8,8 +8,10 @@ scene and backend names come from their modules' names, sync modes are checked o
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -44,6 +46,10 @@ def _index(text: str) -> int:
     return value
 
 
+MIN_PANEL_HZ = 0.001  # one redraw in about 17 minutes; below it the redraw interval means nothing
+MAX_SEED = 2**64 - 1  # numpy's generators take a non-negative seed; glshare keeps it to 64 bits
+
+
 def _rate(text: str) -> float:
     try:
         value = float(text)
@@ -51,7 +57,36 @@ def _rate(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of redraws per second, got {text!r}")
     if not value >= 0 or value == float("inf"):  # NaN fails the comparison
         raise argparse.ArgumentTypeError(f"expected 0 (every frame) or more, got {text}")
+    if 0 < value < MIN_PANEL_HZ:
+        raise argparse.ArgumentTypeError(f"expected 0 (every frame) or at least {MIN_PANEL_HZ}, got {text}")
     return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**64-1, got {text!r}")
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**64-1, got {value}")
+    return value
+
+
+def _output(text: str) -> Path | str:
+    """An output path as typed: ``-`` (standard output), or a Path; a trailing ``/`` (a folder) is
+    refused here, before ``Path`` would drop it and make a file named like the folder."""
+    if text.endswith(os.sep):
+        raise argparse.ArgumentTypeError(f"{text} names a folder; give a file name inside it (or - for standard output)")
+    return text if text == "-" else Path(text)
+
+
+def _fault(text: str):
+    from app.schedule.faults import parse_fault
+
+    try:
+        return parse_fault(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,11 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--headless", action="store_true", help="EGL, no window: render into an FBO")
     r.add_argument("--frames", type=_positive, help="stop after N frames (headless default: 120)")
     r.add_argument("--size", help="particles: a count (65536, 64k); image/yuv: WxH")
-    r.add_argument("--report", type=Path, help="write the JSON report here")
-    r.add_argument("--screenshot", type=Path, help="save the last frame as seen (PNG)")
-    r.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (Perfetto)")
+    r.add_argument("--report", type=_output, help="write the JSON report here (- for standard output)")
+    r.add_argument("--screenshot", type=_output, help="save the last frame as seen (PNG)")
+    r.add_argument("--trace", type=_output, help="write a Chrome trace-event JSON (Perfetto)")
     r.add_argument("--cl-device", help="PLATFORM_SUBSTRING[:INDEX] (or GLSHARE_CL_DEVICE)")
-    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--seed", type=_seed, default=1, help="the particles' start state (0 to 2**64-1)")
     r.add_argument("--strict", nargs="?", const="spec", default="off", choices=("off", "spec", "all"),
                    help="stop on the first spec violation (or pause in a window); --strict=all: on glshare's "
                         "advice (hazards the spec allows) too")
@@ -97,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--round-points", action="store_true", help="particles: smooth round points instead of squares")
     r.add_argument("--filter", choices=("sobel", "blur"), default="sobel", help="postprocess: Sobel edges or box blur")
     r.add_argument("--blur-radius", type=int, default=2, metavar="N", help="postprocess: box blur radius, 0 to 15")
+    r.add_argument("--inject", type=_fault, action="append", default=[], metavar="KIND@FRAME",
+                   help="make a fault on purpose in frame FRAME (0 first; repeatable): enqueue, "
+                        "out_of_resources, gl_error, stall, lost_context (app/schedule/faults.py says what each does)")
 
     i = sub.add_parser("info", help="platforms, devices, GL, and which sharing backends work here")
     i.add_argument("--json", action="store_true")
@@ -104,8 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="measure frame times and copy costs as ratios against baselines")
     b.add_argument("--quick", action="store_true", help="a small sweep (under a minute on 2 cores)")
-    b.add_argument("--json", type=Path, dest="json_path")
-    b.add_argument("--plot", type=Path)
+    b.add_argument("--json", dest="json_path", help="a file, - or a folder (a file named for the date and machine)")
+    b.add_argument("--plot", help="a PNG file, - or a folder")
     b.add_argument("--cl-device")
 
     e = sub.add_parser("errors", help="the error lab: every acquire/release (and semaphore) case against the spec")
@@ -127,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: limited for raw input, the stream's (or limited) for video")
     c.add_argument("--cl-device")
     c.add_argument("input", type=Path)
-    c.add_argument("output", type=Path)
+    c.add_argument("output", type=_output, help="OUT: .npy, .png, or - for a PNG on standard output")
     return p
 
 
@@ -148,7 +186,7 @@ def _info(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     debug = "--debug" in argv or os.environ.get("GLSHARE_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
@@ -186,6 +224,58 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"glshare: error: {exc.one_line()}", file=sys.stderr)
+        details = getattr(exc, "details", "")
+        if details:  # a compiler's log: the lines under the one that names the file
+            print("\n".join(f"  {line}" for line in details.splitlines()), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _stdout_gone()
+    except OSError as exc:
+        if exc.filename is None and exc.errno in _STDOUT_FULL and not debug:
+            return _stdout_full(exc)
+        raise
+
+
+# a write to standard output that failed: the disk or the quota is full, the file too large, I/O
+_STDOUT_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null so that the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _stdout_gone() -> int:
+    """The reader of standard output went away (``glshare errors | head -1``): end quietly with
+    the status a process killed by SIGPIPE has, like other command-line tools."""
+    _silence_stdout()
+    return 128 + signal.SIGPIPE
+
+
+def _stdout_full(exc: OSError) -> int:
+    _silence_stdout()
+    print(f"glshare: error: cannot write to standard output: {exc.strerror or exc}", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (the console script and ``python -m app``): runs the command, then flushes
+    standard output here, so that a closed pipe or a full disk met by the last buffered lines ends
+    like any other (quietly, or with one line)."""
+    status = _main(argv)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_gone()
+    except OSError as exc:
+        if exc.errno in _STDOUT_FULL:
+            return _stdout_full(exc)
+        raise
+    return status

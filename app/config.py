@@ -13,8 +13,9 @@ MAX_IMAGE_SIDE = 16384  # GL 4.x guarantees textures of at least 16384 texels a 
 MAX_COUNT = 64 * 1024 * 1024
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS_DIR = ROOT / "kernels"
-SHADERS_DIR = ROOT / "shaders"
+# a copy of the kernels or shaders to edit (hot reload) without touching the checkout's
+KERNELS_DIR = Path(os.environ.get("GLSHARE_KERNELS_DIR") or ROOT / "kernels")
+SHADERS_DIR = Path(os.environ.get("GLSHARE_SHADERS_DIR") or ROOT / "shaders")
 ASSETS_DIR = ROOT / "assets"
 
 
@@ -94,6 +95,8 @@ class RunConfig:
     filter: str = "sobel"  # the postprocess scene's filter: "sobel" or "blur"
     blur_radius: int = 2  # the box blur's radius, 0 .. 15
 
+    inject: tuple = ()  # faults made on purpose (app/schedule/faults.py Fault), in frame order
+
     def __post_init__(self) -> None:
         from app.validate.findings import normalize_strict
 
@@ -108,6 +111,25 @@ class RunConfig:
         return replace(self, **changes)
 
 
+class DeviceSelector(str):
+    """A ``PLATFORM[:INDEX]`` selector that remembers where it came from (``--cl-device`` or the
+    ``GLSHARE_CL_DEVICE`` variable), so that a message names what the user typed."""
+
+    source: str = "--cl-device"
+
+    def __new__(cls, text: str, source: str = "--cl-device") -> "DeviceSelector":
+        obj = super().__new__(cls, text)
+        obj.source = source
+        return obj
+
+    def __reduce__(self):
+        return (DeviceSelector, (str(self), self.source))
+
+
 def cl_device_selector(cli_value: str | None) -> str | None:
-    """``--cl-device`` wins over ``GLSHARE_CL_DEVICE``; None means the first device found."""
-    return cli_value if cli_value else (os.environ.get("GLSHARE_CL_DEVICE") or None)
+    """``--cl-device`` wins over ``GLSHARE_CL_DEVICE``; None means the first device found. The
+    selector remembers which of the two it came from (messages name it)."""
+    if cli_value:
+        return DeviceSelector(cli_value, "--cl-device")
+    env = os.environ.get("GLSHARE_CL_DEVICE")
+    return DeviceSelector(env, "GLSHARE_CL_DEVICE") if env else None

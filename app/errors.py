@@ -25,6 +25,7 @@ CL_ERRORS: dict[int, tuple[str, str]] = {
     -38: ("CL_INVALID_MEM_OBJECT", "memory objects in mem_objects are not valid OpenCL memory objects"),
     -39: ("CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "the image format is not valid"),
     -40: ("CL_INVALID_IMAGE_SIZE", "the image size is not valid"),
+    -46: ("CL_INVALID_KERNEL_NAME", "the program has no kernel of that name"),
     -48: ("CL_INVALID_KERNEL", "the kernel is not valid"),
     -52: ("CL_INVALID_KERNEL_ARGS", "the kernel arguments are not all set"),
     -54: ("CL_INVALID_WORK_GROUP_SIZE", "the work-group size is not valid"),
@@ -195,3 +196,80 @@ class HazardError(GlshareError):
     def __init__(self, case: str, label: str, spec: str, *, where: str, kind: str = "advice") -> None:
         self.case, self.label, self.spec, self.kind = case, label, spec, kind
         super().__init__(f"{case} on {label}: {spec}", where=where)
+
+
+# -- outputs, source files, faults made on purpose -------------------------------------------------
+class OutputError(GlshareError):
+    """An output (report, trace, screenshot, bench JSON or plot, convert's OUT) could not be written;
+    the file that was there, if any, is left as it was."""
+
+
+class SourceFileError(GlshareError):
+    """A kernel or shader file that cannot be used as it is (missing, unreadable, not UTF-8 text,
+    a folder, too large): one line naming the file and the cause."""
+
+    def __init__(self, path: str, cause: str) -> None:
+        super().__init__(f"{path}: {cause}")
+        self.path, self.cause = path, cause
+
+
+class KernelNameError(GlshareError):
+    """A program built, but has no kernel of the name glshare asks for (CL_INVALID_KERNEL_NAME,
+    OpenCL 3.0 section 5.9.1, clCreateKernel): the function was renamed or removed."""
+
+    code = -46
+    name = "CL_INVALID_KERNEL_NAME"
+
+    def __init__(self, path: str, kernel: str, available: list[str]) -> None:
+        have = ", ".join(available) if available else "none"
+        super().__init__(f"{path} has no kernel named {kernel!r} (CL_INVALID_KERNEL_NAME); its kernels: {have}")
+        self.path, self.kernel, self.available = path, kernel, list(available)
+
+
+class KernelBuildFailed(KernelBuildError):
+    """A failed build as glshare reports it: the file and the failing line on the first line, the
+    compiler's log in ``details``, and where the copy of the failed source was saved."""
+
+    def __init__(self, *, source_path: str, options: list[str], log: str, saved_copy: str = "",
+                 line: str = "") -> None:
+        super().__init__(source_path=source_path, options=options, log=log, saved_copy=saved_copy)
+        self.line = line
+        at = f" at {line}" if line else ""
+        copy = f"; the failed source is kept at {saved_copy}" if saved_copy else ""
+        self.message = (f"{source_path}: build failed{at} (options {' '.join(options) or 'none'}){copy}")
+        self.args = (self.message,)
+        self.details = log.strip()
+        self.where = ""  # the message starts with the file; a loop error names where it happened
+
+
+class ShaderBuildError(ShaderError):
+    """A GLSL file that failed to compile or a program that failed to link: the file and the failing
+    line on the first line, the driver's log in ``details``, and where the failed source was saved."""
+
+    def __init__(self, path: str, log: str, *, line: str = "", saved_copy: str = "", where: str) -> None:
+        at = f" at {line}" if line else ""
+        copy = f"; the failed source is kept at {saved_copy}" if saved_copy else ""
+        verb = "failed to link" if where == "glLinkProgram" else "failed to compile"
+        super().__init__(f"{path} {verb}{at}{copy}")
+        self.path, self.log, self.line, self.saved_copy = path, log, line, saved_copy
+        self.call = where  # glCompileShader or glLinkProgram
+        self.details = log.strip()
+
+
+class InjectedFault(GlshareError):
+    """A fault made on purpose by ``glshare run --inject KIND@FRAME`` (app/schedule/faults.py);
+    ``code`` and ``name`` are those of the failure it stands for."""
+
+    def __init__(self, message: str, *, where: str, code: int | None = None, name: str = "",
+                 meaning: str = "") -> None:
+        super().__init__(message, where=where)
+        self.code, self.name, self.meaning = code, name or type(self).__name__, meaning
+
+
+class ContextLost(InjectedFault):
+    """The GL context is gone (GL_CONTEXT_LOST, 0x0507, OpenGL 4.6 section 2.3.2 / KHR_robustness):
+    nothing more can be drawn; the run ends at the frame boundary."""
+
+
+class QueueStalled(InjectedFault):
+    """The command queue did not complete a command within the stall timeout."""

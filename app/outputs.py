@@ -1,90 +1,230 @@
 """Where glshare writes what it measured: every output path is checked before any work starts,
 and every file is written one way, which loses nothing.
 
-``-`` means standard output. A path that names a fifo or a device (or a symlink to one) is written
-through; a regular file (or a symlink's regular target) is replaced atomically: the bytes go to a
-new temporary file made with ``mkstemp`` in the target's own folder (never a fixed name, never
-following a symlink), flushed, then renamed over the target; on any failure the temporary file is
-removed and the target is left as it was.
+``-`` means standard output (so does a path naming the file standard output already is, such as
+``/dev/stdout``). A path that names a fifo or a device, or a symlink to one, is written through,
+never replaced. A regular file (or a symlink's regular target: the symlink stays) is replaced
+atomically: the bytes go to a new temporary file made with ``mkstemp`` in the target's own folder
+(a unique name, created with O_EXCL so never through a symlink; a user's ``name.tmp`` is never
+touched), flushed and synced, then renamed over the target; on any failure the temporary file is
+removed and the target is left as it was. Missing folders on the way are created.
+
+``check_outputs`` refuses, with one line (UsageError, exit 2), an output that cannot be written:
+a folder (or a path ending in ``/``), a path under a regular file, a name longer than the file
+system allows, a folder without write permission or on a read-only file system, a socket, a
+symlink loop, and two outputs that would write the same file (or both standard output; a
+character device such as /dev/null takes any number).
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
 import tempfile
-from pathlib import Path
 from typing import Mapping
 
-from app.errors import UsageError
+from app.errors import OutputError, UsageError
 
 STDOUT = "-"
+_MAGIC = ("/proc/", "/dev/fd/", "/dev/stdout", "/dev/stderr")  # links the kernel resolves to open files
+_TMP_NAME_BYTES = 32  # of the target's name kept in the temporary file's name
 
 
 def is_stdout(path) -> bool:
-    return str(path) == STDOUT
+    return path is not None and str(path) == STDOUT
 
 
-def _name_max(folder: Path) -> int:
+def _flag(kind: str) -> str:
+    """How an output is named in messages: ``report`` -> ``--report``; labels with a space or in
+    capitals (``OUT``, ``the default report``) as given."""
+    return kind if (kind.startswith("-") or " " in kind or kind.isupper()) else f"--{kind}"
+
+
+def _limit(folder: str, name: str, default: int) -> int:
     try:
-        return os.pathconf(folder, "PC_NAME_MAX")
+        return os.pathconf(folder, name)
     except (OSError, ValueError):
-        return 255
+        return default
 
 
-def _first_existing(path: Path) -> Path:
+def _goes_through_magic(path: str) -> bool:
+    """Whether ``path`` or a symlink on its chain names /proc, /dev/fd or /dev/std*: the kernel's
+    links to open files, which are written through, never renamed over."""
+    p = os.path.abspath(path)
+    for _ in range(40):
+        if p.startswith(_MAGIC):
+            return True
+        try:
+            link = os.readlink(p)
+        except OSError:
+            return False
+        p = os.path.normpath(os.path.join(os.path.dirname(p), link))
+    return False
+
+
+def _same_file_as_fd(st: os.stat_result, fd: int) -> bool:
+    try:
+        other = os.fstat(fd)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino)
+
+
+class _Target:
+    """What writing to ``path`` means: "stdout", "through" (a fifo, a device, a kernel link to an
+    open file) or "replace" (a regular file, existing or new, at ``final``)."""
+
+    def __init__(self, path) -> None:
+        self.text = str(path)
+        self.how = "replace"
+        self.st: os.stat_result | None = None
+        self.final = ""
+        if is_stdout(path):
+            self.how = "stdout"
+            return
+        try:
+            self.st = os.stat(self.text)  # follows symlinks
+        except FileNotFoundError:
+            self.st = None
+        if self.st is not None:
+            magic = _goes_through_magic(self.text)
+            if stat.S_ISREG(self.st.st_mode) and magic and _same_file_as_fd(self.st, 1):
+                self.how = "stdout"  # /dev/stdout while standard output is a file: write to it, never rename
+            elif not stat.S_ISREG(self.st.st_mode) or magic:
+                self.how = "through"
+        if self.how == "replace":
+            self.final = os.path.realpath(self.text)  # a symlink's target (existing or not); the link stays
+
+    @property
+    def key(self):
+        """Identity for "two outputs share a path": the file itself where it exists, else its path."""
+        if self.how == "stdout" or (self.st is not None and _same_file_as_fd(self.st, 1)):
+            return STDOUT
+        if self.st is not None and stat.S_ISCHR(self.st.st_mode):
+            return object()  # /dev/null and other character devices take any number of outputs
+        if self.st is not None:
+            return (self.st.st_dev, self.st.st_ino)
+        return self.final
+
+
+def _first_existing(path: str) -> str:
     p = path
-    while not p.exists() and p != p.parent:
-        p = p.parent
+    while not os.path.lexists(p) and os.path.dirname(p) != p:
+        p = os.path.dirname(p)
     return p
 
 
-def check_output(kind: str, path) -> None:
-    """Raise UsageError (one line) when ``path`` cannot take the ``kind`` output; create nothing."""
-    if path is None or is_stdout(path):
-        return
+def _probe_folder(folder: str) -> str | None:
+    """Why no file can be made in ``folder`` now (a read-only file system, no space for an inode), or None."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".glshare-check-")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
+def _check_lengths(flag: str, text: str) -> None:
+    """Each name on the path within NAME_MAX bytes, the whole within PATH_MAX (of the first folder
+    on the path that exists), so that no later call fails with ENAMETOOLONG."""
+    full = os.path.abspath(text)
+    anchor = _first_existing(os.path.dirname(full))
+    name_max = _limit(anchor, "PC_NAME_MAX", 255)
+    for part in full.split(os.sep):
+        size = len(os.fsencode(part))
+        if size > name_max:
+            raise UsageError(f"{flag} {text}: the name {part[:24]}... is {size} bytes; this file system "
+                             f"allows {name_max}")
+    path_max = _limit(anchor, "PC_PATH_MAX", 4096)
+    if len(os.fsencode(full)) >= path_max:
+        raise UsageError(f"{flag} {text}: the path is {len(os.fsencode(full))} bytes; this file system "
+                         f"allows {path_max - 1}")
+
+
+def _check(kind: str, path) -> _Target:
+    flag = _flag(kind)
     text = str(path)
-    path = Path(path)
-    if text.endswith(os.sep) or (path.exists() and path.is_dir()):
-        raise UsageError(f"--{kind} {text}: is a folder, not a file")
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    if target.exists():
-        mode = target.stat().st_mode
-        if stat.S_ISDIR(mode):
-            raise UsageError(f"--{kind} {text}: points to a folder, not a file")
-        if not stat.S_ISREG(mode):
-            if not os.access(target, os.W_OK):
-                raise UsageError(f"--{kind} {text}: cannot be written (no permission)")
-            return  # a fifo or a device: written through
-    folder = target.parent
-    anchor = _first_existing(folder)
-    if not anchor.is_dir():
-        raise UsageError(f"--{kind} {text}: {anchor} is a file, not a folder")
-    if len(target.name.encode()) > _name_max(anchor):
-        raise UsageError(f"--{kind} {text}: the file name is longer than this file system allows")
-    if not os.access(anchor, os.W_OK | os.X_OK):
-        raise UsageError(f"--{kind} {text}: cannot write in {anchor} (no permission)")
-    if anchor == folder:
-        try:  # the honest test: can a file be made there now (a read-only file system says no)
-            fd, probe = tempfile.mkstemp(dir=folder, prefix=".glshare-check-")
+    if text == "":
+        raise UsageError(f"{flag}: an empty path; give a file name (or - for standard output)")
+    if "\0" in text:
+        raise UsageError(f"{flag} {text!r}: a path cannot hold a NUL byte")
+    if text.endswith(os.sep) or text.endswith(os.sep + "."):
+        raise UsageError(f"{flag} {text}: names a folder; give a file name inside it")
+    _check_lengths(flag, text)
+    try:
+        target = _Target(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{flag} {text}: a symlink loop") from None
+        if exc.errno == errno.ENOTDIR:
+            anchor = _first_existing(os.path.dirname(os.path.abspath(text)))
+            raise UsageError(f"{flag} {text}: {anchor} is a file, not a folder") from None
+        if exc.errno == errno.ENAMETOOLONG:
+            raise UsageError(f"{flag} {text}: the path is longer than this file system allows") from None
+        raise UsageError(f"{flag} {text}: {exc.strerror or exc}") from None
+    if target.how == "stdout":
+        return target
+    st = target.st
+    if st is not None:
+        link = os.path.islink(text)
+        if stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"{flag} {text}: {'points to' if link else 'is'} a folder, not a file")
+        if stat.S_ISSOCK(st.st_mode):
+            raise UsageError(f"{flag} {text}: is a socket; glshare writes files, fifos and devices")
+        if not os.access(text, os.W_OK):
+            raise UsageError(f"{flag} {text}: cannot be written (no permission)")
+        if target.how == "through":
+            return target  # a fifo or a device: opened and written when the output is ready
+    elif os.path.islink(text):
+        try:
+            os.path.realpath(text, strict=True)
         except OSError as exc:
-            raise UsageError(f"--{kind} {text}: cannot write in {folder}: {exc.strerror}") from None
-        os.close(fd)
-        os.unlink(probe)
+            if exc.errno == errno.ELOOP:
+                raise UsageError(f"{flag} {text}: a symlink loop") from None
+    final = target.final
+    folder = os.path.dirname(final)
+    anchor = _first_existing(folder)
+    if not os.path.isdir(anchor):
+        what = "a file, not a folder" if os.path.isfile(anchor) else "not a folder"
+        raise UsageError(f"{flag} {text}: {anchor} is {what}")
+    if not os.access(anchor, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {text}: cannot write in {anchor} (no permission)")
+    if anchor == folder:  # the honest test: can a file be made there now (a read-only file system says no)
+        why = _probe_folder(folder)
+        if why:
+            raise UsageError(f"{flag} {text}: cannot write in {folder}: {why}")
+    elif os.statvfs(anchor).f_flag & os.ST_RDONLY:
+        raise UsageError(f"{flag} {text}: cannot make {folder}: {anchor} is on a read-only file system")
+    return target
+
+
+def check_output(kind: str, path) -> None:
+    """Raise UsageError (one line) when ``path`` cannot take the ``kind`` output; create nothing.
+
+    ``kind`` names it in the message: ``report`` reads ``--report``; a label with a space or in
+    capitals (``OUT``, ``the default report``) is used as it is.
+    """
+    if path is None:
+        return
+    _check(kind, path)
 
 
 def check_outputs(outputs: Mapping[str, object]) -> None:
-    """Check every output (``{kind: path or None}``) and that no two share a path."""
-    seen: dict[str, str] = {}
+    """Check every output (``{kind: path or None}``) and that no two write the same file (or both
+    standard output); raises UsageError with one line."""
+    seen: dict[object, tuple[str, str]] = {}
     for kind, path in outputs.items():
         if path is None:
             continue
-        check_output(kind, path)
-        key = STDOUT if is_stdout(path) else os.path.realpath(os.path.abspath(str(path)))
+        key = _check(kind, path).key
         if key in seen:
-            where = "standard output" if key == STDOUT else str(path)
-            raise UsageError(f"--{kind} and --{seen[key]} both write {where}: give each its own path")
-        seen[key] = kind
+            other, other_text = seen[key]
+            where = "standard output" if key == STDOUT else (
+                str(path) if other_text == str(path) else f"{path} (as {other_text})")
+            raise UsageError(f"{_flag(other)} and {_flag(kind)} both write {where}: give each its own path")
+        seen[key] = (kind, str(path))
 
 
 def _mode_for_new() -> int:
@@ -93,35 +233,83 @@ def _mode_for_new() -> int:
     return 0o666 & ~umask
 
 
-def write_bytes(path, data: bytes) -> str:
-    """Write ``data`` to ``path`` as the module says; returns where it went (for "wrote ..." lines)."""
-    if is_stdout(path):
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return "standard output"
-    path = Path(path)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
-        with open(target, "wb") as f:  # a fifo or a device: written through, never replaced
-            f.write(data)
-        return str(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _mode_for_new()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:32]}.", suffix=".tmp")
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _temp_prefix(name: str) -> str:
+    kept = os.fsencode(name)[:_TMP_NAME_BYTES]
+    return "." + os.fsdecode(kept) + "."
+
+
+def _replace(final: str, data: bytes) -> None:
+    folder = os.path.dirname(final) or "."
+    os.makedirs(folder, exist_ok=True)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        old = os.stat(final)
+    except FileNotFoundError:
+        old = None
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=_temp_prefix(os.path.basename(final)), suffix=".tmp")
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(tmp, stat.S_IMODE(old.st_mode) if old is not None else _mode_for_new())
+        if old is not None and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+            try:  # root replacing a user's file gives it back to its owner
+                os.chown(tmp, old.st_uid, old.st_gid)
+            except OSError:
+                pass
+        os.replace(tmp, final)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+    try:  # the rename itself on disk
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def write_bytes(path, data: bytes) -> str:
+    """Write ``data`` to ``path`` as the module says; returns where it went (for "wrote ..." lines).
+
+    Raises OutputError (one line) when it cannot; nothing is left behind and a file that was at
+    ``path`` is unchanged (a fifo or a device may have taken part of the bytes).
+    """
+    data = bytes(data)
+    try:
+        target = _Target(path)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    if target.how == "stdout":  # a closed pipe (BrokenPipeError) ends the command quietly (app/cli.py)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return "standard output"
+    try:
+        if target.how == "through":
+            fd = os.open(str(path), os.O_WRONLY | (os.O_TRUNC if stat.S_ISREG(target.st.st_mode) else 0))
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            return str(path)
+        _replace(target.final, data)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}{where}") from exc
     return str(path)
 
 

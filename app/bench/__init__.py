@@ -24,10 +24,20 @@ SCHEMA = "glshare.bench/1"
 BENCH_SCENES = ("particles", "image")  # the reference workloads of ../shared/WORKLOADS.md
 
 
+def _check_outputs(json_path, plot_path) -> None:
+    from app.outputs import check_outputs
+
+    check_outputs({"json": json_path, "plot": plot_path})
+
+
 def main(args) -> int:
     from app.bench.report import print_table, write_json
     from app.bench.sweep import choose_sweep
 
+    # outputs are checked before anything runs: a path naming a folder is checked again once the
+    # machine (the file's name) is known, still before the sweep
+    given_json, given_plot = getattr(args, "json_path", None), getattr(args, "plot", None)
+    _check_outputs(*(None if p is None or _is_folder(p) else p for p in (given_json, given_plot)))
     sweep = choose_sweep(bool(getattr(args, "quick", False)))
     cl_device = _selector(getattr(args, "cl_device", None))
     from app.window import open_surface
@@ -37,23 +47,28 @@ def main(args) -> int:
         probe = probe_machine(cl_device, surface)
         if any(b in probe["backends_available"] for b in ("external_memory", "gl_sharing")):
             sweep = sweep.with_zero_copy_size()
+        name = _run_name(datetime.datetime.now(datetime.timezone.utc).date().isoformat(), probe, sweep.name)
+        json_path = _output_path(given_json, {"run_name": name}, ".json")
+        plot_path = _output_path(given_plot, {"run_name": name}, ".png")
+        _check_outputs(json_path, plot_path)
         result = run_sweep(sweep, cl_device, probe, surface)
     finally:
         surface.close()
-    print_table(result, sys.stdout)
-    json_path = _output_path(getattr(args, "json_path", None), result, ".json")
-    plot_path = _output_path(getattr(args, "plot", None), result, ".png")
+    to_stdout = "-" in (str(json_path), str(plot_path))
+    print_table(result, sys.stderr if to_stdout else sys.stdout)  # never into a JSON or PNG on stdout
     if plot_path is not None:
         from app.bench.plot import write_plot
 
         write_plot(plot_path, result)
-        same_dir = json_path is not None and json_path.parent.resolve() == plot_path.parent.resolve()
-        result["plot"] = plot_path.name if same_dir else str(plot_path)
+        same_dir = (json_path is not None and "-" not in (str(json_path), str(plot_path))
+                    and Path(json_path).parent.resolve() == Path(plot_path).parent.resolve())
+        result["plot"] = Path(plot_path).name if same_dir else str(plot_path)
+    said = sys.stderr if to_stdout else sys.stdout
     if json_path is not None:
         write_json(json_path, result)
-        print(f"glshare: wrote bench JSON {json_path}")
+        print(f"glshare: wrote bench JSON {json_path}", file=said)
     if plot_path is not None:
-        print(f"glshare: wrote bench plot {plot_path}")
+        print(f"glshare: wrote bench plot {plot_path}", file=said)
     return 0
 
 
@@ -63,13 +78,16 @@ def _selector(value):
     return cl_device_selector(value)
 
 
+def _is_folder(path) -> bool:
+    return str(path) != "-" and (Path(path).is_dir() or str(path).endswith(os.sep))
+
+
 def _output_path(path, result: dict, suffix: str) -> Path | None:
     if path is None:
         return None
-    path = Path(path)
-    if path.is_dir() or str(path).endswith(os.sep):
-        return path / f"{result['run_name']}{suffix}"
-    return path
+    if _is_folder(path):
+        return Path(path) / f"{result['run_name']}{suffix}"
+    return path if str(path) == "-" else Path(path)
 
 
 # -- the machine ------------------------------------------------------------------------------------

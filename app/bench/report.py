@@ -110,10 +110,8 @@ def print_table(result: dict, out) -> None:
     out.write(f"\n{len(result['cells'])} cells in {result['duration_s']} s\n")
 
 
-def write_json(path: str | Path, result: dict) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
-    tmp.replace(path)
-    return path
+def write_json(path: str | Path, result: dict) -> str:
+    """app/outputs.py's one way: a unique temporary file renamed over the target, ``-`` stdout."""
+    from app.outputs import write_text
+
+    return write_text(path, json.dumps(result, indent=1) + "\n")

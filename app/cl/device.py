@@ -1,6 +1,8 @@
 """Choose the OpenCL device (``--cl-device PLATFORM_SUBSTRING[:INDEX]`` or ``GLSHARE_CL_DEVICE``)."""
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 
 import pyopencl as cl
@@ -30,53 +32,117 @@ class DeviceChoice:
         return f"{self.platform.name.strip()}: {self.device.name.strip()}"
 
 
-def all_devices() -> list[DeviceChoice]:
+def all_devices(problems: list[str] | None = None) -> list[DeviceChoice]:
+    """Every device of every platform; a platform that answers with an error (or no device) adds a
+    line to ``problems`` when a list is given."""
     out = []
     try:
         platforms = cl.get_platforms()
-    except cl.Error:
+    except cl.Error as exc:
         platforms = []
+        if problems is not None:
+            problems.append(f"the ICD loader found no platform ({exc})")
     for platform in platforms:
         try:
             devices = platform.get_devices()
-        except cl.Error:
-            continue
+        except cl.Error as exc:
+            devices = []
+            if problems is not None:
+                problems.append(f"{platform.name.strip()}: {exc}")
+        if not devices and problems is not None:
+            why = pocl_cache_problem() if "portable" in platform.name.lower() else None
+            if why:
+                problems.append(why)
         out.extend(DeviceChoice(platform, d, i) for i, d in enumerate(devices))
     return out
 
 
-def describe_devices(choices: list[DeviceChoice]) -> str:
+def pocl_cache_folder() -> str:
+    """The kernel cache folder PoCL makes at start-up: $POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl/kcache,
+    else $HOME/.cache/pocl/kcache (PoCL's pocl_cache_init_topdir)."""
+    if os.environ.get("POCL_CACHE_DIR"):
+        return os.environ["POCL_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or "/", ".cache")
+    return os.path.join(base, "pocl", "kcache")
+
+
+def pocl_cache_problem() -> str | None:
+    """Why PoCL cannot make its kernel cache folder (it then lists no device at all), or None.
+
+    Nothing is created: the first folder on the way that exists must be a writable folder."""
+    folder = pocl_cache_folder()
+    p = folder
+    while not os.path.lexists(p) and os.path.dirname(p) != p:
+        p = os.path.dirname(p)
+    if os.path.isdir(p) and os.access(p, os.W_OK | os.X_OK) and not (os.statvfs(p).f_flag & os.ST_RDONLY):
+        return None
+    if not os.path.isdir(p):
+        cause = f"{p} is not a folder"
+    elif os.statvfs(p).f_flag & os.ST_RDONLY:
+        cause = f"{p} is on a read-only file system"
+    else:
+        cause = f"{p} is not writable"
+    source = "POCL_CACHE_DIR" if os.environ.get("POCL_CACHE_DIR") else (
+        "XDG_CACHE_HOME" if os.environ.get("XDG_CACHE_HOME") else "HOME")
+    fix = ("point POCL_CACHE_DIR at a writable folder" if source == "POCL_CACHE_DIR"
+           else f"set POCL_CACHE_DIR to a writable folder, or fix ${source}")
+    return f"PoCL lists no device because it cannot create its kernel cache {folder} ({cause}, from ${source}): {fix}"
+
+
+def describe_devices(choices: list[DeviceChoice], problems: list[str] | None = None) -> str:
     if not choices:
+        if problems:
+            return "; ".join(problems)
         return "no OpenCL device at all (is an ICD such as pocl-opencl-icd installed?)"
     return "; ".join(f"{c.platform.name.strip()}:{c.index} = {c.device.name.strip()}" for c in choices)
+
+
+def _named(selector: str) -> str:
+    source = getattr(selector, "source", "--cl-device")
+    return f"{source}={str(selector)!r}" if source.isupper() else f"{source} {str(selector)!r}"
+
+
+def parse_selector(selector: str | None) -> tuple[str, int] | None:
+    """(platform substring, index) of ``PLATFORM[:INDEX]``; None for no selector. Raises
+    UsageError (one line) when INDEX is not a whole number of 0 or more, or PLATFORM is empty."""
+    if not selector:
+        return None
+    text, sep, index_text = str(selector).rpartition(":")
+    if not sep:
+        text, index_text = str(selector), ""
+    if not text.strip():
+        raise UsageError(f"{_named(selector)}: give a platform name (or part of one) before the ':'")
+    if index_text == "":
+        return text, 0
+    if not re.fullmatch(r"\d+", index_text.strip()):
+        raise UsageError(f"{_named(selector)}: INDEX must be a whole number of 0 or more (the device's place "
+                         f"on its platform), not {index_text!r}")
+    return text, int(index_text)
 
 
 def select_device(selector: str | None) -> DeviceChoice:
     """The device the selector names; without one, the first GPU, else PoCL, else the first device.
 
-    Raises UsageError (exit 2) listing the devices that exist when nothing matches.
+    Raises UsageError (exit 2) listing the devices that exist when nothing matches, and naming
+    the real cause when there are none (PoCL without a cache folder).
     """
-    choices = all_devices()
+    parsed = parse_selector(selector)
+    problems: list[str] = []
+    choices = all_devices(problems)
     if not choices:
-        raise UsageError("no OpenCL device found: " + describe_devices(choices))
-    if not selector:
+        raise UsageError("no OpenCL device found: " + describe_devices(choices, problems))
+    if parsed is None:
         # a GPU where there is one; else PoCL, the CPU implementation glshare was measured on
         # (../shared/PLATFORMS.md), whatever order the ICD loader found the platforms in
         gpus = [c for c in choices if c.device.type & cl.device_type.GPU]
         pocl = [c for c in choices if "portable computing language" in c.platform.name.lower()]
         return (gpus or pocl or choices)[0]
-    text, _, index_text = selector.rpartition(":") if ":" in selector else (selector, "", "")
-    if not text:
-        text, index_text = selector, ""
-    try:
-        index = int(index_text) if index_text else 0
-    except ValueError:
-        raise UsageError(f"--cl-device {selector!r}: INDEX must be a number; devices: {describe_devices(choices)}")
+    text, index = parsed
     matching = [c for c in choices if text.lower() in c.platform.name.lower() or text.lower() in c.platform.vendor.lower()]
     if not matching:
-        raise UsageError(f"--cl-device {selector!r} matches no platform; devices: {describe_devices(choices)}")
+        raise UsageError(f"{_named(selector)} matches no platform; devices: {describe_devices(choices)}")
     if index >= len(matching):
-        raise UsageError(f"--cl-device {selector!r}: no device {index} on that platform; devices: {describe_devices(choices)}")
+        raise UsageError(f"{_named(selector)}: no device {index} on that platform; devices: {describe_devices(choices)}")
     return matching[index]
 
 

@@ -1,46 +1,148 @@
-"""Build OpenCL programs from ``kernels/``; a failed build reports its log, options and a saved copy."""
+"""Build OpenCL programs from ``kernels/`` and rebuild them in place (hot reload).
+
+A file that cannot be used is one line naming it and the cause (app/source_files.py); a failed
+build reports the failing line, the compiler's log, its options and a copy of the source saved
+in a private temporary folder; a kernel name the program does not have is CL_INVALID_KERNEL_NAME
+with the names it has. ``reload()`` rebuilds from the file as it is now: on success every kernel
+handed out is re-created on the new program with the arguments that had been set on it (scenes
+set most arguments once, at build); on failure the last good program stays in use.
+"""
 from __future__ import annotations
 
-import tempfile
+import logging
+import weakref
 from pathlib import Path
 
 import pyopencl as cl
 
 from app.config import KERNELS_DIR
 from app.diagnostics import live
-from app.errors import KernelBuildError
+from app.errors import ClError, KernelBuildFailed, KernelNameError
+from app.source_files import (
+    capturing_stderr,
+    compiler_log,
+    failing_line,
+    read_source,
+    save_failed_copy,
+    shown,
+    signature,
+)
+
+log = logging.getLogger(__name__)
+CL_INVALID_KERNEL_NAME = -46
+
+_LIVE: "weakref.WeakSet[KernelProgram]" = weakref.WeakSet()
+
+
+class RecordingKernel(cl.Kernel):
+    """A kernel that remembers the arguments set on it with ``set_arg`` / ``set_args``, so that a
+    rebuilt program's kernel can be given the same ones."""
+
+    def __init__(self, program: cl.Program, name: str) -> None:
+        super().__init__(program, name)
+        self.args: dict[int, object] = {}
+
+    def set_arg(self, index: int, value) -> None:
+        super().set_arg(index, value)
+        self.args[index] = value
+
+    def set_args(self, *values) -> None:
+        super().set_args(*values)
+        self.args = dict(enumerate(values))
+
+
+def kernel_names(program: cl.Program) -> list[str]:
+    try:
+        return sorted(n for n in program.get_info(cl.program_info.KERNEL_NAMES).split(";") if n)
+    except cl.Error:
+        return []
 
 
 class KernelProgram:
     """A built program and its kernels (``program.kernel("name")`` is cached)."""
 
     def __init__(self, context: cl.Context, filename: str, options: list[str] | None = None, owner: str = "") -> None:
+        self.context = context
         self.path = KERNELS_DIR / filename
         self.options = list(options or []) + [f"-I{KERNELS_DIR}"]
         self.owner = owner
         self.label = f"program {filename}"
-        source = self.path.read_text()
-        try:
-            self.program = cl.Program(context, source).build(options=self.options)
-        except cl.RuntimeError as exc:
-            saved = Path(tempfile.gettempdir()) / f"glshare-failed-{self.path.name}"
-            saved.write_text(source)
-            raise KernelBuildError(source_path=str(self.path), options=self.options, log=str(exc),
-                                   saved_copy=str(saved)) from exc
-        self._kernels: dict[str, cl.Kernel] = {}
+        self.generation = 0  # goes up at each successful reload
+        self.program = None
+        self._kernels: dict[str, RecordingKernel] = {}
+        self.program, self.signatures = self._build()
         live.created("cl_program", owner)
+        _LIVE.add(self)
 
-    def kernel(self, name: str) -> cl.Kernel:
+    @property
+    def sources(self) -> tuple[Path, ...]:
+        """The files this program is built from (what hot reload watches)."""
+        return (self.path,)
+
+    def _build(self) -> tuple[cl.Program, dict]:
+        signatures = {self.path: signature(self.path)}  # before the read: a change after it is seen next time
+        source = read_source(self.path, "kernel")
+        said = []
+
+        def build():
+            try:
+                return cl.Program(self.context, source).build(options=self.options)
+            except cl.Error as exc:
+                said.append(exc)
+                return None
+
+        program, printed = capturing_stderr(build)  # PoCL's compiler prints "1 error generated." itself
+        if program is not None:
+            return program, signatures
+        text = compiler_log(str(said[0]), self.path) + (f"\n{printed}" if printed else "")
+        raise KernelBuildFailed(source_path=shown(self.path), options=self.options, log=text,
+                                saved_copy=save_failed_copy(self.path, source), line=failing_line(text, source))
+
+    def _make_kernel(self, program: cl.Program, name: str) -> RecordingKernel:
+        try:
+            return RecordingKernel(program, name)
+        except cl.Error as exc:
+            if getattr(exc, "code", None) == CL_INVALID_KERNEL_NAME:
+                raise KernelNameError(shown(self.path), name, kernel_names(program)) from None
+            raise ClError.from_pyopencl(exc, f"clCreateKernel {name} ({shown(self.path)})") from exc
+
+    def kernel(self, name: str) -> RecordingKernel:
         k = self._kernels.get(name)
         if k is None:
-            k = self._kernels[name] = cl.Kernel(self.program, name)
+            k = self._kernels[name] = self._make_kernel(self.program, name)
         return k
+
+    def reload(self) -> None:
+        """Rebuild from the file as it is now and re-create the kernels handed out, with their
+        arguments. Raises (SourceFileError, KernelBuildFailed, KernelNameError, ClError) and keeps
+        the last good program when the new source cannot be used."""
+        if self.program is None:
+            return
+        program, signatures = self._build()
+        kernels = {}
+        for name, old in self._kernels.items():
+            k = self._make_kernel(program, name)
+            for index, value in old.args.items():
+                try:
+                    k.set_arg(index, value)
+                except cl.Error as exc:
+                    raise ClError.from_pyopencl(exc, f"reload {shown(self.path)}: argument {index} of {name}") from exc
+            kernels[name] = k
+        self.program, self._kernels, self.signatures = program, kernels, signatures
+        self.generation += 1
+        log.info("rebuilt %s (generation %d)", shown(self.path), self.generation)
 
     def release(self) -> None:
         program, self.program = self.program, None
         if program is not None:
             self._kernels.clear()
+            _LIVE.discard(self)
             live.released("cl_program", self.owner)
 
     def __repr__(self) -> str:
         return f"<KernelProgram {self.path.name}>"
+
+
+def live_programs() -> list[KernelProgram]:
+    """Every program built and not released (hot reload's list)."""
+    return [p for p in list(_LIVE) if p.program is not None]

@@ -1,4 +1,8 @@
-"""``glshare run``: check the options and every output path, pick window or headless, run."""
+"""``glshare run``: check the options and every output path, pick window or headless, run.
+
+Everything that can be checked is checked before the surface opens: options, faults to inject,
+the CL device selector (and that it names a device), every output path.
+"""
 from __future__ import annotations
 
 import sys
@@ -25,12 +29,25 @@ def main(args) -> int:
     from app.postprocess.reference import check_radius
 
     blur_radius = check_radius(getattr(args, "blur_radius", 2))
+    outputs = {"screenshot": screenshot, "report": report, "trace": args.trace}
     if headless and frames is None:
         frames = DEFAULT_HEADLESS_FRAMES
         out = Path("out")
-        screenshot = screenshot or out / f"glshare-{args.scene}.png"
-        report = report or out / f"glshare-{args.scene}.json"
-    check_outputs({"screenshot": screenshot, "report": report, "trace": args.trace})
+        if not screenshot:
+            screenshot = outputs["the default screenshot"] = out / f"glshare-{args.scene}.png"
+        if not report:
+            report = outputs["the default report"] = out / f"glshare-{args.scene}.json"
+    from app.schedule.faults import check_faults
+
+    try:
+        inject = check_faults(getattr(args, "inject", None) or (), frames)
+    except ValueError as exc:
+        raise UsageError(f"--inject: {exc}") from None
+    check_outputs(outputs)
+    selector = cl_device_selector(args.cl_device)
+    from app.cl.device import parse_selector, select_device
+
+    parse_selector(selector)  # the syntax, before anything else is looked at
     select_platform(headless)
     from app.scenes import scene_class
     from app.sharing.registry import backend_classes
@@ -47,12 +64,13 @@ def main(args) -> int:
         raise UsageError(f"--sync {args.sync!r}: choose one of {', '.join(sync_modes())}")
     cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
                     size=scene.parse_size(args.size), report=report, screenshot=screenshot, trace=args.trace,
-                    cl_device=cl_device_selector(args.cl_device), seed=args.seed, strict=args.strict,
+                    cl_device=selector, seed=args.seed, strict=args.strict,
                     panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
                     yuv_format=args.yuv_format, video=video, local_size=local_size,
                     round_points=bool(getattr(args, "round_points", False)), filter=getattr(args, "filter", "sobel"),
-                    blur_radius=blur_radius, frames_in_flight=args.frames_in_flight,
+                    blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
+    select_device(cfg.cl_device)  # a device that exists, before the window opens
     from app.session.loop import run
 
     written, stop = run(cfg)
@@ -60,5 +78,6 @@ def main(args) -> int:
     for kind, where in written.items():
         print(f"glshare: wrote {kind} {where}", file=sys.stderr if to_stdout else sys.stdout)
     if stop.exit_code:
-        print(f"glshare: {stop.message or stop.how} (stopped at frame {stop.frame})", file=sys.stderr)
+        error = "error: " if stop.how in ("strict", "fault", "error") else ""
+        print(f"glshare: {error}{stop.message or stop.how} (stopped at frame {stop.frame})", file=sys.stderr)
     return stop.exit_code

@@ -78,16 +78,21 @@ class ImageScene(Scene):
         self.shared = [tex]
         # the arguments that stay are set once; each frame sets only the constant (cr, ci)
         if tex.is_image:
-            self.kernel = self.program.kernel("julia")
+            self._kernel_name = "julia"
             self.kernel.set_arg(0, tex.mem)
             self._c_index = 1
         else:
-            self.kernel = self.program.kernel("julia_buffer")
+            self._kernel_name = "julia_buffer"
             self.kernel.set_arg(0, tex.mem)
             self.kernel.set_arg(1, np.int32(w))
             self.kernel.set_arg(2, np.int32(h))
             self.kernel.set_arg(3, np.int32(tex.row_pitch // 4))
             self._c_index = 4
+
+    @property
+    def kernel(self):
+        """The program's kernel now (a hot reload replaces it, with the arguments set once)."""
+        return self.program.kernel(self._kernel_name)
 
     @property
     def current_size(self):

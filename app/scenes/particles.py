@@ -115,7 +115,6 @@ class ParticlesScene(Scene):
             self.cl_only[key] = cl.Buffer(ctx, access | flags.COPY_HOST_PTR, hostbuf=state[key])
             live.created("cl_buffer", backend.name)
         self.program = KernelProgram(ctx, "particles.cl", owner=backend.name)
-        self.kernel = self.program.kernel("particle_fountain")
         # every argument stays the same from frame to frame: set once, not per frame
         self.kernel.set_args(self.position.mem, self.color.mem, self.cl_only["velocity"],
                              self.cl_only["start_position"], self.cl_only["start_velocity"], np.float32(DT),
@@ -128,6 +127,11 @@ class ParticlesScene(Scene):
         self.vao = GlVertexArray("particles.vao", owner=backend.name)
         self.vao.attribute(0, self.position.gl, 4)
         self.vao.attribute(1, self.color.gl, 4)
+
+    @property
+    def kernel(self):
+        """The program's kernel now (a hot reload replaces it, with the arguments set once)."""
+        return self.program.kernel("particle_fountain")
 
     local_dims = 1
 

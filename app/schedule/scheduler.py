@@ -41,8 +41,11 @@ def error_record(frame: int, exc: BaseException, where: str) -> ErrorRecord:
         return ErrorRecord(frame, where, wrapped.code, wrapped.name, wrapped.one_line(), wrapped.meaning)
     if isinstance(exc, GlshareError):
         code = getattr(exc, "code", None)
+        # ``details``: a compiler's log (a failed build or reload): the panel shows it under the error
+        details = getattr(exc, "details", "")
+        meaning = getattr(exc, "meaning", "") or (f"{exc.one_line()}\n{details}" if details else "")
         return ErrorRecord(frame, exc.where or where, code if isinstance(code, int) else None,
-                           getattr(exc, "name", type(exc).__name__), exc.one_line())
+                           getattr(exc, "name", type(exc).__name__), exc.one_line(), meaning)
     return ErrorRecord(frame, where, None, type(exc).__name__, str(exc))
 
 
@@ -117,6 +120,7 @@ class FrameScheduler:
             ok = self._fail(rec, exc, "acquire")
         rec.phases["acquire"] = (t, t := ns())
         yield "acquire"
+        acquired = ok  # what CL took is handed back below even when the compute fails
         ev_c = None
         if ok:
             try:
@@ -130,7 +134,7 @@ class FrameScheduler:
                 ok = self._fail(rec, exc, "compute")
         rec.phases["compute"] = (t, t := ns())
         yield "compute"
-        if ok:
+        if acquired:
             try:
                 if self.faults is not None:
                     self.faults("release", rec)
@@ -242,6 +246,9 @@ class FrameScheduler:
             pending.popleft()
 
     def finish(self) -> None:
+        release = getattr(self.faults, "close", None)
+        if release is not None:
+            release()  # a queue stalled on purpose is let go before it is waited for
         self.backend.queue.finish()
         self.harvest(wait=True)
 

@@ -24,8 +24,10 @@ import numpy as np
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig
 from app.errors import GlshareError
 from app.gl.context import check_gl
+from app.schedule.faults import stop_reason
 from app.schedule.frame import FrameRecord
 from app.session.controls import Controls
+from app.session.reload import poll_sources
 from app.session.session import Session
 
 log = logging.getLogger(__name__)
@@ -37,13 +39,13 @@ FPS_EVERY_S = 2.0
 class Stop:
     """How and where a run ended."""
 
-    how: str  # "frames", "quit", "window closed", "interrupt", "terminate", "strict"
+    how: str  # "frames", "quit", "window closed", "interrupt", "terminate", "strict", "fault", "error"
     frame: int
     message: str = ""
 
     @property
     def exit_code(self) -> int:
-        return {"interrupt": 130, "terminate": 143, "strict": 1}.get(self.how, 0)
+        return {"interrupt": 130, "terminate": 143, "strict": 1, "fault": 1, "error": 1}.get(self.how, 0)
 
     def as_dict(self) -> dict:
         return {"how": self.how, "frame": self.frame, "message": self.message, "exit_code": self.exit_code}
@@ -155,6 +157,9 @@ class Run:
             return self.strict_stop or Stop("window closed", frame)
         if self.strict_stop is not None and self.session.surface.kind == "headless":
             return self.strict_stop
+        fault = stop_reason(self.session.scheduler)  # a fault the run cannot go on after (--inject)
+        if fault:
+            return Stop("fault", frame, f"the run stopped early: {fault}")
         if self.frames_target is not None and self.loop_count >= self.frames_target:
             return self.strict_stop or Stop("frames", frame)
         return None
@@ -202,6 +207,7 @@ class Run:
             if not strict:
                 raise
             self._strict(exc)
+        poll_sources(session)  # hot reload: one clock read, a few stats a second (app/session/reload.py)
         self.loop_count += 1
         if last and self.cfg.screenshot:
             self.screenshot_pixels = session.surface.read_pixels()
@@ -324,13 +330,24 @@ class Run:
         cfg, s = self.cfg, self.session
         with contextlib.suppress(Exception):
             s.finish()  # the queue drained, every profile read (already done where the loop ended well)
-        if cfg.screenshot:
+
+        def screenshot():
             pixels = self.screenshot_pixels if self.screenshot_pixels is not None else s.surface.read_pixels()
-            out["screenshot"] = write_png(cfg.screenshot, pixels[:, :, :3])
-        if cfg.report:
-            out["report"] = write_report(cfg.report, build_report(s.history, self.facts()))
-        if cfg.trace:
-            out["trace"] = self._write_trace(cfg.trace)
+            return write_png(cfg.screenshot, pixels[:, :, :3])
+
+        writers = {"screenshot": (cfg.screenshot, screenshot),
+                   "report": (cfg.report, lambda: write_report(cfg.report, build_report(s.history, self.facts()))),
+                   "trace": (cfg.trace, lambda: self._write_trace(cfg.trace))}
+        failed = []
+        for kind, (path, write) in writers.items():
+            if path is None:
+                continue
+            try:  # each output on its own: one that cannot be written does not cost the others
+                out[kind] = write()
+            except Exception as exc:  # noqa: BLE001
+                failed.append(exc)
+        if failed:
+            raise failed[0]
         return out
 
 

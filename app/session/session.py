@@ -21,6 +21,7 @@ from app.errors import GlshareError, SharingUnavailable
 from app.gl.context import check_gl, gl_info
 from app.gl.timer import default_every
 from app.scenes import scene_class, scene_classes
+from app.schedule.faults import FaultPlan
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
 from app.schedule.scheduler import FrameScheduler, error_record
@@ -120,6 +121,7 @@ class Session:
                                         strict=self.cfg.strict, gl_timer_every=every,
                                         frames_in_flight=self.cfg.frames_in_flight)
         new_scene.pass_timer = lambda name, s=self.scheduler: s.gl_timer.span(s.current, name)
+        self.scheduler.faults = FaultPlan.for_config(cfg, new_backend)  # --inject: None when no fault is asked for
         self.cfg = cfg
         self._last_size = tuple(self.surface.framebuffer_size)
 

@@ -11,7 +11,12 @@ from app.outputs import write_bytes
 
 
 def write_png(path, pixels: np.ndarray) -> str:
-    """Write uint8 H x W x {1,3,4} pixels, top row first."""
+    """Write uint8 H x W x {1,3,4} pixels, top row first (app/outputs.py: ``-`` is standard output)."""
+    return write_bytes(path, png_bytes(pixels))
+
+
+def png_bytes(pixels: np.ndarray) -> bytes:
+    """The PNG file of uint8 H x W x {1,3,4} pixels, top row first."""
     arr = np.ascontiguousarray(pixels, np.uint8)
     if arr.ndim == 2:
         arr = arr[:, :, None]
@@ -23,8 +28,7 @@ def write_png(path, pixels: np.ndarray) -> str:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
 
     png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color_type, 0, 0, 0))
-    png += chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
-    return write_bytes(path, png)
+    return png + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
 
 
 def read_png(path: str | Path) -> np.ndarray:

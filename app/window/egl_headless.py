@@ -62,6 +62,7 @@ class EglSurface:
         self._color = 0
         self._depth = 0
         self._size = (0, 0)
+        self._max_size: tuple[int, int] | None = None
         self.resize(*size)
 
     # -- EGL set-up ---------------------------------------------------------------------------
@@ -145,14 +146,24 @@ class EglSurface:
                 EGL.eglMakeCurrent(dpy, draw, read, ctx)
         self._display, self._context, self._pbuffer = None, None, EGL.EGL_NO_SURFACE
 
+    def make_current(self) -> None:
+        """Make this surface's context current again (after another surface's)."""
+        EGL.eglMakeCurrent(self._display, self._pbuffer, self._pbuffer, self._context)
+
     # -- Surface ------------------------------------------------------------------------------
     @property
     def framebuffer_size(self) -> tuple[int, int]:
         return self._size
 
     def resize(self, width: int, height: int) -> None:
-        """Re-create the FBO at the new size; 0 in either dimension leaves no pixels to draw."""
+        """Re-create the FBO at the new size; 0 in either dimension leaves no pixels to draw; larger
+        than GL allows (GL_MAX_RENDERBUFFER_SIZE, GL_MAX_VIEWPORT_DIMS) is clamped, with a warning."""
         width, height = max(0, int(width)), max(0, int(height))
+        max_w, max_h = self.max_size
+        if width > max_w or height > max_h:
+            log.warning("a headless surface of %dx%d is larger than GL allows here (%dx%d): made %dx%d",
+                        width, height, max_w, max_h, min(width, max_w), min(height, max_h))
+            width, height = min(width, max_w), min(height, max_h)
         self._free_fbo()
         self._size = (width, height)
         if width == 0 or height == 0:
@@ -170,6 +181,15 @@ class EglSurface:
         if status != GL.GL_FRAMEBUFFER_COMPLETE:
             raise GlshareError(f"headless FBO {width}x{height} incomplete (0x{status:04X})", where="glCheckFramebufferStatus")
         GL.glBindRenderbuffer(GL.GL_RENDERBUFFER, 0)
+
+    @property
+    def max_size(self) -> tuple[int, int]:
+        """The largest FBO GL draws here (cached: the context does not change)."""
+        if self._max_size is None:
+            vw, vh = (int(v) for v in GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS))
+            rb = int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE))
+            self._max_size = (min(vw, rb), min(vh, rb))
+        return self._max_size
 
     def _free_fbo(self) -> None:
         if self._fbo:

@@ -18,9 +18,38 @@ import numpy as np
 from OpenGL import GL
 
 from app.errors import GlshareError
+from app.source_files import capturing_stderr
 from app.window import KeyEvent, MouseEvent
 
 log = logging.getLogger(__name__)
+
+
+# X11 window sizes are 16-bit; and llvmpipe's put-image of a frame past 4 GiB asserts inside xcb
+# (32767 x 32767 aborted the process), which GL's own limits below keep far from
+X_MAX_SIDE = 16384
+
+
+def gl_max_framebuffer() -> tuple[int, int]:
+    """The largest framebuffer GL draws here: GL_MAX_VIEWPORT_DIMS, GL_MAX_RENDERBUFFER_SIZE and
+    GL_MAX_TEXTURE_SIZE (the panel's layer is a texture of the window's size), and X's limit."""
+    vw, vh = (int(v) for v in GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS))
+    side = min(int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE)), int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_SIZE)),
+               X_MAX_SIDE)
+    return min(vw, side), min(vh, side)
+
+
+def _no_display_message(error, said: str) -> str:
+    """One line: what GLFW said, what libX11 printed, and the way out."""
+    import os
+
+    code, desc = error if isinstance(error, tuple) else (None, error)
+    desc = desc.decode(errors="replace") if isinstance(desc, bytes) else (desc or "no reason given")
+    display = os.environ.get("DISPLAY", "")
+    extra = f" ({said})" if said else ""
+    if display:
+        return (f"cannot open the X display {display!r}: {desc}{extra}; is an X server running there? "
+                f"Use --headless to run without a window")
+    return f"GLFW could not start: {desc}{extra}; use --headless to run without a window"
 
 
 class GlfwWindow:
@@ -29,19 +58,28 @@ class GlfwWindow:
 
     def __init__(self, size: tuple[int, int], *, title: str = "glshare", vsync: bool = False) -> None:
         self.label = f"GLFW window '{title}'"
-        if not glfw.init():
-            desc = glfw.get_error()
-            raise GlshareError(f"glfw.init failed: {desc}", where="glfwInit")
+        self.max_size = (X_MAX_SIDE, X_MAX_SIDE)  # until the context says what GL allows
+        glfw.ERROR_REPORTING = "log"  # debug lines on the 'glfw' logger; failures are said in one line below
+        ok, said = capturing_stderr(glfw.init)
+        if not ok:
+            raise GlshareError(_no_display_message(glfw.get_error(), said), where="glfwInit")
         glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
         glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
         glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
         glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
         glfw.window_hint(glfw.CONTEXT_CREATION_API, glfw.NATIVE_CONTEXT_API)  # GLX on X11
-        self._window = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
+        w, h = self._clamped(size, "the window")
+        self._window = glfw.create_window(w, h, title, None, None)
         if not self._window:
+            code, desc = glfw.get_error()
             glfw.terminate()
-            raise GlshareError("glfw.create_window failed (no GL 3.3 core context?)", where="glfwCreateWindow")
+            detail = f": {desc.decode(errors='replace') if isinstance(desc, bytes) else desc}" if desc else ""
+            raise GlshareError(f"glfw.create_window failed (no GL 3.3 core context?){detail}", where="glfwCreateWindow")
         glfw.make_context_current(self._window)
+        self.max_size = gl_max_framebuffer()
+        glfw.set_window_size_limits(self._window, 1, 1, *self.max_size)  # a window manager keeps user resizes within
+        if (w, h) != self._clamped((w, h), "the window"):
+            glfw.set_window_size(self._window, *self._clamped((w, h), "the window"))
         glfw.swap_interval(1 if vsync else 0)
         self._events: list[KeyEvent] = []
         self._input_listeners: list = []
@@ -55,6 +93,7 @@ class GlfwWindow:
         glfw.set_mouse_button_callback(self._window, self._on_button)
         glfw.set_scroll_callback(self._window, self._on_scroll)
         glfw.set_char_callback(self._window, self._on_char)
+        glfw.set_framebuffer_size_callback(self._window, self._on_framebuffer_size)
 
     def on_input(self, fn) -> None:
         """Call ``fn()`` on mouse movement, buttons, scrolling, characters and keys (the panel redraws)."""
@@ -112,6 +151,11 @@ class GlfwWindow:
                     glfw.KEY_ENTER: "enter"}.get(key, f"key{key}")
         self._events.append(KeyEvent(name.lower(), bool(mods & glfw.MOD_SHIFT)))
 
+    def _on_framebuffer_size(self, window, width: int, height: int) -> None:
+        """A resize past what GL and X allow that no window manager stopped: shrunk back, one warning."""
+        if width > self.max_size[0] or height > self.max_size[1]:
+            glfw.set_window_size(window, *self._clamped((width, height), "the window was resized to"))
+
     @property
     def framebuffer_size(self) -> tuple[int, int]:
         return tuple(glfw.get_framebuffer_size(self._window))
@@ -155,12 +199,23 @@ class GlfwWindow:
         data = GL.glReadPixels(0, 0, w, h, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE)
         return np.frombuffer(data, np.uint8).reshape(h, w, 4)[::-1].copy()
 
+    def _clamped(self, size, what: str) -> tuple[int, int]:
+        """``size`` within ``max_size``, with one warning when it was not."""
+        w, h = (max(0, int(v)) for v in size)
+        cw, ch = min(w, self.max_size[0]), min(h, self.max_size[1])
+        if (cw, ch) != (w, h):
+            log.warning("%s %dx%d is larger than GL and X allow here (%dx%d): made %dx%d", what, w, h,
+                        *self.max_size, cw, ch)
+        return cw, ch
+
     def resize(self, width: int, height: int) -> None:
+        """0 in either dimension minimizes the window; larger than GL and X allow is clamped, with a warning."""
+        width, height = self._clamped((width, height), "a window of")
         if width == 0 or height == 0:
             glfw.iconify_window(self._window)
         else:
             glfw.restore_window(self._window)
-            glfw.set_window_size(self._window, int(width), int(height))
+            glfw.set_window_size(self._window, width, height)
         glfw.poll_events()
 
     def set_vsync(self, on: bool) -> None:

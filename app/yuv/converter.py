@@ -24,7 +24,7 @@ class YuvConverter:
         self.layout = layout
         self.label = f"yuv converter ({layout.fmt.name})"
         self.program = KernelProgram(context, "yuv.cl", layout.kernel_options, owner=owner)
-        self.kernel = self.program.kernel("yuv420_to_rgba")
+        self.program.kernel("yuv420_to_rgba")  # a missing kernel is found at build, not at the first frame
 
     def enqueue(self, queue: cl.CommandQueue, y_plane: cl.Image, uv_plane: cl.Image, out: cl.Image,
                 fmt: YuvFormat, matrix: str, range_: str, wait_for=None,
@@ -35,11 +35,12 @@ class YuvConverter:
         check_choice(matrix, range_)
         kr, kb = MATRICES[matrix]
         y_off, y_scale, c_off, c_scale = range_params(fmt, range_)
-        self.kernel.set_args(y_plane, uv_plane, out, np.uint32(fmt.shift), np.float32(kr), np.float32(kb),
+        kernel = self.program.kernel("yuv420_to_rgba")  # the current one: a hot reload replaces it
+        kernel.set_args(y_plane, uv_plane, out, np.uint32(fmt.shift), np.float32(kr), np.float32(kb),
                              np.float32(y_off), np.float32(y_scale), np.float32(c_off), np.float32(c_scale))
         w, h = self.layout.width, self.layout.height
         global_size, local = launch_sizes((w // 2, h // 2), local_size)
-        return cl.enqueue_nd_range_kernel(queue, self.kernel, global_size, local, wait_for=wait_for)
+        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
 
     def enqueue_buffers(self, queue: cl.CommandQueue, y_plane: cl.Buffer, y_pitch: int, uv_plane: cl.Buffer,
                         uv_pitch: int, out: cl.Buffer, out_pitch: int, fmt: YuvFormat, matrix: str, range_: str,

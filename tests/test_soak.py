@@ -1,0 +1,117 @@
+"""The soak: 20,000 headless frames at the default sizes, panel on, with a scene, sync or backend
+switch every 1,000 frames. Live CL/GL objects and open fds stay flat, peak RSS grows less than
+10 MB after the warm-up (the first pass through every set-up), no GL error, every count exact.
+
+Slow (several minutes on 2 cores): skipped unless GLSHARE_SOAK=1 (``GLSHARE_SOAK=1 make test
+PYTEST_ARGS="-m slow -s"``). The figures go into a report (RunFacts.extra["soak"]) written to
+$GLSHARE_SOAK_REPORT, or to the test's temporary folder, and are printed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import resource
+import time
+from pathlib import Path
+
+import pytest
+
+from app.config import RunConfig
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.environ.get("GLSHARE_SOAK") != "1", reason="the soak runs with GLSHARE_SOAK=1")]
+
+FRAMES = max(8000, int(os.environ.get("GLSHARE_SOAK_FRAMES", "20000")))
+EVERY = 1000
+RSS_LIMIT_MB = 10.0
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _switches(available: list[str]):
+    """The cycle of switches: each set-up of this machine is visited; the backend step moves to
+    the next available backend (re-creating it where there is only one)."""
+    backends = list(available)
+    k = 0
+    while True:
+        for what, value in (("scene", "image"), ("sync", "none"), ("scene", "yuv"), ("sync", "finish"),
+                            ("backend", None), ("scene", "particles")):
+            if what == "backend":
+                k += 1
+                value = backends[k % len(backends)]
+            yield what, value
+
+
+def test_soak(tmp_path):
+    from OpenGL import GL
+
+    from app.diagnostics import live
+    from app.session.loop import Run
+    from app.trace.report import build_report, write_report
+
+    before = live.snapshot()
+    cfg = RunConfig(headless=True, frames=None)  # default scene, sizes, panel
+    samples = []
+    gl_errors = 0
+    t0 = time.monotonic()
+    with Run(cfg) as rt:
+        session = rt.session
+        plan = _switches(session.registry.available)
+        for frame in range(FRAMES):
+            rt.tick()
+            while GL.glGetError() != GL.GL_NO_ERROR:
+                gl_errors += 1
+            if (frame + 1) % EVERY == 0:
+                samples.append({"frame": frame + 1, "setup": (session.cfg.scene, session.backend_name, session.cfg.sync),
+                                "live": live.snapshot(), "fds": _fds(), "rss_mb": round(_rss_mb(), 1),
+                                "peak_mb": round(_peak_mb(), 1)})
+                if frame + 1 < FRAMES:
+                    what, value = next(plan)
+                    outcome = session.switch(**{what: value})
+                    assert outcome.ok, outcome.message
+        history = session.history
+        seconds = time.monotonic() - t0
+        # the warm-up: one whole cycle of switches, back to the set-up the run began with (every
+        # set-up built once, and every switch made once: a switch's transient peak is in it)
+        warm = samples[6]
+        after = samples[6:]
+        by_setup: dict = {}
+        for s in after:
+            by_setup.setdefault(s["setup"], []).append(s["live"])
+        figures = {
+            "frames": FRAMES, "switch_every": EVERY, "switches": len(history.switches), "seconds": round(seconds, 1),
+            "counts": {k: history.totals[k] for k in ("frames", "acquire", "compute", "release", "errors", "hazards")},
+            "segments": len(history.segments), "segment_frames": sorted({s.frames for s in history.segments}),
+            "loop_errors": history.loop_errors_total, "gl_errors": gl_errors,
+            "fds": sorted({s["fds"] for s in after}), "fds_first": samples[0]["fds"],
+            "rss_mb": [s["rss_mb"] for s in samples], "peak_rss_mb_after_warmup": warm["peak_mb"],
+            "peak_rss_mb_end": samples[-1]["peak_mb"],
+            "peak_rss_growth_mb": round(samples[-1]["peak_mb"] - warm["peak_mb"], 2),
+            "live_objects_flat": all(all(v == lives[0] for v in lives) for lives in by_setup.values()),
+            "live_objects_per_setup": {" / ".join(k): v[0] for k, v in by_setup.items()},
+        }
+        facts = dataclasses.replace(rt.facts(), extra={"soak": figures})
+        target = Path(os.environ.get("GLSHARE_SOAK_REPORT") or tmp_path / "soak-report.json")
+        write_report(target, build_report(history, facts))
+    figures["live_after_teardown_equal"] = live.snapshot() == before
+    print("\nsoak figures:", json.dumps(figures, indent=1), "\nreport:", target)
+    c = figures["counts"]
+    assert c["frames"] == c["acquire"] == c["compute"] == c["release"] == FRAMES
+    assert c["errors"] == 0 and figures["loop_errors"] == 0 and gl_errors == 0
+    assert figures["switches"] == FRAMES // EVERY - 1 and figures["segment_frames"] == [EVERY]
+    assert figures["live_objects_flat"], by_setup
+    assert len(figures["fds"]) == 1, figures["fds"]
+    assert figures["peak_rss_growth_mb"] < RSS_LIMIT_MB
+    assert figures["live_after_teardown_equal"]

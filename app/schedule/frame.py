@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PHASES = ("acquire", "compute", "release", "render")
+BOUNDARIES = ("start",) + PHASES  # where owners are sampled: the frame's start, then after each phase
 
 
 @dataclass
@@ -39,6 +40,11 @@ class FrameRecord:
     hazards: list[Any] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: {"acquire": 0, "compute": 0, "release": 0})
     bytes_moved: int = 0
+    # who owns each shared object at every phase boundary: (boundary, host ns, owner per object, in
+    # the order of owner_labels), boundary one of BOUNDARIES; owner "gl", "cl", or "" (not tracked)
+    owner_labels: tuple[str, ...] = ()
+    owners: list[tuple[str, int, tuple[str, ...]]] = field(default_factory=list)
+    stepped: bool = False  # run phase by phase (teaching mode): the gaps between phases are the user's
 
     def phase_us(self, name: str) -> float | None:
         span = self.phases.get(name)

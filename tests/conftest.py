@@ -99,8 +99,10 @@ def glshare():
     return run_glshare
 
 
-def panel_snapshot(run) -> dict:
-    """The panel's snapshot of ``run`` (a ``Run``) as the UI host builds it at a redraw."""
+def panel_snapshot(run, tab: str | None = None):
+    """The panel's model (``app.ui.model.PanelModel``) of ``run`` (a ``Run``) as the UI host builds it
+    at a redraw; ``tab``: as if that tab were shown."""
     view = run.session.view(demos=run.controls.demo_views(), trace_written=run.trace_written)
     ui = run.ui
-    return ui.model.update(view, tab=ui.state.tab, lab=ui.lab_results, ui_caps=ui.caps())
+    return ui.model.update(view, tab=tab or ui.state.tab, lab=ui.lab_results, ui_caps=ui.caps(),
+                           chosen=ui.state.chosen)

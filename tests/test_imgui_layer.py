@@ -52,9 +52,9 @@ def test_memory_tab_shows_the_handle_table(gl):
                 rt.ui.state.select = "memory"
             base = surface.read_pixels()
             rt.tick()
-            mem = panel_snapshot(rt)["caps"]["memory"]
-            assert [h["value"] for h in mem["handle_types"]] == list(range(0x2060, 0x2068))
-            assert "cl_khr_external_memory" in mem["unavailable"] and mem["lifetime"] is None
+            mem = panel_snapshot(rt, tab="memory").caps.memory
+            assert [int(h.hex, 16) for h in mem.handle_types] == list(range(0x2060, 0x2068))
+            assert "cl_khr_external_memory" in mem.unavailable and mem.lifetime is None
             assert rt.ui.state.failures == 0 and rt.session.history.loop_errors == []
             assert base[..., :3].std() > 5
     finally:

@@ -24,6 +24,9 @@ class UiFlags(Protocol):
 
     def mark_dirty(self) -> None: ...
 
+    def clear_findings(self) -> str:
+        """Forget the errors and hazards the panel shows (the report keeps them); a status line."""
+
 
 @dataclass(frozen=True)
 class Command:
@@ -71,6 +74,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("write_trace", "write a Chrome/Perfetto trace"),
     Command("demo", "toggle a hazard demonstration"),
     Command("run_lab", "run the error lab"),
+    Command("clear_findings", "clear the panel's errors and hazards (the report keeps them)"),
     *(Command(f"demo_{d.name}", d.title, (d.key,)) for d in DEMOS),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
@@ -186,6 +190,11 @@ class Controls:
         if self._write_trace is None:
             return "no trace writer in this run"
         return self._write_trace(path)
+
+    def _do_clear_findings(self) -> str:
+        if self.ui is None:
+            return "no panel in this run (--no-overlay)"
+        return self.ui.clear_findings()
 
     def _do_run_lab(self) -> str:
         if self._run_lab is None:

@@ -51,12 +51,11 @@ QUOTES: dict[str, tuple[str, str]] = {
 }
 # glshare's own explanation of each step, kept apart from the quotes
 NOTES: dict[str, str] = {
-    "acquire": "CL owns the shared objects from here on: GL must not touch them until the release. glshare's "
-               "sync mode made GL's earlier work on them finish first.",
-    "compute": "The kernel runs on objects CL owns (the ownership tracker checks it before the enqueue).",
+    "acquire": "CL owns the objects now; the sync mode made GL's earlier work on them finish first.",
+    "compute": "the kernel ran on objects CL owns (checked before the enqueue).",
     "release": "GL owns the objects again once the release completes; CL must not use them any more.",
-    "render": "GL owns every shared object now: it may draw from them, upload into them, or delete them after CL "
-              "released its memory objects. The next step starts the next frame.",
+    "render": "GL drew from the objects it owns; it may also upload into them, or delete them once CL released "
+              "its memory objects.",
 }
 SPEC: dict[str, str] = {phase: quote for phase, (quote, _call) in QUOTES.items()}
 
@@ -179,7 +178,8 @@ def teaching_view(st: TeachingStepper, *, frame: int, paused: bool, objects: tup
     last = st.last
     step_index = STEP_OF_PHASE[last] if (st.visited or st.mid_frame) else 0
     return TeachingView(
-        active=st.active, paused=paused, frame=st.frame if st.mid_frame else frame, mid_frame=st.mid_frame,
+        active=st.active, paused=paused, frame=st.frame if step_index and st.frame is not None else frame,
+        mid_frame=st.mid_frame,
         last=last, last_title=PHASE_TITLE[last], next=st.next_phase,
         next_title=PHASE_TITLE[st.next_phase], steps=STEPS, step_index=step_index, visited=tuple(st.visited),
         objects=objects, gl_may_draw=all(o.owner != CL for o in objects), spec=SPEC[last], cite=citation(last),

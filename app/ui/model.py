@@ -517,6 +517,8 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
         end_t = samples[-1][1]
         if not in_progress:  # GL keeps the objects after the render, until the next frame's acquire
             end_t = max(end_t, rec.end_ns, rec.phases.get("panel", (0, 0))[1])
+        else:  # the owner now, drawn a little past the last step
+            end_t += TEACH_GAP_NS
         for k, label in enumerate(labels):
             lane = 4 + k
             cur, since = samples[0][2][k], samples[0][1]

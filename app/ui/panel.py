@@ -93,7 +93,9 @@ class PanelState:
         self._small_max = 0.0
         self.window: tuple[int, int, int, int] | None = None  # the panel's rectangle (ImGui pixels)
         self.collapsed = False
+        self.scroll_y = 0.0
         self.spots: dict[str, tuple[int, int, str]] = {}  # where some texts were drawn (tests)
+        self.rects: dict[str, tuple[int, int, int, int]] = {}  # where some items were drawn (tests)
         self._was_teaching = False
         self._stop_shown: int | None = None
 
@@ -153,11 +155,12 @@ def draw_panel(model: PanelModel, state: PanelState, request) -> None:
     imgui.set_next_window_size((layout.default_width(fb_w), height), FIRST_USE)
     imgui.set_next_window_size_constraints((lo, height), (hi, height))
     imgui.set_next_window_bg_alpha(0.9)
-    state.spots = {}
+    state.spots, state.rects = {}, {}
     with imgui_ctx.begin(TITLE, None, WINDOW_FLAGS) as window:
         pos, size = imgui.get_window_pos(), imgui.get_window_size()
         state.window = (int(pos.x), int(pos.y), int(pos.x + size.x), int(pos.y + size.y))
         state.collapsed = imgui.is_window_collapsed()
+        state.scroll_y = imgui.get_scroll_y()
         if not window:
             return
         try:
@@ -180,10 +183,13 @@ def _body(m: PanelModel, state: PanelState, request) -> None:
         state._stop_shown = h.stop.frame
         state.select = "hazards" if h.stop.case else "errors"
     _header(m, state, request)
-    _controls(m, request)
+    if not teaching:  # teaching mode's buttons take the controls' place
+        _controls(m, state, request)
     avail = imgui.get_content_region_avail()
     if teaching and m.teaching is not None:
-        _teaching_block(m, request)
+        with imgui_ctx.begin_group():
+            _teaching_block(m, request)
+        _item_rect(state, "teaching")
         avail = imgui.get_content_region_avail()
     else:
         plot_h = int(min(max(avail.y * 0.18, 70), 240))
@@ -222,6 +228,7 @@ def _header(m: PanelModel, state: PanelState, request) -> None:
         _wrapping_text("(" + ", ".join(tags) + ")", HAZARD if h.stop is not None else (1.0, 0.85, 0.4, 1.0))
     imgui.text_unformatted(f"{h.frame_ms:.2f} ms/frame ({h.fps:.0f} fps, median)")
     _wrapping_text(f"clock CL\u00b1{h.clock_cl_us:.0f} GL\u00b1{h.clock_gl_us:.0f} us", DIM)
+    _item_rect(state, "clock")
     _hover_tip("CL device time and GL time are put on the host clock; +/- is how well (Caps tab)")
     if h.errors or h.hazards:
         _wrapping_text(f"{h.errors} errors, {h.hazards} hazards", RED)
@@ -281,7 +288,7 @@ def _label_w(label: str) -> float:
     return imgui.calc_text_size(label).x + imgui.get_style().item_inner_spacing.x
 
 
-def _controls(m: PanelModel, request) -> None:
+def _controls(m: PanelModel, state: PanelState, request) -> None:
     c = m.controls
     if c is None:
         return
@@ -318,6 +325,7 @@ def _controls(m: PanelModel, request) -> None:
     flow.next(imgui.calc_text_size("write trace").x + 2 * imgui.get_style().frame_padding.x)
     if imgui.button("write trace"):
         request("write_trace")
+    _item_rect(state, "write_trace")
     _hover_tip(f"last written: {c.trace_path}" if c.trace_path else (c.trace_error or "writes a Perfetto trace of "
                                                                      "the kept frames"))
 
@@ -383,12 +391,13 @@ def _timing(m: PanelModel, state: PanelState, height: int) -> None:
                 if imgui.is_mouse_clicked(0):
                     state.chosen, state.zoom = frame, state.zoom
                 tooltip(f"frame {frame}: click to show it in the timeline")
-    state.spots["plot"] = _last_rect()
+    _item_rect(state, "plot")
 
 
-def _last_rect() -> tuple[int, int, str]:
-    p = imgui.get_item_rect_min()
-    return (int(p.x), int(p.y), "")
+def _item_rect(state: PanelState, name: str) -> None:
+    """Remember where the last item was drawn (ImGui pixels), for tests driving the window."""
+    a, b = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+    state.rects[name] = (int(a.x), int(a.y), int(b.x), int(b.y))
 
 
 def _stats(m: PanelModel) -> None:
@@ -513,7 +522,12 @@ def _timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
     bottom = top + n * lane_h
     # ticks and lanes
     extent = tl.extent_ms if tl.frame is not None else 0.0
-    span = _stable_span(state, max(extent, tl.next_ms or 0.0)) if tl.frame is not None else 1.0
+    if tl.frame is None:
+        span = 1.0
+    elif tl.stepped or tl.in_progress:  # teaching: the frame so far, growing phase by phase
+        span = nice_step(max(extent, 0.5) * 1.1)
+    else:
+        span = _stable_span(state, max(extent, tl.next_ms or 0.0))
     t0, t1 = state.zoom if state.zoom is not None else (0.0, span)
     t1 = max(t1, t0 + 1e-4)
     scale = (bx1 - bx0) / (t1 - t0)
@@ -534,6 +548,7 @@ def _timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
             dl.add_text((x0 + 2, ly + (lane_h - line) / 2), TEXT, lanes[r].name)
     imgui.set_cursor_screen_pos((bx0, y))
     imgui.invisible_button("##timeline", (max(bx1 - bx0, 1), max(bottom - y, 1)))
+    _item_rect(state, "timeline")
     hovered, active = imgui.is_item_hovered(), imgui.is_item_active()
     if hovered:
         imgui.set_item_key_owner(imgui.Key.mouse_wheel_y)  # the wheel zooms here, it does not scroll
@@ -578,7 +593,7 @@ def _interact(state: PanelState, hovered: bool, active: bool, bx0: float, scale:
 def _frame_choice(m: PanelModel, state: PanelState) -> None:
     """While paused a slider over the kept frames; "follow" goes back to the newest frame."""
     h, t = m.header, m.timing
-    if h.paused and not h.in_progress and t.first_kept is not None and t.newest_kept > t.first_kept:
+    if h.paused and not h.in_progress and not h.teaching and t.first_kept is not None and t.newest_kept > t.first_kept:
         imgui.set_next_item_width(max(imgui.get_content_region_avail().x - 130, 60))
         current = h.frame if h.frame is not None else t.newest_kept
         changed, value = imgui.slider_int("##frame", current, t.first_kept, t.newest_kept, "frame %d")
@@ -687,9 +702,12 @@ def _tabs(m: PanelModel, state: PanelState, request) -> None:
         for title, key in TABS:
             label = f"{title} {_count(counts[key])}" if key in counts else title
             with imgui_ctx.begin_tab_item(f"{label}###{key}", SET_SELECTED if want == key else 0) as tab:
+                _item_rect(state, f"tab_{key}")
                 if tab:
                     state.tab = key
                     with imgui_ctx.begin_child(f"##tab_{key}", (0, height - imgui.get_frame_height() - 8)):
+                        pos, size = imgui.get_window_pos(), imgui.get_window_size()
+                        state.rects["tab_body"] = (int(pos.x), int(pos.y), int(pos.x + size.x), int(pos.y + size.y))
                         _TAB_BODIES[key](m, request, state)
 
 

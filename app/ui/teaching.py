@@ -56,14 +56,19 @@ def _owner_line(t) -> None:
 
 
 def quote(text: str, cite: str) -> None:
-    """A quotation of the specification: a bar at its left, the words, and where they come from."""
+    """A quotation of the specification: a bar at its left, the words in quotes, where they come from."""
     dl = imgui.get_window_draw_list()
     x, y = imgui.get_cursor_screen_pos()
     imgui.indent(10)
     with imgui_ctx.begin_group():
         with imgui_ctx.push_text_wrap_pos(0.0):
-            imgui.text_colored(QUOTE_TEXT, f"\u201c{text}\u201d")
-            imgui.text_colored(DIM, f"\u2014 {cite}")
+            imgui.text_colored(QUOTE_TEXT, f'"{text}"')
+            short, _, source = cite.partition(" (")
+            imgui.text_colored(DIM, f"-- {short}")
+    if source and imgui.is_item_hovered():
+        from app.ui.panel import tooltip
+
+        tooltip(f"quoted from {source.rstrip(')')}")
     bottom = imgui.get_item_rect_max().y
     imgui.unindent(10)
     dl.add_rect_filled((x + 2, y), (x + 5, bottom), QUOTE_BAR)
@@ -120,14 +125,9 @@ def draw_teaching(t) -> str | None:
         else:
             if not t.gl_may_draw:
                 imgui.text_colored(f4(legend.OWNER_RGB[legend.CL]),
-                                   "CL owns the shared objects: GL does not draw them until the release (the scene "
-                                   "shows only the background).")
-            imgui.text_colored(DIM, f"glshare, {t.last}:")
-            imgui.same_line()
-            imgui.text_unformatted(t.note)
+                                   "CL owns them: GL draws only the background until the release.")
+            imgui.text_unformatted(f"glshare: {t.note}")
             if t.does:
-                imgui.text_colored(DIM, f"{t.backend}:")
-                imgui.same_line()
-                imgui.text_unformatted(t.does.removeprefix(f"{t.backend}: "))
+                imgui.text_colored(DIM, t.does if t.does.startswith(f"{t.backend}:") else f"{t.backend}: {t.does}")
     quote(t.spec if t.step_index else t.next_spec, t.cite if t.step_index else t.next_cite)
     return action

@@ -41,7 +41,7 @@ TEXT_RGB: RGB = (222, 222, 232)
 TRACE_CNAME: dict[str, str] = {
     "acquire": "yellow", "compute": "rail_response", "release": "good", "render": "rail_animation",
     "panel": "grey", "wait": "terrible", GL: "olive", CL: "rail_load", TO_CL: "generic_work",
-    TO_GL: "generic_work", "hazard": "bad", "error": "terrible",
+    TO_GL: "generic_work", "hazard": "bad", "error": "terrible", "switch": "black",
 }
 
 

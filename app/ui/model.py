@@ -483,6 +483,52 @@ def _compressor(rec):
     return shown
 
 
+def owner_spans(rec, cl_offset: int = 0, *, in_progress: bool = False,
+                live: Mapping[str, str] | None = None) -> list[tuple[int, int, int, str]]:
+    """Who owned each shared object of ``rec`` over time, from its samples at the phase boundaries:
+    (object index in ``rec.owner_labels``, start ns, end ns, state) on the host clock, state one of
+    the legend's "GL", "CL", "GL -> CL", "CL -> GL".
+
+    A change of owner happens in the phase that ends at the boundary where it is first seen; when
+    that phase's CL command (the acquire or the release) was profiled, the hand-over lasts from the
+    command's queued stamp (``cl_offset`` puts it on the host clock) to its end stamp, else it is
+    instant at the boundary. After the last boundary GL keeps the objects until the frame's end (the
+    panel, then the next frame); a frame in progress ends at its last step, and ``live`` (label ->
+    state now) shows a hand-over still in flight there."""
+    samples, labels = rec.owners, rec.owner_labels
+    out: list[tuple[int, int, int, str]] = []
+    if not samples or not labels:
+        return out
+    end_t = samples[-1][1]
+    if not in_progress:
+        end_t = max(end_t, rec.end_ns, rec.phases.get("panel", (0, 0))[1])
+    else:
+        end_t += TEACH_GAP_NS
+    for k, label in enumerate(labels):
+        cur, since = samples[0][2][k], samples[0][1]
+        for boundary, t, owners in samples[1:]:
+            new = owners[k]
+            if new == cur:
+                continue
+            phase = rec.phases.get(boundary, (t, t))
+            prof = rec.cl_profile.get(boundary)
+            if prof is not None:
+                change = min(max(prof[0] + cl_offset, phase[0]), t)
+                done = max(prof[3] + cl_offset, change)
+            else:
+                change = done = t
+            if change > since:
+                out.append((k, since, change, legend.owner_state(cur)))
+            if done > change:
+                out.append((k, change, done, f"{legend.owner_state(cur)} -> {legend.owner_state(new)}"))
+            cur, since = new, done
+        state = legend.owner_state(cur)
+        if in_progress and live and live.get(label) in legend.HANDOVER:
+            state = live[label]  # enqueued, not complete yet
+        out.append((k, since, max(end_t, since), state))
+    return out
+
+
 def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live: Mapping[str, str] | None = None,
                    current_phase: str = "", next_phase: str = "", gl_note: str = "", stop=None) -> Timeline:
     """The timeline of ``rec`` (a FrameRecord), on the host clock, in ms from its start.
@@ -512,37 +558,8 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
         bars.add(LANE_GL, KIND_GL, CLOCK_GL, s, e, name)
 
     cl_off = clock.cl.offset if clock is not None else 0
-    samples = rec.owners
-    if samples and labels:
-        end_t = samples[-1][1]
-        if not in_progress:  # GL keeps the objects after the render, until the next frame's acquire
-            end_t = max(end_t, rec.end_ns, rec.phases.get("panel", (0, 0))[1])
-        else:  # the owner now, drawn a little past the last step
-            end_t += TEACH_GAP_NS
-        for k, label in enumerate(labels):
-            lane = 4 + k
-            cur, since = samples[0][2][k], samples[0][1]
-            for boundary, t, owners in samples[1:]:
-                new = owners[k]
-                if new == cur:
-                    continue
-                phase = rec.phases.get(boundary, (t, t))
-                prof = rec.cl_profile.get(boundary)
-                if prof is not None:  # the hand-over: the command's queued stamp to its end
-                    change = min(max(prof[0] + cl_off, phase[0]), t)
-                    done = max(prof[3] + cl_off, change)
-                else:
-                    change = done = t
-                if change > since:
-                    bars.add(lane, KIND_OWNER, CLOCK_HOST, since, change, legend.owner_state(cur))
-                if done > change:
-                    bars.add(lane, KIND_OWNER, CLOCK_HOST, change, done,
-                             f"{legend.owner_state(cur)} -> {legend.owner_state(new)}")
-                cur, since = new, done
-            state = legend.owner_state(cur)
-            if in_progress and live and live.get(label) in legend.HANDOVER:
-                state = live[label]  # enqueued, not complete yet
-            bars.add(lane, KIND_OWNER, CLOCK_HOST, since, max(end_t, since), state)
+    for k, s, e, state in owner_spans(rec, cl_off, in_progress=in_progress, live=live):
+        bars.add(4 + k, KIND_OWNER, CLOCK_HOST, s, e, state)
 
     arr = np.array(bars.rows, np.int64).reshape(-1, 5)
     offsets = np.array([0, cl_off, clock.gl.offset if clock is not None else 0], np.int64)

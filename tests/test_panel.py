@@ -240,3 +240,118 @@ def test_ownership_follows_a_stepped_frame(small_runtime):
     rt.controls.key("t")  # leaving teaching mode: the loop runs on
     rec = rt.tick()
     assert rec is not None and rec.errors == []
+
+
+# -- feedback: status lines, refusals, clearing, --strict stops -----------------------------------------
+def test_every_command_says_what_it_did(small_runtime):
+    """Every command of the table returns a status line, and the header shows it."""
+    from app.session.controls import COMMANDS
+
+    rt = small_runtime
+    rt.tick()
+    args = {"switch": {"sync": "finish"}, "set_size": {"size": 2048}, "set_paused": {"paused": False},
+            "demo": {"name": "skip_release"}, "write_trace": {}}
+    for cmd in COMMANDS:
+        if cmd.name == "quit":
+            continue
+        status = rt.controls.run(cmd.name, **args.get(cmd.name, {}))
+        assert status, cmd.name
+        rt.tick()
+        assert panel_snapshot(rt).header.status == rt.session.status, cmd.name
+    assert rt.session.history.loop_errors == []
+
+
+def test_a_refused_switch_says_why(small_runtime):
+    rt = small_runtime
+    rt.tick()
+    rt.controls.request("switch", backend="gl_sharing")  # the panel's backend combo
+    rt.tick()
+    status = panel_snapshot(rt).header.status
+    assert status.startswith("backend refused") and "cl_khr_gl_sharing" in status, status
+    assert rt.session.backend_name == "host_copy"
+
+
+def test_clear_forgets_the_findings_shown_not_the_report(small_runtime):
+    rt = small_runtime
+    rt.tick()
+    rt.controls.key("2")  # skip the release: hazards every frame
+    for _ in range(3):
+        rt.tick()
+    rt.controls.key("2")
+    rt.tick()
+    model = panel_snapshot(rt, tab="lab")
+    assert model.hazards.total > 0 and model.header.hazards == model.hazards.total and model.lab.hazard_counts
+    totals = rt.session.history.totals["hazards"]
+    rt.controls.request("clear_findings")  # the tabs' "clear" button
+    rt.tick()
+    model = panel_snapshot(rt, tab="lab")
+    assert model.hazards.total == model.header.hazards == 0 and model.hazards.entries == ()
+    assert model.lab.hazard_counts == () and rt.session.history.totals["hazards"] == totals
+    assert "cleared" in rt.session.status
+
+
+def test_a_strict_stop_is_shown_on_its_frame(gl):
+    """--strict in a window: the loop pauses on the offending frame and hands the view its reason;
+    the panel describes that frame, marks the hazard on the object's lane and opens the Hazards tab."""
+    from app.config import RunConfig
+    from app.errors import HazardError
+    from app.session.loop import Run
+    from app.session.views import StopView
+    from app.ui.panel import draw_panel
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((800, 600))
+    try:
+        cfg = RunConfig(scene="image", size=(64, 48), headless=True, frames=10_000, strict=True, panel_hz=0)
+        with Run(cfg, surface=surface) as rt:
+            rt.tick()
+            rt.controls.key("1")  # skip the acquire: the kernel uses an object CL does not own
+            with pytest.raises(HazardError) as err:
+                rt.tick()
+            stopped = rt.session.scheduler.current
+            stop = StopView.from_error(stopped.index, err.value)
+            assert stop.case == "use_without_acquire" and stop.label == "image.julia" and stop.where == "kernel"
+            view = rt.session.view(demos=rt.controls.demo_views(), stop=stop)
+            model = rt.ui.model.update(view, tab="hazards")
+            h, tl = model.header, model.timeline
+            assert h.stop is stop and h.in_progress and h.frame == tl.frame == stopped.index
+            mark = [m for m in tl.markers if m.kind == "hazard"]
+            assert len(mark) == 1 and tl.lanes[mark[0].lane].name == "julia" and "use_without_acquire" in mark[0].title
+            rt.ui.layer.draw(lambda: draw_panel(model, rt.ui.state, rt.controls.request), force=True)
+            rt.ui.layer.draw(lambda: draw_panel(model, rt.ui.state, rt.controls.request), force=True)
+            assert rt.ui.state.tab == "hazards" and rt.ui.state.failures == 0
+    finally:
+        surface.close()
+
+
+def test_paused_and_stepped_time_stays_out_of_the_statistics(small_runtime):
+    """A long pause, frames stepped with the arrow key and a frame stepped in teaching mode: none of
+    them, nor the pause, enters the timing statistics or the plot."""
+    import time
+
+    rt = small_runtime
+    for _ in range(20):
+        rt.tick()
+    rt.controls.key("p")
+    rt.tick()
+    for _ in range(2):
+        time.sleep(0.6)  # the user looks at the frame
+        rt.controls.key("right")
+        rt.tick()
+    rt.controls.key("p")
+    for _ in range(5):
+        rt.tick()
+    rt.controls.key("t")
+    for _ in range(4):
+        time.sleep(0.3)
+        rt.controls.key("n")
+        rt.tick()
+    rt.controls.key("t")
+    for _ in range(20):
+        rt.tick()
+    rt.ui.state.tab = "ownership"
+    model = panel_snapshot(rt)
+    t = model.timing
+    assert t.left_out >= 3, t.left_out  # the two arrow-key frames and the teaching one
+    assert np.nanmax(t.series["frame"]) < 500, np.nanmax(t.series["frame"])  # no pause in any frame's time
+    assert t.stats["frame"][1] < 500

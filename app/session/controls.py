@@ -105,7 +105,7 @@ class Controls:
             return None
         return self.run(cmd.name)
 
-    def request(self, name: str, **args) -> None:
+    def request(self, name: str, /, **args) -> None:
         """Queue a command to run after the UI frame (panel buttons)."""
         self.pending.append((name, args))
 
@@ -118,7 +118,7 @@ class Controls:
             except Exception as exc:  # noqa: BLE001
                 self.session.loop_error(exc, f"panel control {name}")
 
-    def run(self, name: str, **args) -> str:
+    def run(self, name: str, /, **args) -> str:
         """Run command ``name``; returns its status line (also kept as ``session.status``)."""
         if name not in BY_NAME:
             raise KeyError(f"unknown command {name!r}")
@@ -145,8 +145,11 @@ class Controls:
         return "paused" if s.paused else "running"
 
     def _do_step(self) -> str:
-        self.session.step_once = True
-        return ""
+        s = self.session
+        s.step_once = True
+        if s.stepper.active:
+            return f"step: the {s.stepper.next_phase} of frame {s.stepper.frame if s.stepper.mid_frame else s.frame}"
+        return f"step: frame {s.frame}"
 
     def _do_next_scene(self) -> str:
         return self._do_switch(scene=self.session.next_choice("scene"))
@@ -182,7 +185,7 @@ class Controls:
 
     def _do_teach_finish(self) -> str:
         if not self.session.stepper.active:
-            return ""
+            return "not in teaching mode (t starts it)"
         self.session.finish_teaching_frame()
         return "frame finished"
 

@@ -7,9 +7,8 @@ module of ``ui/`` that touches GL; panel code draws from the panel model.
 The panel is redrawn at ``redraw_hz`` (``default_panel_hz``: 5, or 2 on software GL), and at once
 after any mouse or keyboard input, into a cached layer (an FBO) that is copied into the frame: only
 the pixels ImGui's windows cover (the panel, and any tooltip, popup or open combo), as disjoint
-rectangles, so the scene around them is never touched. Each window's rectangle is the bounds of
-its draw list's vertices inside the union of its clip rectangles (a vertex outside the window, or
-not finite, counts for nothing).
+rectangles, so the scene around them is never touched: the rectangles of ImGui's top-level windows
+(asked of ImGui, never guessed from vertex positions, which a clipped or NaN vertex made wrong).
 
 The copy is ``glCopyImageSubData`` (GL 4.3) where the frame's colour buffer is a texture or
 renderbuffer of the layer's format (the headless FBO), else ``glBlitFramebuffer`` (a window's back
@@ -30,12 +29,10 @@ the next redraw. ``redraw_hz=0`` draws ImGui straight into every frame.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import math
 import time
 
-import numpy as np
 from imgui_bundle import imgui, implot
 from OpenGL import GL
 
@@ -118,6 +115,7 @@ def merge_rects(rects: list[Rect]) -> list[Rect]:
     return out
 
 
+_CHILD_WINDOW = int(imgui.WindowFlags_.child_window)
 _COPY_IMAGE: list[bool] = []
 _LIMITS: list[tuple[int, int]] = []
 
@@ -208,37 +206,27 @@ class _Layer:
         live.released("gl_texture", "ui")
         live.released("gl_framebuffer", "ui")
 
-    def measure(self, draw_data) -> None:
-        """One rectangle per draw list (an ImGui window: the panel, a tooltip, a popup): the bounds
-        of its finite vertices (ImDrawVert: pos, uv, col) inside the union of its clip rectangles;
-        then made disjoint."""
+    def measure(self, draw_data=None) -> None:
+        """The rectangles of the ImGui windows drawn this frame (the panel, and any tooltip, popup or
+        open combo: the top-level windows, each with its child windows inside it), clipped to the
+        layer and made disjoint: only these pixels are ever copied into the frame."""
         w, h = self.size
         rects = []
-        for dl in draw_data.cmd_lists:
-            n = dl.vtx_buffer.size()
-            if not n:
+        child = _CHILD_WINDOW
+        for win in imgui.get_current_context().windows:
+            if not win.active or win.hidden or int(win.flags) & child:
                 continue
-            raw = np.ctypeslib.as_array((ctypes.c_float * (n * 5)).from_address(dl.vtx_buffer.data_address()))
-            pos = raw.reshape(n, 5)[:, :2]
-            finite = np.isfinite(pos).all(axis=1)
-            if not finite.any():
+            dl = win.draw_list
+            if dl is None or not dl.vtx_buffer.size():
+                continue  # nothing drawn (ImGui's implicit debug window)
+            r = win.outer_rect_clipped
+            x0, y0, x1, y1 = r.min.x, r.min.y, r.max.x, r.max.y
+            if not all(map(math.isfinite, (x0, y0, x1, y1))):
                 continue
-            pos = pos[finite] if not finite.all() else pos
-            vx0, vy0 = pos.min(axis=0)
-            vx1, vy1 = pos.max(axis=0)
-            cx0 = cy0 = math.inf
-            cx1 = cy1 = -math.inf
-            for cmd in dl.cmd_buffer:
-                if not cmd.elem_count:
-                    continue
-                c = cmd.clip_rect
-                cx0, cy0, cx1, cy1 = min(cx0, c.x), min(cy0, c.y), max(cx1, c.z), max(cy1, c.w)
-            x0, y0 = max(vx0, cx0, 0.0), max(vy0, cy0, 0.0)
-            x1, y1 = min(vx1, cx1, float(w)), min(vy1, cy1, float(h))
-            if not (x1 > x0 and y1 > y0):
-                continue
-            x0, y0, x1, y1 = int(math.floor(x0)), int(math.floor(y0)), int(math.ceil(x1)), int(math.ceil(y1))
-            rects.append((x0, h - y1, x1, h - y0))  # ImGui y down -> GL y up
+            x0, y0 = max(int(math.floor(x0)), 0), max(int(math.floor(y0)), 0)
+            x1, y1 = min(int(math.ceil(x1)), w), min(int(math.ceil(y1)), h)
+            if x1 > x0 and y1 > y0:
+                rects.append((x0, h - y1, x1, h - y0))  # ImGui y down -> GL y up
         self.rects = disjoint_rects(rects)
 
     def clear(self) -> None:
@@ -453,7 +441,13 @@ class ImGuiLayer:
                     layer.composite(target, color, over)
                     self.composites += 1
                 return
-        layer.composite(target, color)
+        if keep:  # and the margins left of the scene, which nothing else draws into
+            lw, lh = layer.size
+            dy = layer.fb_size[1] - lh
+            column = (0, max(0, -dy), min(scene_rect[0], lw), lh)
+            layer.composite(target, color, disjoint_rects(rects + [column]))
+        else:
+            layer.composite(target, color)
         self.composites += 1
         self._fresh = not keep  # a full copy into a kept back buffer lasts until the next redraw
 

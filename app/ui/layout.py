@@ -13,6 +13,7 @@ PANEL_W = 440  # the panel's default width: its header and controls fit on three
 PANEL_MIN_W = 300
 PANEL_MAX_W = 720
 SCENE_MIN_W = 200  # beside the panel the scene gets at least this many pixels, else it is drawn under it
+PANEL_ROOM = MARGIN + PANEL_W + MARGIN  # what a window opened with the panel adds beside an image scene
 
 
 def default_width(fb_w: int) -> int:

@@ -355,3 +355,51 @@ def test_paused_and_stepped_time_stays_out_of_the_statistics(small_runtime):
     assert t.left_out >= 3, t.left_out  # the two arrow-key frames and the teaching one
     assert np.nanmax(t.series["frame"]) < 500, np.nanmax(t.series["frame"])  # no pause in any frame's time
     assert t.stats["frame"][1] < 500
+
+
+def test_tab_titles_keep_their_width_as_counts_grow(gl):
+    """The Errors and Hazards tabs show their counts in a fixed width: no tab moves under the cursor."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((800, 600))
+    try:
+        with Run(RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel_hz=0),
+                 surface=surface) as rt:
+            for _ in range(3):
+                rt.tick()
+            widths = {k: v[2] - v[0] for k, v in rt.ui.state.rects.items() if k.startswith("tab_") and k != "tab_body"}
+            rt.controls.key("2")  # skip the release: hazards pile up by the frame
+            for _ in range(12):
+                rt.tick()
+            rt.controls.key("2")
+            rt.tick()
+            assert rt.ui.last_model.hazards.total >= 10
+            grown = {k: v[2] - v[0] for k, v in rt.ui.state.rects.items() if k.startswith("tab_") and k != "tab_body"}
+            assert grown == widths and len(widths) == 7
+    finally:
+        surface.close()
+
+
+def test_overlay_shows_hazards_and_the_status(gl):
+    """--no-panel: the minimal overlay names the last hazard and the last command's status."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+    from app.ui import legend
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((640, 200))
+    try:
+        with Run(RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel=False, panel_hz=0),
+                 surface=surface) as rt:
+            rt.tick()
+            base = surface.read_pixels()
+            rt.controls.key("2")
+            for _ in range(3):
+                rt.tick()
+            px = surface.read_pixels()
+            assert rt.ui.failures == 0 and rt.session.history.loop_errors == []
+            assert _near(px[:120, :, :3], legend.HAZARD_RGB, 30) > 30 > _near(base[:120, :, :3], legend.HAZARD_RGB, 30)
+    finally:
+        surface.close()

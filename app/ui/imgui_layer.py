@@ -45,6 +45,7 @@ SOFTWARE_PANEL_HZ = 2.0
 PANEL_HZ = 5.0
 MAX_FRAMEBUFFER_SCALE = 4.0  # ImGui's fonts are rasterised at this scale at most
 PROBE_EVERY = 120  # frames between two checks that the swap kept the panel's pixels
+RETRY_S = 1.0  # a layer that could not be made at a size is tried again after this long
 
 Rect = tuple[int, int, int, int]
 
@@ -288,6 +289,7 @@ class ImGuiLayer:
         self.failures = 0
         self.last_failure = ""
         self._failed: tuple | None = None  # (what, size) of the failure raised last
+        self._failed_at = 0.0  # when the layer last failed to be made (tried again after RETRY_S)
         self._broken = False  # ImGui could not finish a frame: rebuilt before the next one
         self._fresh = True  # the layer changed since its last full copy into the frame
         self._kept: bool | None = None  # the swap keeps the back buffer: None until probed
@@ -361,8 +363,8 @@ class ImGuiLayer:
             if self._layer is not None:
                 self._layer.release()
                 self._layer = None
-            if self._failed == ("layer", fb):
-                return False  # it failed at this size: counted, not raised again
+            if self._failed == ("layer", fb) and time.monotonic() - self._failed_at < RETRY_S:
+                return False  # it failed at this size a moment ago: not tried again yet
             self._layer = self._guarded(lambda: _Layer(fb, layer_limit()), ("layer", fb))
             if self._layer is None:
                 return False
@@ -408,6 +410,7 @@ class ImGuiLayer:
                 err = GlshareError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                                    where=f"panel {what[0]}")
             self.last_failure = err.one_line()
+            self._failed_at = time.monotonic()
             if self._failed == what:
                 log.debug("panel: %s (again)", self.last_failure)
                 return None

@@ -58,9 +58,10 @@ class UiHost:
         cover it: the part of the window right of the panel, or None (the whole framebuffer: no
         panel, the panel collapsed, or too little room beside it)."""
         state = self.state
-        if not self.show_panel or state.window is None or state.collapsed:
+        if not self.show_panel or state.collapsed:
             return None
-        return layout.scene_viewport(fb_size, state.window[2])
+        right = state.window[2] if state.window is not None else layout.MARGIN + layout.default_width(fb_size[0])
+        return layout.scene_viewport(fb_size, right)
 
     def draw(self, view_fn: Callable[[], object], request: Callable, span=None,
              scene_rect: tuple[int, int, int, int] | None = None) -> bool:

@@ -29,6 +29,7 @@ the next redraw. ``redraw_hz=0`` draws ImGui straight into every frame.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import math
 import time
@@ -143,6 +144,23 @@ def layer_limit() -> tuple[int, int]:
         vp = GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS)
         _LIMITS.append((min(tex, rb, int(vp[0])), min(tex, rb, int(vp[1]))))
     return _LIMITS[0]
+
+
+TRIM_BYTES = 8 << 20  # replacing a layer this big by a smaller one hands the freed memory back to the system
+TRIM_AFTER = 8  # frames later, when the window's own big buffers are gone too
+
+
+def _trim_heap() -> None:
+    """glibc keeps freed memory in its arenas (llvmpipe's threads have their own): after a huge
+    window's buffers are gone, give it back to the system (malloc_trim), so RSS returns to its
+    baseline. A no-op where there is no glibc."""
+    try:
+        libc = ctypes.CDLL(None)
+        trim = getattr(libc, "malloc_trim", None)
+        if trim is not None:
+            trim(0)
+    except OSError:
+        pass
 
 
 def _gl_error(exc: BaseException, where: str) -> GlError:
@@ -290,6 +308,7 @@ class ImGuiLayer:
         self.last_failure = ""
         self._failed: tuple | None = None  # (what, size) of the failure raised last
         self._failed_at = 0.0  # when the layer last failed to be made (tried again after RETRY_S)
+        self._trim_in = 0  # frames until the heap is trimmed after a huge layer went
         self._broken = False  # ImGui could not finish a frame: rebuilt before the next one
         self._fresh = True  # the layer changed since its last full copy into the frame
         self._kept: bool | None = None  # the swap keeps the back buffer: None until probed
@@ -355,14 +374,21 @@ class ImGuiLayer:
                 self._guarded(lambda: self._imgui_frame(build, None), ("direct", None))
             return True
         fb = tuple(int(v) for v in self.surface.framebuffer_size)
+        if self._trim_in:
+            self._trim_in -= 1
+            if not self._trim_in:
+                _trim_heap()
         if fb[0] <= 0 or fb[1] <= 0:
             return False
         now = time.perf_counter_ns()
         redraw = force or self.dirty > 0 or now - self._last_redraw_ns >= self.redraw_interval_ns
         if self._layer is None or self._layer.fb_size != fb:
             if self._layer is not None:
+                old = self._layer.size[0] * self._layer.size[1] * 4
                 self._layer.release()
                 self._layer = None
+                if old >= TRIM_BYTES and fb[0] * fb[1] * 4 < old:
+                    self._trim_in = TRIM_AFTER  # once the driver let go of the big buffers too
             if self._failed == ("layer", fb) and time.monotonic() - self._failed_at < RETRY_S:
                 return False  # it failed at this size a moment ago: not tried again yet
             self._layer = self._guarded(lambda: _Layer(fb, layer_limit()), ("layer", fb))

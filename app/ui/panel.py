@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 TITLE = "glshare##panel"
 TOOLTIP_W = 420  # tooltips wrap at this width (or the window's, when narrower)
-LANE_H_MIN, LANE_H_MAX = 15, 30
+LANE_H_MIN, LANE_H_MAX = 15, 44
 HIT_PX = 6  # a bar narrower than this is hovered within this many pixels
 Y_FLOOR_MS = 0.01  # the timing plot's floor (log scale); shorter phases sit on it
 
@@ -192,7 +192,7 @@ def _body(m: PanelModel, state: PanelState, request) -> None:
         _item_rect(state, "teaching")
         avail = imgui.get_content_region_avail()
     else:
-        plot_h = int(min(max(avail.y * 0.18, 70), 240))
+        plot_h = int(min(max(avail.y * 0.2, 70), 260))
         _timing(m, state, plot_h)
         _stats(m)
     avail = imgui.get_content_region_avail()
@@ -457,19 +457,42 @@ def _stable_span(state: PanelState, extent: float) -> float:
     return state.auto_span
 
 
+def _sequence_row(dl, tl: Timeline, x: float, y: float, right: float, left: float) -> float:
+    """The frame's phases in the order they ran, each in its colour with its duration: the order at a
+    glance, and the legend of the phase colours. Returns the row's bottom."""
+    line = imgui.get_text_line_height()
+    done = {}
+    for i in np.nonzero((tl.lane == LANE_CPU) & (tl.kind == KIND_PHASE))[0].tolist():
+        done[tl.names[i]] = float(tl.end[i] - tl.start[i])
+    cx, cy = x, y
+    for k, name in enumerate(("acquire", "compute", "release", "render", "panel")):
+        text = f"{name} {duration_label(done[name])}" if name in done else name
+        sep = " > " if k else ""
+        w = imgui.calc_text_size(sep + text).x + 2
+        if cx + w > right and cx > left:
+            cx, cy, sep = left, cy + line + 1, ""
+            w = imgui.calc_text_size(text).x + 2
+        if sep:
+            dl.add_text((cx, cy), DIM_U32, sep)
+            cx += imgui.calc_text_size(sep).x
+        rgb = legend.PHASE_RGB[name]
+        dl.add_text((cx, cy), u32(rgb) if name in done else u32(rgb, 110), text)
+        cx += imgui.calc_text_size(text).x + 2
+    return cy + line + 1
+
+
 def _legend_row(dl, x: float, y: float, right: float) -> float:
-    """The two legends, phases then owners, flowing from ``x`` and wrapping at ``right`` onto new rows
-    starting at ``left``; returns the bottom of the last row."""
+    """The legend of the other colours (the phases' is the sequence row): the CPU waiting, and the
+    owners of a shared object; returns the row's bottom."""
     line = imgui.get_text_line_height()
     box = line - 4
-    items = [(legend.PHASE_RGB[p], p) for p in ("acquire", "compute", "release", "render", "panel")]
-    items += [(legend.WAIT_RGB, "wait"), None, (legend.OWNER_RGB[legend.GL], "GL owns"),
-              (legend.OWNER_RGB[legend.CL], "CL owns"), ("stripes", "hand-over")]
-    left = _legend_row.left
+    items = [(legend.WAIT_RGB, "CPU waits"), None, (legend.OWNER_RGB[legend.GL], "GL owns"),
+             (legend.OWNER_RGB[legend.CL], "CL owns"), ("stripes", "hand-over in flight")]
+    left = x
     cx, cy = x, y
     for item in items:
         if item is None:
-            cx += 6
+            cx += 10
             continue
         rgb, text = item
         w = box + 3 + imgui.calc_text_size(text).x + 7
@@ -482,9 +505,6 @@ def _legend_row(dl, x: float, y: float, right: float) -> float:
         dl.add_text((cx + box + 3, cy), DIM_U32, text)
         cx += w
     return cy + line + 2
-
-
-_legend_row.left = 0.0
 
 
 def _stripes(dl, x0: float, y0: float, x1: float, y1: float) -> None:
@@ -510,8 +530,8 @@ def _timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
     nx = x0 + int(imgui.calc_text_size(title).x)
     dl.add_text((nx, y0), TEXT, number)
     state.spots["timeline_frame"] = (nx, y0, number)
-    _legend_row.left = x0
-    y = int(_legend_row(dl, nx + imgui.calc_text_size(number + "  ").x, y0, x1))
+    y = int(_sequence_row(dl, tl, nx + imgui.calc_text_size(number + "  ").x, y0, x1, x0))
+    y = int(_legend_row(dl, x0, y, x1))
     lanes = tl.lanes or ()
     n = max(len(lanes), 4)
     tabs_min = 120  # room left for the tabs under the timeline

@@ -403,3 +403,45 @@ def test_overlay_shows_hazards_and_the_status(gl):
             assert _near(px[:120, :, :3], legend.HAZARD_RGB, 30) > 30 > _near(base[:120, :, :3], legend.HAZARD_RGB, 30)
     finally:
         surface.close()
+
+
+# -- pure parts: the legends, the layout, the timeline's scale -------------------------------------------
+def test_phase_and_owner_legends_are_distinct():
+    """No owner colour is close to a phase colour (or a mark's): a lane reads one way only."""
+    from app.ui import legend
+
+    phases = {k: v for k, v in legend.PHASE_RGB.items()} | {"wait": legend.WAIT_RGB}
+    others = dict(legend.OWNER_RGB) | {"hazard": legend.HAZARD_RGB, "error": legend.ERROR_RGB}
+    for a, ca in others.items():
+        for b, cb in phases.items():
+            assert max(abs(x - y) for x, y in zip(ca, cb)) >= 50, (a, b)
+    gl, cl = legend.OWNER_RGB[legend.GL], legend.OWNER_RGB[legend.CL]
+    assert max(abs(x - y) for x, y in zip(gl, cl)) >= 100
+    for a, ca in phases.items():
+        for b, cb in phases.items():
+            if a < b:
+                assert max(abs(x - y) for x, y in zip(ca, cb)) >= 50, (a, b)
+
+
+def test_image_windows_open_with_room_for_the_panel_beside_the_scene():
+    from app.scenes import scene_class
+    from app.ui import layout
+
+    image = scene_class("image")
+    assert image.window_size(None, (800, 600)) == (512, 512)  # headless, or no panel: as before
+    fb = image.window_size(None, (800, 600), panel_room=layout.PANEL_ROOM)
+    assert fb == (512 + layout.PANEL_ROOM, 512)
+    right = layout.MARGIN + layout.default_width(fb[0])  # the panel's right edge before any resize
+    assert layout.scene_viewport(fb, right) == (layout.PANEL_ROOM, 0, 512, 512)  # the image 1:1, uncovered
+    assert layout.scene_viewport((640, 400), right) is None  # too little room: the scene under the panel
+    assert layout.scene_viewport(fb, None) is None  # no panel, or collapsed: the whole window
+    assert layout.fit((456, 0, 640, 512), (640, 360)) == (456, 76, 640, 360)  # a fixed size, undistorted
+    assert scene_class("particles").window_size(None, (800, 600), panel_room=layout.PANEL_ROOM) == (800, 600)
+
+
+def test_timeline_steps_and_labels_have_units():
+    from app.ui.panel import duration_label, nice_step, time_label
+
+    assert [nice_step(x) for x in (0.7, 1.0, 1.3, 3.0, 7.7, 44.0, 0.012)] == [1.0, 1.0, 2.0, 5.0, 10.0, 50.0, 0.02]
+    assert time_label(20.0, 10.0) == "20 ms" and time_label(0.5, 0.5) == "0.5 ms" and time_label(0.04, 0.02) == "40 us"
+    assert duration_label(1.29) == "1.29 ms" and duration_label(0.069) == "69 us"

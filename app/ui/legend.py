@@ -20,7 +20,7 @@ PHASE_RGB: dict[str, RGB] = {
     "panel": (150, 150, 160),    # grey: glshare's own panel, not part of the hand-over
     "frame": (238, 238, 238),    # the whole frame (timing plot)
 }
-WAIT_RGB: RGB = (214, 62, 50)  # the CPU waiting (glFinish, clFinish): red, a cost
+WAIT_RGB: RGB = (170, 40, 40)  # the CPU waiting (glFinish, clFinish): dark red, a cost
 GL_PASS_RGB: dict[str, RGB] = {"gl render": PHASE_RGB["render"], "gl panel": PHASE_RGB["panel"]}
 
 GL, CL, TO_CL, TO_GL = "GL", "CL", "GL -> CL", "CL -> GL"
@@ -30,7 +30,7 @@ OWNER_TITLES = {GL: "GL owns it", CL: "CL owns it", TO_CL: "hand-over GL -> CL (
                 TO_GL: "hand-over CL -> GL (release in flight)"}
 
 HAZARD_RGB: RGB = (255, 60, 170)  # a hazard flagged by the ownership tracker (a triangle)
-ERROR_RGB: RGB = (255, 70, 70)  # an error recorded on a frame (a cross)
+ERROR_RGB: RGB = (255, 95, 95)  # an error recorded on a frame (a cross)
 OK_RGB: RGB = (115, 230, 115)
 DIM_RGB: RGB = (158, 163, 178)
 TEXT_RGB: RGB = (222, 222, 232)

@@ -3,7 +3,7 @@
 ``glshare bench`` runs on an EGL surface, whose frame is an RGBA8 renderbuffer: the cached panel
 layer reaches it by ``glCopyImageSubData``. In a window the frame is the back buffer of an X11
 window (sRGB BGRA8 under Xvfb with Mesa), which has no GL name, so the layer is blitted, and
-llvmpipe blits into it with a shader (about 4-6 ns a pixel here, whatever the layer's format). This
+llvmpipe blits into it with a shader (a cost per pixel, whatever the layer's format). This
 measures the same UI-alone block as the bench's panel cell (``app/bench/cells.py``: the UI + glFinish
 against glFinish alone, frame by frame, the panel on its own redraw clock) in a GLFW window, twice:
 

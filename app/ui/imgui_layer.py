@@ -12,8 +12,8 @@ rectangles, so the scene around them is never touched: the rectangles of ImGui's
 
 The copy is ``glCopyImageSubData`` (GL 4.3) where the frame's colour buffer is a texture or
 renderbuffer of the layer's format (the headless FBO), else ``glBlitFramebuffer`` (a window's back
-buffer: llvmpipe blits into its sRGB BGRA8 format with a shader, about 4-6 ns a pixel on the
-2-core machine, whatever the layer's format: measured). Where the swap keeps the back buffer (a
+buffer: llvmpipe blits into its sRGB BGRA8 format with a shader, whatever the layer's format, at a
+cost per pixel: bench/results). Where the swap keeps the back buffer (a
 copy swap, as Mesa's software winsys does: probed on the frame itself, never assumed) and the
 scene drew only beside the panel (``scene_rect``), the panel's pixels are still there from the
 frame before and the copy is skipped until the layer is redrawn. The frame's framebuffer comes

@@ -389,7 +389,7 @@ def _timing(m: PanelModel, state: PanelState, height: int) -> None:
             if implot.is_plot_hovered():
                 frame = int(round(implot.get_plot_mouse_pos().x))
                 if imgui.is_mouse_clicked(0):
-                    state.chosen, state.zoom = frame, state.zoom
+                    state.chosen = frame
                 tooltip(f"frame {frame}: click to show it in the timeline")
     _item_rect(state, "plot")
 

@@ -796,9 +796,8 @@ def _finding(e: Finding, detail: bool) -> None:
     color = RED if e.kind == "error" else HAZARD
     code = f" ({e.code})" if e.code is not None else ""
     imgui.text_colored(color, f"{e.count}x  {e.title}{code}")
-    imgui.same_line()
     where = f"{e.label} " if e.label else ""
-    imgui.text_unformatted(f"{where}in {e.where}, frames {e.first_frame}-{e.last_frame}")
+    _wrapping_text(f"{where}in {e.where}, frames {e.first_frame}-{e.last_frame}", legend.f4(legend.TEXT_RGB))
     text = e.text or e.message
     if detail and text:
         with imgui_ctx.push_text_wrap_pos(0.0):

@@ -625,7 +625,7 @@ def _frame_choice(m: PanelModel, state: PanelState) -> None:
         if imgui.button("follow the run"):
             state.chosen = None
         _hover_tip("show the newest frame again")
-    elif h.paused and not h.in_progress:
+    elif h.paused and not h.in_progress and not h.teaching:
         imgui.text_disabled("(newest)")
 
 

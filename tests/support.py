@@ -17,8 +17,12 @@ def run_glshare(*args: str, env: dict | None = None, timeout: float = 240, cwd: 
                           capture_output=True, text=True, timeout=timeout)
 
 
-def panel_snapshot(run) -> dict:
-    """The panel's snapshot of ``run`` (a ``Run``) as the UI host builds it at a redraw."""
+def panel_snapshot(run, tab: str | None = None):
+    """The panel's model (``app.ui.model.PanelModel``) of ``run`` (a ``Run``) as the UI host builds it
+    at a redraw; ``tab``: as if that tab were shown."""
+    if run.session.scheduler is not None:
+        run.session.scheduler.harvest(gl=False)  # as Run.draw_ui does before each redraw
     view = run.session.view(demos=run.controls.demo_views(), trace_written=run.trace_written)
     ui = run.ui
-    return ui.model.update(view, tab=ui.state.tab, lab=ui.lab_results, ui_caps=ui.caps())
+    return ui.model.update(view, tab=tab or ui.state.tab, lab=ui.lab_results, ui_caps=ui.caps(),
+                           chosen=ui.state.chosen)

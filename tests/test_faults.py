@@ -81,7 +81,7 @@ def test_every_scene_hands_back_after_a_failed_compute_and_shows_it(gl, scene, s
     assert [bool(r.errors) for r in recs] == [False, True, True, True, True, False, False]
     assert [r.counts["compute"] for r in recs] == [1, 0, 1, 1, 0, 1, 1]
     assert all(r.counts["acquire"] == r.counts["release"] == 1 and r.hazards == [] for r in recs)
-    shown = {(e["name"], e["where"], e["first_frame"]) for e in snap["errors"]}
+    shown = {(e.title, e.where, e.first_frame) for e in snap.errors.entries}
     assert shown == {("CL_INVALID_VALUE", "compute", 1), ("queue stalled", "stall watchdog", 2),
                      ("GL_INVALID_ENUM", "render", 3), ("CL_OUT_OF_RESOURCES", "compute", 4)}
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from support import panel_snapshot
 
 from app.config import RunConfig
@@ -52,9 +53,9 @@ def test_memory_tab_shows_the_handle_table(gl):
                 rt.ui.state.select = "memory"
             base = surface.read_pixels()
             rt.tick()
-            mem = panel_snapshot(rt)["caps"]["memory"]
-            assert [h["value"] for h in mem["handle_types"]] == list(range(0x2060, 0x2068))
-            assert "cl_khr_external_memory" in mem["unavailable"] and mem["lifetime"] is None
+            mem = panel_snapshot(rt, tab="memory").caps.memory
+            assert [int(h.hex, 16) for h in mem.handle_types] == list(range(0x2060, 0x2068))
+            assert "cl_khr_external_memory" in mem.unavailable and mem.lifetime is None
             assert rt.ui.state.failures == 0 and rt.session.history.loop_errors == []
             assert base[..., :3].std() > 5
     finally:
@@ -105,3 +106,80 @@ def test_layer_reaches_the_frame_by_the_cheapest_copy(gl):
             assert layer.rects and held[..., :3].std() > 5
     finally:
         surface.close()
+
+
+class _Sized:
+    """A surface that reports another framebuffer size (everything else is the real one's)."""
+
+    def __init__(self, surface, size) -> None:
+        self._surface, self.framebuffer_size = surface, size
+
+    def __getattr__(self, name):
+        return getattr(self._surface, name)
+
+
+def test_a_layer_that_cannot_be_made_fails_once_in_one_line_and_leaks_nothing(gl, monkeypatch):
+    """A framebuffer wider than GL lets a texture be: the layer is clamped to GL's limit; where it
+    still cannot be made (here the limit is lied about), the failure is one line, raised once, the
+    same failure is then only counted, nothing is leaked, and the panel comes back at a good size."""
+    from OpenGL import GL
+
+    import app.ui.imgui_layer as layer_mod
+    from app.errors import GlError
+
+    surface = EglSurface((320, 240))
+    try:
+        with Run(RunConfig(headless=True, frames=10_000, size=1024, panel_hz=0.5), surface=surface) as rt:
+            rt.tick()
+            layer = rt.ui.layer
+            assert layer._layer.size == (320, 240)
+            limit = layer_mod.layer_limit()
+            before = live.snapshot()
+            layer.surface = _Sized(surface, (limit[0] + 100, 240))
+            monkeypatch.setattr(layer_mod, "layer_limit", lambda: (1 << 20, 1 << 20))
+            surface.bind_target()
+            with pytest.raises(GlError) as err:
+                layer.draw(lambda: None)
+            assert "GL_INVALID_VALUE" in err.value.one_line() and "\n" not in err.value.one_line()
+            assert GL.glGetError() == GL.GL_NO_ERROR  # drained: the frame's own check stays clean
+            for _ in range(3):
+                assert layer.draw(lambda: None) is False  # the same failure: counted, not raised
+            assert layer.failures == 1 and live.count("gl_texture", "ui") == 0  # the old layer released
+            monkeypatch.setattr(layer_mod, "layer_limit", lambda: limit)
+            layer._failed_at = 0.0  # as if a second had passed
+            assert layer.draw(lambda: None) is True and layer._layer.size == (limit[0], 240)  # clamped
+            layer._layer.release()
+            layer._layer = None
+            layer.surface = surface
+            for _ in range(3):
+                rt.tick()
+            assert live.snapshot() == before and rt.ui.layer._layer.size == (320, 240)
+            assert rt.session.history.loop_errors == [] and rt.ui.state.failures == 0
+    finally:
+        surface.close()
+
+
+def test_imgui_recovers_the_frame_after_a_failure(gl):
+    """A frame whose widgets raise (here: a window left open) is one line, once; ImGui is rebuilt
+    and the next frame draws."""
+    from imgui_bundle import imgui
+
+    from app.errors import GlshareError
+    from app.ui.imgui_layer import ImGuiLayer
+
+    layer = ImGuiLayer(gl, redraw_hz=0)
+    try:
+        def broken():
+            imgui.begin("left open")
+            raise RuntimeError("widget failed")
+
+        drawn = []
+        gl.bind_target()
+        with pytest.raises(GlshareError) as err:
+            layer.draw(broken)
+        assert err.value.one_line().startswith("panel direct: RuntimeError")
+        gl.bind_target()
+        assert layer.draw(lambda: (imgui.begin("fine"), imgui.text("ok"), imgui.end(), drawn.append(1))) is True
+        assert drawn == [1] and layer.failures == 1
+    finally:
+        layer.close()

@@ -1,11 +1,13 @@
-"""The panel: error folding and phase statistics against numpy, the panel drawn headless from any
-snapshot without raising, the "write trace" control, and the window screenshot under Xvfb.
+"""The panel: error folding and phase statistics against numpy, the typed model (no GL or CL
+object in it), the panel drawn headless from any model without raising, the "write trace" control,
+and the window screenshot under Xvfb.
 
 Pixel checks compare against a ``--no-panel`` run of the same frames and against the colours the
-panel draws with (app/ui/panel.py), with stated tolerances; no wall-clock time is asserted.
+panel draws with (app/ui/legend.py), with stated tolerances; no wall-clock time is asserted.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -20,20 +22,23 @@ from app.ui.model import SERIES, Folder, PhaseHistory
 
 # -- folding and statistics ----------------------------------------------------------------------
 def test_errors_fold_by_code_name_and_where():
-    folder = Folder(limit=3)
+    folder = Folder("error", limit=3)
     for f in range(10):
         folder.add_error(ErrorRecord(f, "acquire", -38, "CL_INVALID_MEM_OBJECT", f"frame {f}: bad", "not valid"))
     folder.add_error(ErrorRecord(4, "release", -38, "CL_INVALID_MEM_OBJECT", "bad", "not valid"))
     folder.add_error(ErrorRecord(12, "compute", -5, "CL_OUT_OF_RESOURCES", "oom", "no resources"))
     folder.add_error(ErrorRecord(13, "panel", None, "ValueError", "x"))  # over the limit of 3 kinds
-    entries = folder.as_list()
-    assert [e["where"] for e in entries] == ["compute", "acquire", "release"]  # most recent first
+    entries = folder.as_tuple()
+    assert [e.where for e in entries] == ["compute", "acquire", "release"]  # most recent first
     acq = entries[1]
-    assert (acq["count"], acq["first_frame"], acq["last_frame"]) == (10, 0, 9)
-    assert acq["code"] == -38 and acq["name"] == "CL_INVALID_MEM_OBJECT" and acq["meaning"] == "not valid"
-    assert acq["message"] == "frame 9: bad"  # the last message is kept
-    assert entries[2]["count"] == 1 and entries[0]["count"] == 1
+    assert (acq.count, acq.first_frame, acq.last_frame) == (10, 0, 9)
+    assert acq.code == -38 and acq.title == "CL_INVALID_MEM_OBJECT" and acq.text == "not valid"
+    assert acq.message == "frame 9: bad"  # the last message is kept
+    assert entries[2].count == 1 and entries[0].count == 1
     assert folder.total == 13 and folder.other == 1
+    assert folder.as_tuple() is entries  # unchanged: not built again
+    folder.clear()
+    assert folder.as_tuple() == () and folder.total == folder.other == 0
 
 
 def _rec(i: int, t0: int, spans_us: dict) -> FrameRecord:
@@ -84,18 +89,23 @@ def small_runtime(gl, tmp_path):
         yield rt
 
 
-def test_panel_survives_any_snapshot(small_runtime):
-    """Missing keys, wrong types, NaN: drawn as far as it goes, never raised into the loop."""
+def test_panel_survives_any_model(small_runtime):
+    """A model with empty parts, inconsistent arrays, NaN and inf: drawn as far as it goes, never
+    raised into the loop."""
+    from app.ui.model import Timeline, empty_model
     from app.ui.panel import draw_panel
 
     rt = small_runtime
     for _ in range(5):
         rt.tick()
     good = panel_snapshot(rt)
-    broken = [{}, {"timing": {"count": 5}}, {**good, "timeline": {"count": 2, "kind": "x", "span_ms": 1.0}},
-              {**good, "errors": [{"count": 1}]}, {**good, "ownership": None}]
-    for snap in broken + [good]:
-        rt.ui.layer.draw(lambda s=snap: draw_panel(s, rt.ui.state, rt.controls.request), force=True)  # past the cache
+    bad_timeline = Timeline(5, lanes=good.timeline.lanes, lane=np.array([0, 9]), kind=np.array([99, 0]),
+                            start=np.array([np.nan, 0.0]), end=np.array([np.inf, -1.0]), names=("?",))
+    broken = [empty_model("model failed"), dataclasses.replace(good, timeline=bad_timeline),
+              dataclasses.replace(good, owners=None), dataclasses.replace(good, timing=dataclasses.replace(
+                  good.timing, count=5))]
+    for model in broken + [good]:
+        rt.ui.layer.draw(lambda m=model: draw_panel(m, rt.ui.state, rt.controls.request), force=True)  # past the cache
     assert rt.ui.state.failures >= 1  # the broken ones were caught and counted
     rec = rt.tick()
     assert rec.errors == [] and rt.session.history.loop_errors == []
@@ -112,37 +122,53 @@ def test_write_trace_control(small_runtime, tmp_path):
     trace = json.loads((tmp_path / "button.json").read_text())
     names = {e["name"] for e in trace["traceEvents"] if e["ph"] == "X"}
     assert {"acquire", "compute", "release"} <= names
-    snap = panel_snapshot(rt)
-    assert snap["trace_written"]["path"].endswith("button.json")
-    tl = snap["timeline"]
-    assert snap["timing"]["count"] >= 3 and tl["count"] == len(tl["start"]) == len(tl["name"]) > 0
-    assert np.all(tl["end"] >= tl["start"]) and tl["start"].min() >= 0  # ms from the first frame shown
+    model = panel_snapshot(rt)
+    assert model.controls.trace_path.endswith("button.json") and model.header.status.endswith("button.json")
+    tl = model.timeline
+    assert model.timing.count >= 3 and tl.count == len(tl.start) == len(tl.names) > 0
+    assert np.all(tl.end >= tl.start) and tl.start.min() >= 0  # ms from the frame's start
 
 
-def test_snapshot_is_plain_data(small_runtime):
-    """Nothing in the snapshot is a GL or CL object: only builtins and numpy arrays."""
+def _walk(x, path, seen):
+    """Every value reachable from a model part: plain values, numpy arrays, frozen dataclasses."""
+    if id(x) in seen:
+        return
+    seen.add(id(x))
+    if dataclasses.is_dataclass(x):
+        assert type(x).__dataclass_params__.frozen, (path, type(x))
+        for f in dataclasses.fields(x):
+            _walk(getattr(x, f.name), f"{path}.{f.name}", seen)
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            _walk(v, f"{path}[{k!r}]", seen)
+    elif isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            _walk(v, f"{path}[{i}]", seen)
+    else:
+        assert isinstance(x, (str, int, float, bool, type(None), np.ndarray, np.floating, np.integer)), (path, type(x))
+
+
+def test_model_is_typed_plain_data(small_runtime):
+    """The panel model: frozen dataclasses of plain values and numpy arrays, no GL or CL object, and
+    the header, the owners and the timeline describe the same frame."""
     rt = small_runtime
     for _ in range(6):
         rt.tick()
-    snap = panel_snapshot(rt)
-    allowed = (str, int, float, bool, type(None), np.ndarray, np.floating, np.integer)
-
-    def walk(x, path="snap"):
-        if isinstance(x, dict):
-            for k, v in x.items():
-                walk(v, f"{path}.{k}")
-        elif isinstance(x, (list, tuple)):
-            for i, v in enumerate(x):
-                walk(v, f"{path}[{i}]")
-        else:
-            assert isinstance(x, allowed), (path, type(x))
-
-    walk(snap)
-    for key in ("timing", "timeline", "ownership", "errors", "caps", "controls", "clock"):
-        assert key in snap, key
-    assert {row["label"] for row in snap["ownership"]} == {"particles.position", "particles.color"}
-    assert all(row["state"] == "GL" for row in snap["ownership"])  # between frames GL owns them
-    assert [b["name"] for b in snap["caps"]["backends"]] == ["gl_sharing", "external_memory", "host_copy"]
+    for tab in ("ownership", "caps", "memory", "lab"):
+        model = panel_snapshot(rt, tab=tab)
+        _walk(model, "model", set())
+    assert model.header.frame is not None
+    assert model.header.frame == model.timeline.frame == model.owners.frame
+    assert {row.label for row in model.owners.rows} == {"particles.position", "particles.color"}
+    assert all(row.now == "GL" for row in model.owners.rows)  # between frames GL owns them
+    # the owners at each phase boundary of that frame: CL from the acquire to the release
+    assert all(row.at == (("start", "GL"), ("acquire", "CL"), ("compute", "CL"), ("release", "GL"),
+                          ("render", "GL")) for row in model.owners.rows)
+    assert [b["name"] for b in panel_snapshot(rt, tab="caps").caps.caps.backends] == [
+        "gl_sharing", "external_memory", "host_copy"]
+    lanes = [lane.name for lane in model.timeline.lanes]
+    assert lanes[:2] == ["CPU", "CPU wait"] and lanes[2].startswith("CL ") and lanes[3] == "GL"
+    assert lanes[4:] == ["position", "color"]  # one lane per shared object
 
 
 # -- the window, under Xvfb -----------------------------------------------------------------------------
@@ -159,7 +185,7 @@ def _crop(px: np.ndarray, rect) -> np.ndarray:
 @pytest.mark.window
 @pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="no DISPLAY: run under Xvfb (make test / xvfb-run -a)")
 def test_window_panel_screenshot(glshare, tmp_path):
-    from app.ui.panel import PHASE_COLORS, layout
+    from app.ui import layout, legend
 
     shots = {}
     for name, extra in (("panel", ()), ("plain", ("--no-panel",))):
@@ -169,24 +195,16 @@ def test_window_panel_screenshot(glshare, tmp_path):
         assert "no display" not in res.stderr
     panel, plain = read_png(shots["panel"]), read_png(shots["plain"])
     assert panel.shape == plain.shape and panel.shape[:2] == (600, 800)  # the default 800x600 window
-    rects = layout(800, 600)
-    win_a, win_b = _crop(panel, rects["window"]), _crop(plain, rects["window"])
+    m = layout.MARGIN
+    window = (m, m, m + layout.default_width(800), 600 - m)
+    win_a, win_b = _crop(panel, window), _crop(plain, window)
     changed = (np.abs(win_a.astype(np.int16) - win_b.astype(np.int16)).max(axis=-1) > 24).mean()
     assert changed > 0.5, f"only {changed:.0%} of the panel's area differs from the --no-panel run"
-    plot = _crop(panel, rects["plot"])
-    assert plot.std() > 10 and len(np.unique(plot.reshape(-1, 3), axis=0)) > 30, "the timing plot is flat"
-    x0, y0, x1, y1 = rects["plot"]
-    inner = _crop(panel, (x0 + 40, y0 + 4, x1 - 6, y1 - 24))  # inside the axes: no tick labels (no legend)
-    frame_line = _near(inner, (242, 242, 242), 30)  # the white whole-frame series
-    assert frame_line > 100, f"no whole-frame line in the plot ({frame_line} px)"
-    for name in ("acquire", "render"):
-        rgb = tuple(int(c * 255) for c in PHASE_COLORS[name])
-        assert _near(inner, rgb, 40) > 20, f"no {name} line in the plot"
-    timeline = _crop(panel, rects["timeline"])
-    for name in ("acquire", "release", "render", "panel"):  # CPU phase bars of the last frames
-        rgb = tuple(int(c * 255) for c in PHASE_COLORS[name])
-        assert _near(timeline, rgb, 30) > 6, f"no {name} bar in the timeline"
-    assert _near(timeline, (230, 70, 60), 30) > 3, "no CPU wait (glFinish/clFinish) in the timeline"
+    for name in ("acquire", "compute", "release", "render", "panel", "frame"):  # plot lines, stats, bars
+        assert _near(win_a, legend.PHASE_RGB[name], 30) > 6, f"no {name} colour in the panel"
+    assert _near(win_a, legend.WAIT_RGB, 30) > 3, "no CPU wait (glFinish/clFinish) in the timeline"
+    for owner in (legend.GL, legend.CL):  # the owners' lanes and the Owners tab
+        assert _near(win_a, legend.OWNER_RGB[owner], 30) > 20, f"no {owner} owner colour in the panel"
 
 
 def test_size_control_rebuilds_the_scene(small_runtime):
@@ -197,7 +215,7 @@ def test_size_control_rebuilds_the_scene(small_runtime):
     assert rt.session.cfg.size == 1024 and rt.session.scene.n == 1024
     assert rt.session.history.switches[-1]["what"] == "size"
     rec = rt.tick()
-    assert rec.errors == [] and panel_snapshot(rt)["controls"]["size"] == "1024"
+    assert rec.errors == [] and panel_snapshot(rt).controls.size == "1024"
 
 
 def test_ownership_follows_a_stepped_frame(small_runtime):
@@ -209,14 +227,221 @@ def test_ownership_follows_a_stepped_frame(small_runtime):
     rt.tick()
     rt.controls.key("n")
     rt.tick()  # the acquire ran
-    snap = panel_snapshot(rt)
-    assert snap["teaching_active"] and "teaching" in snap
-    assert {row["state"] for row in snap["ownership"]} <= {"CL", "GL -> CL"}, snap["ownership"]
+    model = panel_snapshot(rt)
+    assert model.header.teaching and model.teaching.active and model.header.in_progress
+    assert {row.now for row in model.owners.rows} <= {"CL", "GL -> CL"}, model.owners
+    assert model.timeline.current_phase == "acquire" and model.timeline.frame == model.header.frame
     for _ in range(3):  # compute, release, render
         rt.controls.key("n")
         rt.tick()
-    assert {row["state"] for row in panel_snapshot(rt)["ownership"]} == {"GL"}
+    model = panel_snapshot(rt)
+    assert {row.now for row in model.owners.rows} == {"GL"}
     assert rt.ui.state.tab == "teach" and rt.ui.state.failures == 0
     rt.controls.key("t")  # leaving teaching mode: the loop runs on
     rec = rt.tick()
     assert rec is not None and rec.errors == []
+
+
+# -- feedback: status lines, refusals, clearing, --strict stops -----------------------------------------
+def test_every_command_says_what_it_did(small_runtime):
+    """Every command of the table returns a status line, and the header shows it."""
+    from app.session.controls import COMMANDS
+
+    rt = small_runtime
+    rt.tick()
+    args = {"switch": {"sync": "finish"}, "set_size": {"size": 2048}, "set_paused": {"paused": False},
+            "demo": {"demo": "skip_release"}, "write_trace": {}, "orbit": {"dx": 3, "dy": 1}, "zoom": {"steps": 1},
+            "set_round_points": {"value": True}, "set_julia_c": {"value": (0.1, 0.2)}, "set_filter": {"value": "blur"},
+            "set_blur_radius": {"value": 3}, "set_local_size": {"value": "driver"}}
+    for cmd in COMMANDS:
+        if cmd.name == "quit":
+            continue
+        status = rt.controls.run(cmd.name, **args.get(cmd.name, {}))
+        assert status, cmd.name
+        rt.tick()
+        assert panel_snapshot(rt).header.status == rt.session.status, cmd.name
+    assert rt.session.history.loop_errors == []
+
+
+def test_a_refused_switch_says_why(small_runtime):
+    rt = small_runtime
+    rt.tick()
+    rt.controls.request("switch", backend="gl_sharing")  # the panel's backend combo
+    rt.tick()
+    status = panel_snapshot(rt).header.status
+    assert status.startswith("backend refused") and "cl_khr_gl_sharing" in status, status
+    assert rt.session.backend_name == "host_copy"
+
+
+def test_clear_forgets_the_findings_shown_not_the_report(small_runtime):
+    rt = small_runtime
+    rt.tick()
+    rt.controls.key("2")  # skip the release: hazards every frame
+    for _ in range(3):
+        rt.tick()
+    rt.controls.key("2")
+    rt.tick()
+    model = panel_snapshot(rt, tab="lab")
+    assert model.hazards.total > 0 and model.header.hazards == model.hazards.total and model.lab.hazard_counts
+    totals = rt.session.history.totals["hazards"]
+    rt.controls.request("clear_findings")  # the tabs' "clear" button
+    rt.tick()
+    model = panel_snapshot(rt, tab="lab")
+    assert model.hazards.total == model.header.hazards == 0 and model.hazards.entries == ()
+    assert model.lab.hazard_counts == () and rt.session.history.totals["hazards"] == totals
+    assert "cleared" in rt.session.status
+
+
+def test_a_strict_stop_is_shown_on_its_frame(gl):
+    """--strict in a window: the loop pauses on the offending frame and hands the view its reason;
+    the panel describes that frame, marks the hazard on the object's lane and opens the Hazards tab."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+    from app.ui.panel import draw_panel
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((800, 600))
+    try:
+        cfg = RunConfig(scene="image", size=(64, 48), headless=True, frames=10_000, strict=True, panel_hz=0)
+        with Run(cfg, surface=surface) as rt:
+            rt.tick()
+            rt.controls.key("1")  # skip the acquire: the kernel uses an object CL does not own
+            assert rt.tick() is None  # the frame stopped on the hazard; the loop keeps it (a window pauses)
+            stopped = rt.session.scheduler.current
+            stop = rt.stop_view
+            assert stop.case == "use_without_acquire" and stop.label == "image.julia" and stop.where == "kernel"
+            view = rt.session.view(demos=rt.controls.demo_views(), stop=stop)
+            assert stop.frame == stopped.index and rt.strict_stop.how == "strict"
+            model = rt.ui.model.update(view, tab="hazards")
+            h, tl = model.header, model.timeline
+            assert h.stop is stop and h.in_progress and h.frame == tl.frame == stopped.index
+            mark = [m for m in tl.markers if m.kind == "hazard"]
+            assert len(mark) == 1 and tl.lanes[mark[0].lane].name == "julia" and "use_without_acquire" in mark[0].title
+            rt.ui.layer.draw(lambda: draw_panel(model, rt.ui.state, rt.controls.request), force=True)
+            rt.ui.layer.draw(lambda: draw_panel(model, rt.ui.state, rt.controls.request), force=True)
+            assert rt.ui.state.tab == "hazards" and rt.ui.state.failures == 0
+    finally:
+        surface.close()
+
+
+def test_paused_and_stepped_time_stays_out_of_the_statistics(small_runtime):
+    """A long pause, frames stepped with the arrow key and a frame stepped in teaching mode: none of
+    them, nor the pause, enters the timing statistics or the plot."""
+    import time
+
+    rt = small_runtime
+    for _ in range(20):
+        rt.tick()
+    rt.controls.key("p")
+    rt.tick()
+    for _ in range(2):
+        time.sleep(0.6)  # the user looks at the frame
+        rt.controls.key("right")
+        rt.tick()
+    rt.controls.key("p")
+    for _ in range(5):
+        rt.tick()
+    rt.controls.key("t")
+    for _ in range(4):
+        time.sleep(0.3)
+        rt.controls.key("n")
+        rt.tick()
+    rt.controls.key("t")
+    for _ in range(20):
+        rt.tick()
+    rt.ui.state.tab = "ownership"
+    model = panel_snapshot(rt)
+    t = model.timing
+    assert t.left_out >= 3, t.left_out  # the two arrow-key frames and the teaching one
+    assert np.nanmax(t.series["frame"]) < 500, np.nanmax(t.series["frame"])  # no pause in any frame's time
+    assert t.stats["frame"][1] < 500
+
+
+def test_tab_titles_keep_their_width_as_counts_grow(gl):
+    """The Errors and Hazards tabs show their counts in a fixed width: no tab moves under the cursor."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((800, 600))
+    try:
+        with Run(RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel_hz=0),
+                 surface=surface) as rt:
+            for _ in range(3):
+                rt.tick()
+            widths = {k: v[2] - v[0] for k, v in rt.ui.state.rects.items() if k.startswith("tab_") and k != "tab_body"}
+            rt.controls.key("2")  # skip the release: hazards pile up by the frame
+            for _ in range(12):
+                rt.tick()
+            rt.controls.key("2")
+            rt.tick()
+            assert rt.ui.last_model.hazards.total >= 10
+            grown = {k: v[2] - v[0] for k, v in rt.ui.state.rects.items() if k.startswith("tab_") and k != "tab_body"}
+            assert grown == widths and len(widths) == 7
+    finally:
+        surface.close()
+
+
+def test_overlay_shows_hazards_and_the_status(gl):
+    """--no-panel: the minimal overlay names the last hazard and the last command's status."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+    from app.ui import legend
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((640, 200))
+    try:
+        with Run(RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel=False, panel_hz=0),
+                 surface=surface) as rt:
+            rt.tick()
+            base = surface.read_pixels()
+            rt.controls.key("2")
+            for _ in range(3):
+                rt.tick()
+            px = surface.read_pixels()
+            assert rt.ui.failures == 0 and rt.session.history.loop_errors == []
+            assert _near(px[:120, :, :3], legend.HAZARD_RGB, 30) > 30 > _near(base[:120, :, :3], legend.HAZARD_RGB, 30)
+    finally:
+        surface.close()
+
+
+# -- pure parts: the legends, the layout, the timeline's scale -------------------------------------------
+def test_phase_and_owner_legends_are_distinct():
+    """No owner colour is close to a phase colour (or a mark's): a lane reads one way only."""
+    from app.ui import legend
+
+    phases = {k: v for k, v in legend.PHASE_RGB.items()} | {"wait": legend.WAIT_RGB}
+    others = dict(legend.OWNER_RGB) | {"hazard": legend.HAZARD_RGB, "error": legend.ERROR_RGB}
+    for a, ca in others.items():
+        for b, cb in phases.items():
+            assert max(abs(x - y) for x, y in zip(ca, cb)) >= 50, (a, b)
+    gl, cl = legend.OWNER_RGB[legend.GL], legend.OWNER_RGB[legend.CL]
+    assert max(abs(x - y) for x, y in zip(gl, cl)) >= 100
+    for a, ca in phases.items():
+        for b, cb in phases.items():
+            if a < b:
+                assert max(abs(x - y) for x, y in zip(ca, cb)) >= 50, (a, b)
+
+
+def test_image_windows_open_with_room_for_the_panel_beside_the_scene():
+    from app.scenes import scene_class
+    from app.ui import layout
+
+    image = scene_class("image")
+    assert image.window_size(None, (800, 600)) == (512, 512)  # headless, or no panel: as before
+    fb = image.window_size(None, (800, 600), panel_room=layout.PANEL_ROOM)
+    assert fb == (512 + layout.PANEL_ROOM, 512)
+    right = layout.MARGIN + layout.default_width(fb[0])  # the panel's right edge before any resize
+    assert layout.scene_viewport(fb, right) == (layout.PANEL_ROOM, 0, 512, 512)  # the image 1:1, uncovered
+    assert layout.scene_viewport((640, 400), right) is None  # too little room: the scene under the panel
+    assert layout.scene_viewport(fb, None) is None  # no panel, or collapsed: the whole window
+    assert layout.fit((456, 0, 640, 512), (640, 360)) == (456, 76, 640, 360)  # a fixed size, undistorted
+    assert scene_class("particles").window_size(None, (800, 600), panel_room=layout.PANEL_ROOM) == (800, 600)
+
+
+def test_timeline_steps_and_labels_have_units():
+    from app.ui.panel import duration_label, nice_step, time_label
+
+    assert [nice_step(x) for x in (0.7, 1.0, 1.3, 3.0, 7.7, 44.0, 0.012)] == [1.0, 1.0, 2.0, 5.0, 10.0, 50.0, 0.02]
+    assert time_label(20.0, 10.0) == "20 ms" and time_label(0.5, 0.5) == "0.5 ms" and time_label(0.04, 0.02) == "40 us"
+    assert duration_label(1.29) == "1.29 ms" and duration_label(0.069) == "69 us"

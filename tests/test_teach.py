@@ -142,14 +142,18 @@ def test_runtime_keys_drive_teaching_and_hazard_demos(gl):
 
 
 def test_teaching_panel_draws_headless(gl):
+    from app.schedule.teach import TeachingStepper, teaching_view
+    from app.session.views import OwnerView
     from app.ui.imgui_layer import ImGuiLayer
-    from app.ui.teaching import draw_teaching
+    from app.ui.teaching import draw_owners, draw_teaching
 
-    snap = {"active": True, "frame": 4, "mid_frame": True, "last": "acquire", "last_title": "acquire",
-            "next": "compute", "next_title": "kernel", "steps": ["GL draw", "acquire", "kernel", "release", "GL draw"],
-            "step_index": 1, "objects": [{"label": "particles.position", "kind": "buffer", "owner": "cl"}],
-            "gl_may_draw": False, "spec": "These objects need to be acquired", "does": "copied", "backend": "host_copy",
-            "sync": "finish", "skip": []}
+    stepper = TeachingStepper()
+    stepper.start()
+    objects = (OwnerView("particles.position", "buffer", "cl", "CL", 4, 5, 4),)
+    active = teaching_view(stepper, frame=4, paused=True, objects=objects, backend="host_copy",
+                           does={"render": "host_copy: drew"}, sync="finish", skip=set())
+    idle = teaching_view(TeachingStepper(), frame=4, paused=False, objects=(), backend="host_copy", does={},
+                         sync="finish", skip=())
     layer = ImGuiLayer(gl)
     try:
         from imgui_bundle import imgui
@@ -158,8 +162,9 @@ def test_teaching_panel_draws_headless(gl):
 
         def build():
             imgui.begin("teach")
-            got.append(draw_teaching(snap))
-            got.append(draw_teaching({"active": False}))
+            got.append(draw_teaching(active))
+            got.append(draw_teaching(idle))
+            draw_owners(active)
             imgui.end()
 
         gl.bind_target()
@@ -167,6 +172,27 @@ def test_teaching_panel_draws_headless(gl):
         assert got == [None, None]
     finally:
         layer.close()
+
+
+def test_teaching_quotes_are_the_spec_words_and_cited():
+    """Each step's quote is in the seed text (whitespace aside), cited with its section; glshare's
+    own explanation is separate and not part of any quote; the steps are the timeline's phases."""
+    import re
+
+    from support import ROOT
+
+    from app.schedule.frame import PHASES
+    from app.schedule.teach import NOTES, QUOTES, STEPS, citation
+
+    seed = (ROOT.parent / "shared" / "spec" / "gl-acquire-release.txt").read_text()
+    flat = " ".join(seed.split())
+    section = re.search(r"^(\d+(?:\.\d+)+)\.? Acquiring", seed, re.M).group(1)
+    assert STEPS == PHASES
+    for phase, (quote, call) in QUOTES.items():
+        assert " ".join(quote.split()) in flat, phase
+        assert f"section {section}" in citation(phase) and call in citation(phase)
+        assert NOTES[phase] and NOTES[phase] not in flat  # glshare's words, not the spec's
+
 
 
 def test_strict_run_stops_on_the_first_hazard(gl, tmp_path):

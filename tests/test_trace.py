@@ -218,7 +218,7 @@ def test_build_trace_links_release_to_gl_and_waits():
     json.dumps(trace)  # serializable as is
 
 
-def test_trace_across_a_switch_has_one_queue_track_per_setup(gl, tmp_path):
+def test_trace_across_a_switch_has_one_queue_track_per_backend(gl, tmp_path):
     from app.config import RunConfig
     from app.session.loop import Run
 
@@ -233,13 +233,17 @@ def test_trace_across_a_switch_has_one_queue_track_per_setup(gl, tmp_path):
         trace = json.loads(open(rt._write_trace(tmp_path / "switch.json")).read())
     threads = _threads(trace)
     queues = sorted(name for name in threads.values() if name.startswith("CL queue"))
-    assert queues == ["CL queue host_copy #1", "CL queue host_copy #2"]
+    assert queues == ["CL queue host_copy"]  # the rebuilt queue stays on its backend's track
     cl = collections.defaultdict(set)
     for e in trace["traceEvents"]:
         if e["ph"] == "X" and threads[e["tid"]].startswith("CL queue"):
-            cl[threads[e["tid"]]].add(e["args"]["frame"])
-    assert cl["CL queue host_copy #1"] == {0, 1, 2} and cl["CL queue host_copy #2"] == {3, 4, 5}
+            cl[e["args"]["segment"]].add(e["args"]["frame"])
+    assert dict(cl) == {0: {0, 1, 2}, 1: {3, 4, 5}}  # args.segment says which set-up's queue
     assert [s["what"] for s in trace["otherData"]["switches"]] == ["scene"]
+    switches = [e for e in trace["traceEvents"] if e["ph"] == "i" and e["cat"] == "switch"]
+    assert len(switches) == 1 and switches[0]["s"] == "g" and switches[0]["args"]["frame"] == 3
+    owners = sorted(name for name in threads.values() if name.startswith("owner "))
+    assert owners == ["owner image.julia", "owner particles.color", "owner particles.position"]
 
 
 def test_gl_timer_samples_one_frame_in_every(gl):
@@ -331,3 +335,73 @@ def test_harvest_reads_up_to_the_newest_complete_event(host_copy, surface):
         q.finish()
         sched.close()
         scene.teardown()
+
+
+def test_owner_spans_follow_the_samples_and_the_hand_over_commands():
+    """GL until the acquire's queued stamp, GL -> CL until its end, CL until the release's queued
+    stamp, CL -> GL until its end, then GL to the frame's end; an object whose owner never changes
+    is GL throughout; an acquire with no CL command hands over at once."""
+    from app.ui.model import owner_spans
+
+    rec = FrameRecord(3, "particles", "host_copy", "finish", start_ns=1000, end_ns=9000)
+    rec.phases = {"acquire": (1000, 2000), "compute": (2000, 3000), "release": (3000, 5000), "render": (5000, 9000),
+                  "panel": (9000, 9500)}
+    rec.owner_labels = ("a", "b")
+    rec.owners = [("start", 1000, ("gl", "gl")), ("acquire", 2000, ("cl", "gl")), ("compute", 3000, ("cl", "gl")),
+                  ("release", 5000, ("gl", "gl")), ("render", 9000, ("gl", "gl"))]
+    off = 100  # host = device + off
+    rec.cl_profile = {"acquire": (1500 - off, 1600 - off, 1700 - off, 1900 - off),
+                      "release": (4000 - off, 4100 - off, 4200 - off, 6000 - off)}
+    spans = owner_spans(rec, off)
+    assert [s for s in spans if s[0] == 0] == [(0, 1000, 1500, "GL"), (0, 1500, 1900, "GL -> CL"),
+                                               (0, 1900, 4000, "CL"), (0, 4000, 6000, "CL -> GL"),
+                                               (0, 6000, 9500, "GL")]
+    assert [s for s in spans if s[0] == 1] == [(1, 1000, 9500, "GL")]
+    del rec.cl_profile["acquire"]
+    assert [s for s in owner_spans(rec, off) if s[0] == 0][:2] == [(0, 1000, 2000, "GL"), (0, 2000, 4000, "CL")]
+
+
+def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
+    """A run with the release skipped for a while (hazard demonstration 2): each shared object's
+    track has its owners, the hazards are instant events on it, the counters have one value per
+    frame, and the slices carry the legend's names and colours."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+    from app.ui import legend
+
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False)
+    with Run(cfg, surface=gl) as rt:
+        for _ in range(3):
+            rt.tick()
+        rt.controls.key("2")  # skip the release: gl_use_while_acquired, then double_acquire
+        for _ in range(3):
+            rt.tick()
+        rt.controls.key("2")
+        rt.tick()
+        rt.session.scheduler.finish()
+        trace = json.loads(open(rt._write_trace(tmp_path / "owners.json")).read())
+    threads = _threads(trace)
+    events = trace["traceEvents"]
+    owner_tid = {name.removeprefix("owner "): tid for tid, name in threads.items() if name.startswith("owner ")}
+    assert set(owner_tid) == {"particles.position", "particles.color"}
+    spans = collections.defaultdict(list)
+    for e in events:
+        if e["ph"] == "X" and e["cat"] == "owner":
+            spans[(e["tid"], e["args"]["frame"])].append(e)
+    for frame in range(7):
+        for label, tid in owner_tid.items():
+            got = spans[(tid, frame)]
+            assert got and all(e["name"] in (legend.GL, legend.CL, legend.TO_CL, legend.TO_GL) for e in got)
+            for a, b in zip(got, got[1:]):  # one after the other, no gap, no overlap
+                assert b["ts"] == pytest.approx(a["ts"] + a["dur"], abs=0.002), (frame, label)
+    skipped = [f for f in range(3, 6) if spans[(owner_tid["particles.color"], f)][-1]["name"] == legend.CL]
+    assert skipped == [3, 4, 5]  # no release: CL keeps the objects to the frame's end
+    hazards = [e for e in events if e["ph"] == "i" and e["cat"] == "hazard"]
+    assert {e["args"]["case"] for e in hazards} >= {"gl_use_while_acquired", "double_acquire"}
+    assert all(e["tid"] == owner_tid[e["args"]["object"]] and e["s"] == "t" for e in hazards)
+    counters = collections.Counter(e["name"] for e in events if e["ph"] == "C")
+    assert counters == {"frame time": 7, "bytes moved": 7}
+    assert all(e["args"]["bytes"] == 2 * 1024 * 16 for e in events if e["name"] == "bytes moved")
+    phases = [e for e in events if e["ph"] == "X" and e["cat"] == "cpu.phase" and e["name"] in legend.TRACE_CNAME]
+    assert phases and all(e["cname"] == legend.TRACE_CNAME[e["name"]] for e in phases)
+    assert trace["otherData"]["legend"] == legend.legend()

@@ -20,6 +20,8 @@ from app.cl.worksize import LocalSize, check_local_size, launch_sizes, local_sha
 from app.config import RunConfig, parse_count, parse_wxh
 from app.sharing.base import SharedObject, SharingBackend
 
+MIN_PANEL_HEIGHT = 512  # a window with the panel beside the image is at least this tall
+
 
 @dataclass(frozen=True)
 class SceneOption:
@@ -81,12 +83,15 @@ class Scene(abc.ABC):
         return cfg.size if cls.accepts(cfg.size) else None
 
     @classmethod
-    def window_size(cls, size, default: tuple[int, int]) -> tuple[int, int]:
-        """The window a run opens: image scenes show their image 1:1 up to 2048 pixels."""
+    def window_size(cls, size, default: tuple[int, int], panel_room: int = 0) -> tuple[int, int]:
+        """The window a run opens: image scenes show their image 1:1 up to 2048 pixels, beside the
+        panel when ``panel_room`` (the pixels the panel takes at the window's left) is given, in a
+        window at least MIN_PANEL_HEIGHT tall then; other scenes open ``default``."""
         if cls.size_kind == "image":
-            if isinstance(size, tuple) and max(size) <= 2048:
-                return tuple(size)
-            return tuple(cls.default_size)
+            w, h = tuple(size) if isinstance(size, tuple) and max(size) <= 2048 else tuple(cls.default_size)
+            if panel_room:
+                return (w + panel_room, max(h, MIN_PANEL_HEIGHT))
+            return (w, h)
         return default
 
     @classmethod

@@ -6,6 +6,7 @@ from typing import Any
 
 PHASES = ("acquire", "compute", "release", "render")  # the scheduler's phases, in order
 LOOP_PHASES = PHASES + ("panel", "present")  # and the loop's: the UI drawn, the buffer swapped
+BOUNDARIES = ("start",) + PHASES  # where owners are sampled: the frame's start, then after each phase
 
 
 @dataclass
@@ -42,7 +43,11 @@ class FrameRecord:
     bytes_moved: int = 0
     presented_ns: int = 0  # when the loop's present (buffer swap) returned
     period_ns: int = 0  # present to present, where the loop ran this frame right after the last one
-    stepped: bool = False  # run phase by phase (teaching mode): no period, out of the statistics
+    # who owns each shared object at every phase boundary: (boundary, host ns, owner per object, in
+    # the order of owner_labels), boundary one of BOUNDARIES; owner "gl", "cl", or "" (not tracked)
+    owner_labels: tuple[str, ...] = ()
+    owners: list[tuple[str, int, tuple[str, ...]]] = field(default_factory=list)
+    stepped: bool = False  # run phase by phase (teaching mode): the gaps between phases are the user's
 
     def phase_us(self, name: str) -> float | None:
         span = self.phases.get(name)

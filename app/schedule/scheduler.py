@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import operator
 import time
 
 import pyopencl as cl
@@ -31,6 +32,7 @@ CL_COMPLETE = cl.command_execution_status.COMPLETE
 PROFILE_INFO = (cl.profiling_info.QUEUED, cl.profiling_info.SUBMIT, cl.profiling_info.START, cl.profiling_info.END)
 PROFILE_BATCH = 8
 GL_TIMEOUT_NS = 10_000_000_000  # a GL fence not signalled within 10 s is a stalled GPU
+_OWNER = operator.attrgetter("owner")
 
 
 def error_record(frame: int, exc: BaseException, where: str) -> ErrorRecord:
@@ -79,6 +81,8 @@ class FrameScheduler:
         # asks, ``harvest()``): one frame's reads right after a draw find the caches cold on llvmpipe,
         # a batch reads them warm
         self.profile_batch = PROFILE_BATCH
+        self._labels_key: tuple = ()
+        self._labels: tuple[str, ...] = ()
 
     @property
     def records(self) -> collections.deque[FrameRecord]:
@@ -101,7 +105,17 @@ class FrameScheduler:
         rec = FrameRecord(frame, scene.name, backend.name, self.sync.name, self.segment)
         self.current = rec
         backend.tracker.frame = frame
+        # the tracker's state objects are changed in place by acquire and release: looked up once a
+        # frame, each boundary's sample is one tuple of their owners
+        states = backend.tracker.states
+        owned = [states[id(o)] for o in scene.shared if id(o) in states]
+        key = tuple(map(id, owned))
+        if key != self._labels_key:
+            self._labels_key, self._labels = key, tuple(s.label for s in owned)
+        rec.owner_labels = self._labels
+        samples = rec.owners
         rec.start_ns = t = ns()
+        samples.append(("start", t, tuple(map(_OWNER, owned))))
         ok = True
         try:
             if self.faults is not None:
@@ -119,8 +133,10 @@ class FrameScheduler:
         except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
             ok = self._fail(rec, exc, "acquire")
         rec.phases["acquire"] = (t, t := ns())
+        samples.append(("acquire", t, tuple(map(_OWNER, owned))))
         yield "acquire"
         acquired = ok  # what CL took is handed back below even when the compute fails
+        t = ns()  # stepped (teaching mode): the time until the next step is not the next phase's
         ev_c = None
         if ok:
             try:
@@ -133,7 +149,9 @@ class FrameScheduler:
             except Exception as exc:  # noqa: BLE001
                 ok = self._fail(rec, exc, "compute")
         rec.phases["compute"] = (t, t := ns())
+        samples.append(("compute", t, tuple(map(_OWNER, owned))))
         yield "compute"
+        t = ns()  # stepped (teaching mode): the time until the next step is not the next phase's
         if acquired:
             try:
                 if self.faults is not None:
@@ -149,7 +167,9 @@ class FrameScheduler:
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "release")
         rec.phases["release"] = (t, t := ns())
+        samples.append(("release", t, tuple(map(_OWNER, owned))))
         yield "release"
+        t = ns()  # stepped (teaching mode): the time until the next step is not the next phase's
         try:
             if self.faults is not None:
                 self.faults("render", rec)
@@ -168,6 +188,7 @@ class FrameScheduler:
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
+        samples.append(("render", t, tuple(map(_OWNER, owned))))
         rec.end_ns = t
         flags = backend.tracker.flags
         if flags and flags[-1].frame == frame:  # flags are appended in frame order: this frame's are last

@@ -1,13 +1,15 @@
-"""Teaching mode: the frame one phase at a time (GL draw -> acquire -> kernel -> release -> GL draw).
+"""Teaching mode: the frame one phase at a time, acquire -> compute -> release -> render, with the
+same phase names as the panel's timeline.
 
 ``TeachingStepper`` drives ``FrameScheduler.frame_phases()`` by hand: each step runs exactly one
 phase of the same code a normal frame runs, so stepping a frame through leaves the same result
-as ``run_frame``. Between the steps the objects belong to whoever the last phase handed them to;
-while CL owns them GL does not draw them (the screen shows a plain background: "These objects
-need to be released before they can be used by OpenGL"). ``teaching_view`` is the read-only data
-``app/ui/teaching.py`` draws: the phase strip, who owns each object, and the spec text of the step;
-what the backend did in each phase is the backend's own text (``SharingBackend.teaching``).
-The spec sentences are quoted from ../shared/spec/gl-acquire-release.txt (5.5.15).
+as ``run_frame``; its record is marked ``stepped`` (the pauses between its phases are the user's,
+kept out of the statistics). Between the steps the objects belong to whoever the last phase handed
+them to; while CL owns them GL does not draw them (the screen shows a plain background).
+``teaching_view`` is the read-only data ``app/ui/teaching.py`` draws: the phase strip, who owns
+each object, what glshare did (the backend's own text, ``SharingBackend.teaching``, and a note of
+its own), and the specification's words for the step, quoted and cited: OpenCL 3.0, section
+5.5.15, as in ../shared/spec/gl-acquire-release.txt.
 """
 from __future__ import annotations
 
@@ -21,34 +23,51 @@ from app.validate.ownership import CL
 log = logging.getLogger(__name__)
 
 PHASES = ("acquire", "compute", "release", "render")  # what frame_phases() yields, in order
-STEPS = ("GL draw", "acquire", "kernel", "release", "GL draw")  # the strip shown to the user
+STEPS = PHASES  # the strip shown to the user: the timeline's names
 STEP_OF_PHASE = {"acquire": 1, "compute": 2, "release": 3, "render": 4}
 NEXT_PHASE = {"render": "acquire", "acquire": "compute", "compute": "release", "release": "render"}
-PHASE_TITLE = {"acquire": "acquire", "compute": "kernel", "release": "release", "render": "GL draw"}
+PHASE_TITLE = {p: p for p in PHASES}
+SPEC_SECTION = "5.5.15"
+SPEC_SOURCE = "../shared/spec/gl-acquire-release.txt"
 
-SPEC: dict[str, str] = {
-    "render": "These objects need to be released before they can be used by OpenGL. (GL owns every shared "
-              "object now: it may draw from them, upload into them, or delete them after CL released its "
-              "memory objects.)",
-    "acquire": "If an OpenGL context is bound to the current thread, then any OpenGL commands which 1. affect or "
-               "access the contents of a memory object listed in the mem_objects list, and 2. were issued on that "
-               "OpenGL context prior to the call to clEnqueueAcquireGLObjects will complete before execution of "
-               "any OpenCL commands following the clEnqueueAcquireGLObjects which affect or access any of those "
-               "memory objects.",
-    "compute": "These objects need to be acquired before they can be used by any OpenCL commands queued to a "
-               "command-queue or the behaviour is undefined. The OpenGL objects are acquired by the OpenCL context "
-               "associated with command_queue and can therefore be used by all command-queues associated with the "
-               "OpenCL context.",
-    "release": "If an OpenGL context is bound to the current thread, then any OpenGL commands which 1. affect or "
-               "access the contents of the memory objects listed in the mem_objects list, and 2. are issued on that "
-               "context after the call to clEnqueueReleaseGLObjects will not execute until after execution of any "
-               "OpenCL commands preceding the clEnqueueReleaseGLObjects which affect or access any of those memory "
-               "objects.",
+# the specification's own words for each step, verbatim from the seed text (whitespace aside), and
+# the entry point they describe; app/ui/teaching.py shows them as quotes with this citation
+QUOTES: dict[str, tuple[str, str]] = {
+    "acquire": ("If an OpenGL context is bound to the current thread, then any OpenGL commands which 1.affect or "
+                "access the contents of a memory object listed in the mem_objects list, and 2.were issued on that "
+                "OpenGL context prior to the call to clEnqueueAcquireGLObjects will complete before execution of "
+                "any OpenCL commands following the clEnqueueAcquireGLObjects which affect or access any of those "
+                "memory objects.", "clEnqueueAcquireGLObjects"),
+    "compute": ("These objects need to be acquired before they can be used by any OpenCL commands queued to a "
+                "command-queue or the behaviour is undefined. The OpenGL objects are acquired by the OpenCL context "
+                "associated with command_queue and can therefore be used by all command-queues associated with the "
+                "OpenCL context.", "clEnqueueAcquireGLObjects"),
+    "release": ("If an OpenGL context is bound to the current thread, then then any OpenGL commands which 1.affect "
+                "or access the contents of the memory objects listed in the mem_objects list, and 2.are issued on "
+                "that context after the call to clEnqueueReleaseGLObjects will not execute until after execution of "
+                "any OpenCL commands preceding the clEnqueueReleaseGLObjects which affect or access any of those "
+                "memory objects.", "clEnqueueReleaseGLObjects"),
+    "render": ("These objects need to be released before they can be used by OpenGL.", "clEnqueueReleaseGLObjects"),
 }
+# glshare's own explanation of each step, kept apart from the quotes
+NOTES: dict[str, str] = {
+    "acquire": "CL owns the objects now; the sync mode made GL's earlier work on them finish first.",
+    "compute": "the kernel ran on objects CL owns (checked before the enqueue).",
+    "release": "GL owns the objects again once the release completes; CL must not use them any more.",
+    "render": "GL drew from the objects it owns; it may also upload into them, or delete them once CL released "
+              "its memory objects.",
+}
+SPEC: dict[str, str] = {phase: quote for phase, (quote, _call) in QUOTES.items()}
+
+
+def citation(phase: str) -> str:
+    """Where a step's quote comes from: the section of the seed text and the entry point."""
+    return f"OpenCL 3.0, section {SPEC_SECTION}, {QUOTES[phase][1]} ({SPEC_SOURCE})"
+
 
 class TeachingStepper:
-    """Runs a frame phase by phase. Held by ``Runtime`` (``runtime.stepper``); while ``active`` the
-    runtime is paused and each step request (``n``, right arrow, the panel's button) runs one phase."""
+    """Runs a frame phase by phase. Held by the session (``session.stepper``); while ``active`` the
+    session is paused and each step request (``n``, right arrow, the panel's button) runs one phase."""
 
     def __init__(self) -> None:
         self.active = False
@@ -86,7 +105,8 @@ class TeachingStepper:
         """
         if self._gen is not None and self._scheduler is not scheduler:
             self._drop()  # the scheduler was replaced (switch): its frame went with it
-        if self._gen is None:
+        starting = self._gen is None
+        if starting:
             self._gen = scheduler.frame_phases(frame, render_target)
             self._scheduler, self.frame, self.visited = scheduler, frame, []
         try:
@@ -94,6 +114,8 @@ class TeachingStepper:
         except BaseException:
             self._drop()
             raise
+        if starting and scheduler.current is not None:
+            scheduler.current.stepped = True  # the pauses between its phases are the user's
         self.visited.append(phase)
         self.history.append((frame, phase))
         self.last = phase
@@ -139,9 +161,12 @@ class TeachingView:
     visited: tuple[str, ...]
     objects: tuple  # OwnerView rows
     gl_may_draw: bool
-    spec: str
+    spec: str  # the specification's words for the step just run (a quote)
+    cite: str  # where they come from (section of the seed text, entry point)
+    note: str  # glshare's own explanation of the step
     next_spec: str
-    does: str
+    next_cite: str
+    does: str  # what the backend did in the step (its own text)
     backend: str
     sync: str
     skip: tuple[str, ...]
@@ -153,9 +178,10 @@ def teaching_view(st: TeachingStepper, *, frame: int, paused: bool, objects: tup
     last = st.last
     step_index = STEP_OF_PHASE[last] if (st.visited or st.mid_frame) else 0
     return TeachingView(
-        active=st.active, paused=paused, frame=st.frame if st.mid_frame else frame, mid_frame=st.mid_frame,
-        last=last, last_title=PHASE_TITLE[last] if step_index else "GL draw", next=st.next_phase,
+        active=st.active, paused=paused, frame=st.frame if step_index and st.frame is not None else frame,
+        mid_frame=st.mid_frame,
+        last=last, last_title=PHASE_TITLE[last], next=st.next_phase,
         next_title=PHASE_TITLE[st.next_phase], steps=STEPS, step_index=step_index, visited=tuple(st.visited),
-        objects=objects, gl_may_draw=all(o.owner != CL for o in objects), spec=SPEC[last],
-        next_spec=SPEC[st.next_phase], does=does.get(last, "") if step_index else "", backend=backend, sync=sync,
-        skip=tuple(sorted(skip)))
+        objects=objects, gl_may_draw=all(o.owner != CL for o in objects), spec=SPEC[last], cite=citation(last),
+        note=NOTES[last], next_spec=SPEC[st.next_phase], next_cite=citation(st.next_phase),
+        does=does.get(last, "") if step_index else "", backend=backend, sync=sync, skip=tuple(sorted(skip)))

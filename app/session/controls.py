@@ -29,6 +29,9 @@ class UiFlags(Protocol):
 
     def mark_dirty(self) -> None: ...
 
+    def clear_findings(self) -> str:
+        """Forget the errors and hazards the panel shows (the report keeps them); a status line."""
+
 
 @dataclass(frozen=True)
 class Command:
@@ -79,6 +82,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("write_trace", "write a Chrome/Perfetto trace"),
     Command("demo", "toggle a hazard demonstration"),
     Command("run_lab", "run the error lab"),
+    Command("clear_findings", "clear the panel's errors and hazards (the report keeps them)"),
     *(Command(f"demo_{d.name}", d.title, (d.key,)) for d in DEMOS),
     # the scenes' own controls (mouse: ``Controls.mouse``)
     Command("orbit", "orbit the camera (mouse drag over the scene)"),
@@ -143,9 +147,9 @@ class Controls:
             return self.run("zoom", steps=event.dy)
         return None
 
-    def request(self, command: str, **args) -> None:
+    def request(self, name: str, /, **args) -> None:
         """Queue a command to run after the UI frame (panel buttons)."""
-        self.pending.append((command, args))
+        self.pending.append((name, args))
 
     def apply(self) -> None:
         """Run the queued commands; a failure is recorded and the loop goes on."""
@@ -158,13 +162,13 @@ class Controls:
                     raise  # a --strict finding: the loop stops (or pauses) on it
                 self.session.record_error(exc, f"panel control {command}")
 
-    def run(self, command: str, **args) -> str:
-        """Run ``command``; returns its status line (also kept as ``session.status``)."""
-        if command not in BY_NAME:
-            raise KeyError(f"unknown command {command!r}")
+    def run(self, name: str, /, **args) -> str:
+        """Run command ``name``; returns its status line (also kept as ``session.status``)."""
+        if name not in BY_NAME:
+            raise KeyError(f"unknown command {name!r}")
         if self.ui is not None:
             self.ui.mark_dirty()  # the panel shows the change at once
-        status = getattr(self, f"_do_{command}")(**args) or ""
+        status = getattr(self, f"_do_{name}")(**args) or ""
         if status:
             self.session.status = status
         return status
@@ -185,8 +189,11 @@ class Controls:
         return "paused" if s.paused else "running"
 
     def _do_step(self) -> str:
-        self.session.step_once = True
-        return ""
+        s = self.session
+        s.step_once = True
+        if s.stepper.active:
+            return f"step: the {s.stepper.next_phase} of frame {s.stepper.frame if s.stepper.mid_frame else s.frame}"
+        return f"step: frame {s.frame}"
 
     def _do_next_scene(self) -> str:
         return self._do_switch(scene=self.session.next_choice("scene"))
@@ -222,7 +229,7 @@ class Controls:
 
     def _do_teach_finish(self) -> str:
         if not self.session.stepper.active:
-            return ""
+            return "not in teaching mode (t starts it)"
         self.session.finish_teaching_frame()
         return "frame finished"
 
@@ -230,6 +237,11 @@ class Controls:
         if self._write_trace is None:
             return "no trace writer in this run"
         return self._write_trace(path)
+
+    def _do_clear_findings(self) -> str:
+        if self.ui is None:
+            return "no panel in this run (--no-overlay)"
+        return self.ui.clear_findings()
 
     def _do_run_lab(self) -> str:
         if self._run_lab is None:
@@ -247,15 +259,17 @@ class Controls:
 
     def _do_orbit(self, dx: float = 0.0, dy: float = 0.0) -> str:
         scene = self.session.scene
-        if scene is not None:
-            scene.orbit(float(dx), float(dy))
-        return ""  # a drag changes no status line
+        if scene is None or getattr(scene, "camera", None) is None:
+            return f"camera: the {self.session.cfg.scene} scene has no camera (particles and postprocess do)"
+        scene.orbit(float(dx), float(dy))
+        return "camera: orbit (drag), zoom (wheel), c: back to the start view"
 
     def _do_zoom(self, steps: float = 0.0) -> str:
         scene = self.session.scene
-        if scene is not None:
-            scene.zoom(float(steps))
-        return ""
+        if scene is None or getattr(scene, "camera", None) is None:
+            return f"camera: the {self.session.cfg.scene} scene has no camera (particles and postprocess do)"
+        scene.zoom(float(steps))
+        return "camera: orbit (drag), zoom (wheel), c: back to the start view"
 
     def _do_reset_camera(self) -> str:
         scene = self.session.scene

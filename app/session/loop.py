@@ -29,6 +29,7 @@ from app.schedule.frame import FrameRecord
 from app.session.controls import Controls
 from app.session.reload import poll_sources
 from app.session.session import Session
+from app.session.views import StopView
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
@@ -79,6 +80,7 @@ class Run:
         self.trace_written: dict = {}
         self.stop: Stop | None = None  # set when the run ends (or, in a window, when --strict paused it)
         self.strict_stop: Stop | None = None
+        self.stop_view: StopView | None = None  # what the panel shows of a --strict stop
         self._signal: str | None = None
         self._stack = contextlib.ExitStack()
         self._last_present = 0  # the last present that ended a frame run right after the one before
@@ -165,9 +167,12 @@ class Run:
         return None
 
     def _strict(self, exc: GlshareError) -> None:
-        """A --strict finding: record it; headless the run stops, in a window it pauses on the frame."""
+        """A --strict finding: record it; headless the run stops, in a window it pauses on the frame
+        (the panel shows that frame and why: ``stop_view``)."""
         s = self.session
         s.record_error(exc, "strict")
+        current = s.scheduler.current if s.scheduler is not None else None
+        self.stop_view = StopView.from_error(current.index if current is not None else s.frame, exc)
         self.strict_stop = Stop("strict", s.frame, exc.one_line())
         s.status = f"--strict stopped frame {s.frame}: {exc.one_line()}"
         s.paused = True
@@ -260,7 +265,8 @@ class Run:
         def view():
             if scheduler is not None:
                 scheduler.harvest(gl=False)  # the profiles of the frames since the last batch
-            return session.view(demos=self.controls.demo_views(), trace_written=self.trace_written)
+            return session.view(demos=self.controls.demo_views(), trace_written=self.trace_written,
+                                stop=self.stop_view)
 
         ui.draw(view, self.controls.request, span=span)
 

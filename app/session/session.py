@@ -420,7 +420,17 @@ class Session:
                              backend=self.backend_name, does=backend.teaching if backend else {},
                              sync=self.cfg.sync, skip=skip)
 
-    def view(self, *, demos: tuple = (), trace_written: dict | None = None) -> views.SessionView:
+    def view(self, *, demos: tuple = (), trace_written: dict | None = None,
+             stop: views.StopView | None = None) -> views.SessionView:
+        """The read-only picture of the session (``stop``: why the run stopped on a frame, from the
+        loop). While paused no frame runs, so the GL timer results of the last frames are read here:
+        the panel then describes the frame stepped last with its GL passes."""
+        scheduler = self.scheduler
+        if self.paused and scheduler is not None:
+            try:
+                scheduler.gl_timer.harvest()
+            except Exception as exc:  # noqa: BLE001 - a view never raises for a timer
+                log.debug("GL timer harvest while paused: %s", exc)
         owners = self.owners()
         tracker = self.backend.tracker if self.backend is not None else None
         return views.SessionView(
@@ -429,5 +439,5 @@ class Session:
             teaching=self.teaching_view(owners), demos=demos,
             hazard_counts=dict(tracker.counts) if tracker is not None else {},
             clock=self.clock.as_dict(), clock_map=self.clock, caps=self.caps(), controls=self.controls_view(),
-            gl_timer=self.gl_timer_view(), status=self.status, trace_written=dict(trace_written or {}),
+            gl_timer=self.gl_timer_view(), status=self.status, trace_written=dict(trace_written or {}), stop=stop,
             scene_options=self.scene.options() if self.scene is not None else ())

@@ -93,6 +93,26 @@ class DemoView:
 
 
 @dataclass(frozen=True)
+class StopView:
+    """Why the run stopped on a frame (``--strict`` in a window: paused on the offending frame)."""
+
+    frame: int
+    reason: str  # one line: "kernel: use_without_acquire on image.julia: These objects need ..."
+    case: str = ""  # the hazard's case, when a hazard stopped it
+    label: str = ""  # the shared object
+    where: str = ""  # the phase or call
+    spec: str = ""  # the spec sentence the hazard breaks
+
+    @classmethod
+    def from_error(cls, frame: int, exc: BaseException) -> "StopView":
+        """From the error that stopped the run (a HazardError carries case, label and spec)."""
+        one_line = getattr(exc, "one_line", None)
+        reason = one_line() if callable(one_line) else f"{type(exc).__name__}: {exc}"
+        return cls(frame, reason, getattr(exc, "case", ""), getattr(exc, "label", ""),
+                   getattr(exc, "where", "") or "", getattr(exc, "spec", ""))
+
+
+@dataclass(frozen=True)
 class SessionView:
     setup: SetupView
     frame: int
@@ -110,4 +130,5 @@ class SessionView:
     gl_timer: GlTimerView
     status: str = ""  # what the last command did, or why it was refused
     trace_written: dict = field(default_factory=dict)
+    stop: StopView | None = None  # the run stopped on a frame (--strict): why, where
     scene_options: tuple = ()  # the scene's own options (SceneOption: the command each one calls)

@@ -1,15 +1,27 @@
 """The Chrome trace-event JSON of a run (``--trace PATH``, the panel's "write trace"), for Perfetto.
 
 Format: the JSON object form of Google's Trace Event Format, which ui.perfetto.dev and
-chrome://tracing both open. One process ("glshare"), one track (tid) per timeline:
+chrome://tracing both open. One process ("glshare"), one track (tid) per timeline, as the panel's
+timeline has one lane each:
 
 - ``CPU main thread``: a ``frame N`` slice around each frame, the host phases (acquire, compute,
-  release, render, panel) inside it and the CPU waits (glFinish, clFinish, ...) inside those;
-- ``CL queue <backend> #k``: one per command queue (each backend set-up makes its own): the CL
-  commands ``acquire``, ``compute``, ``release`` from their start to end stamps, with all four raw
-  device stamps (queued, submit, start, end, ns) in ``args``; the queued -> start wait of each
-  command is an async slice (``ph`` b/e) named ``<command> queued`` beside it;
-- ``GL``: the GL passes (``gl render``, ``gl panel``) from GL_TIMESTAMP queries, raw GL ns in ``args``.
+  release, render, panel) inside it and the CPU waits (glFinish, clFinish, ...) inside those; the
+  errors recorded on a frame as instant events where their phase ran;
+- ``CL queue <backend>``: one per backend, across its rebuilds (each set-up makes its own queue,
+  ``args.segment`` says which): the CL commands ``acquire``, ``compute``, ``release`` from their
+  start to end stamps, with all four raw device stamps (queued, submit, start, end, ns) in
+  ``args``; the queued -> start wait of each command is an async slice (``ph`` b/e) named
+  ``<command> queued`` beside it;
+- ``GL``: the GL passes (``gl render``, ``gl panel``) from GL_TIMESTAMP queries, raw GL ns in ``args``;
+- ``owner <object>``: one per shared object, who owns it over time (slices named ``GL``, ``CL``,
+  ``GL -> CL``, ``CL -> GL``: app/ui/model.py's ``owner_spans`` from the owners sampled at every
+  phase boundary), and the hazards flagged on it as instant events;
+- counters ``frame time`` (ms, start to the next frame's start) and ``bytes moved`` (per frame);
+  switches of scene, backend, sync mode or size as global instant events.
+
+Slices are named as in the panel's legend (app/ui/legend.py): Perfetto colours a slice by its
+name, chrome://tracing by its ``cname`` (set from the legend); the legend itself is in
+``otherData.legend``.
 
 Slices are complete events (``ph: "X"``, ``ts``/``dur`` in microseconds from the first frame's
 start, on the host clock: CL and GL time are mapped there by app/trace/clock.py, whose calibration
@@ -25,6 +37,8 @@ import logging
 
 from app.outputs import write_text
 from app.trace.clock import ClockMap
+from app.ui import legend
+from app.ui.model import WHERE_PHASE, frame_ms, owner_spans
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +46,7 @@ PID = 1
 TID_CPU = 1
 TID_GL = 2
 TID_CL_BASE = 10
+TID_OWNER_BASE = 100
 CL_COMMANDS = ("acquire", "compute", "release")
 EPS_US = 0.001  # 1 ns: a flow end strictly inside the slice it binds to
 
@@ -46,8 +61,29 @@ def _meta(tid: int, name: str, sort: int) -> list[dict]:
 
 
 def _x(name: str, cat: str, tid: int, ts: float, dur: float, args: dict) -> dict:
-    return {"name": name, "cat": cat, "ph": "X", "pid": PID, "tid": tid, "ts": ts, "dur": max(round(dur, 3), 0.0),
-            "args": args}
+    ev = {"name": name, "cat": cat, "ph": "X", "pid": PID, "tid": tid, "ts": ts, "dur": max(round(dur, 3), 0.0),
+          "args": args}
+    cname = legend.TRACE_CNAME.get("wait" if cat == "cpu.wait" else name)
+    if cname:
+        ev["cname"] = cname
+    return ev
+
+
+def _instant(name: str, cat: str, tid: int | None, ts: float, args: dict, scope: str = "t") -> dict:
+    ev = {"name": name, "cat": cat, "ph": "i", "s": scope, "pid": PID, "ts": ts, "args": args}
+    if tid is not None:
+        ev["tid"] = tid
+    cname = legend.TRACE_CNAME.get(cat)
+    if cname:
+        ev["cname"] = cname
+    return ev
+
+
+def _phase_mid(rec, where: str) -> int:
+    """Host ns in the middle of the phase a hazard's or an error's ``where`` names (the frame's
+    start when it names none)."""
+    span = rec.phases.get(WHERE_PHASE.get(where.removeprefix("profile "), ""))
+    return (span[0] + span[1]) // 2 if span else rec.start_ns
 
 
 def _inside(ts: float, dur: float, at_end: bool) -> float:
@@ -76,31 +112,42 @@ class _Flows:
 
 
 def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None) -> dict:
-    """The trace-event object for ``records`` (FrameRecords, oldest first)."""
+    """The trace-event object for ``records`` (FrameRecords, oldest first); ``meta["switches"]``
+    (RunHistory.switches) become instant events."""
     clock = clock or ClockMap()
     for rec in records:
         clock.observe_frame(rec)  # tighten the CL offset with every frame's queued stamps
     events: list[dict] = [{"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "glshare"}}]
     events += _meta(TID_CPU, "CPU main thread", 0)
     events += _meta(TID_GL, "GL", 1)
+    other = {**(meta or {}), "clock": clock.as_dict(), "legend": legend.legend()}
     if not records:
-        return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {**(meta or {}), "clock": clock.as_dict()}}
+        return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
     base = min(r.start_ns for r in records)
     cl_off, gl_off = clock.cl.offset, clock.gl.offset
-    queue_tids: dict[tuple, int] = {}
+    queue_tids: dict[str, int] = {}
+    owner_tids: dict[str, int] = {}
     flows = _Flows()
     async_id = 1
-    for rec in records:
-        qkey = (rec.segment, rec.backend)  # each set-up (segment) built its own queue
-        if qkey not in queue_tids:
-            tid = queue_tids[qkey] = TID_CL_BASE + len(queue_tids)
-            events += _meta(tid, f"CL queue {rec.backend} #{len(queue_tids)}", 2 + len(queue_tids))
-        cl_tid = queue_tids[qkey]
+    for i, rec in enumerate(records):
+        if rec.backend not in queue_tids:  # one track per backend: its rebuilt queues follow each other
+            tid = queue_tids[rec.backend] = TID_CL_BASE + len(queue_tids)
+            events += _meta(tid, f"CL queue {rec.backend}", 2 + len(queue_tids))
+        cl_tid = queue_tids[rec.backend]
+        for label in rec.owner_labels:
+            if label not in owner_tids:
+                tid = owner_tids[label] = TID_OWNER_BASE + len(owner_tids)
+                events += _meta(tid, f"owner {label}", 50 + len(owner_tids))
         f = rec.index
         end_ns = max([rec.end_ns] + [s[1] for s in rec.phases.values()])
         events.append(_x(f"frame {f}", "cpu.frame", TID_CPU, _us(rec.start_ns, base), (end_ns - rec.start_ns) / 1e3,
                          {"frame": f, "scene": rec.scene, "backend": rec.backend, "sync": rec.sync,
-                          "bytes_moved": rec.bytes_moved}))
+                          "bytes_moved": rec.bytes_moved, "stepped": rec.stepped}))
+        nxt = records[i + 1] if i + 1 < len(records) else None
+        ts0 = _us(rec.start_ns, base)
+        events.append({"name": "frame time", "ph": "C", "pid": PID, "ts": ts0,
+                       "args": {"ms": round(frame_ms(rec, nxt), 4)}})
+        events.append({"name": "bytes moved", "ph": "C", "pid": PID, "ts": ts0, "args": {"bytes": rec.bytes_moved}})
         phase_ev = {}
         for name, (s, e) in rec.phases.items():
             phase_ev[name] = ev = _x(name, "cpu.phase", TID_CPU, _us(s, base), (e - s) / 1e3, {"frame": f})
@@ -113,8 +160,8 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
             events.append(ev)
         cl_ev = {}
         for name, (q, sub, st, en) in rec.cl_profile.items():
-            args = {"frame": f, "queued_ns": q, "submit_ns": sub, "start_ns": st, "end_ns": en,
-                    "queued_to_start_us": round((st - q) / 1e3, 3)}
+            args = {"frame": f, "segment": rec.segment, "queued_ns": q, "submit_ns": sub, "start_ns": st,
+                    "end_ns": en, "queued_to_start_us": round((st - q) / 1e3, 3)}
             cl_ev[name] = ev = _x(name, "cl", cl_tid, _us(st + cl_off, base), (en - st) / 1e3, args)
             events.append(ev)
             wait_common = {"name": f"{name} queued", "cat": "cl.queued", "id": async_id, "pid": PID, "tid": cl_tid}
@@ -127,9 +174,18 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
             ev = _x(name, "gl", TID_GL, _us(s + gl_off, base), (e - s) / 1e3, {"frame": f, "gl_start_ns": s, "gl_end_ns": e})
             gl_ev.setdefault(name, ev)
             events.append(ev)
+        for k, s, e, state in owner_spans(rec, cl_off):
+            label = rec.owner_labels[k]
+            events.append(_x(state, "owner", owner_tids[label], _us(s, base), (e - s) / 1e3,
+                             {"frame": f, "object": label}))
+        for flag in rec.hazards:
+            events.append(_instant(f"hazard {flag.case}", "hazard", owner_tids.get(flag.label, TID_CPU),
+                                   _us(_phase_mid(rec, flag.where), base),
+                                   {"frame": f, "case": flag.case, "object": flag.label, "where": flag.where,
+                                    "spec": flag.spec}))
         for err in rec.errors:
-            events.append({"name": f"error {err.name}", "cat": "error", "ph": "i", "s": "t", "pid": PID,
-                           "tid": TID_CPU, "ts": _us(rec.start_ns, base), "args": {**err.as_dict()}})
+            events.append(_instant(f"error {err.name}", "error", TID_CPU, _us(_phase_mid(rec, err.where), base),
+                                   {**err.as_dict()}))
         # the hand-overs
         release = cl_ev.get("release")
         first_gl = gl_ev.get("gl render") or next(iter(gl_ev.values()), None)
@@ -145,9 +201,16 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
                 flows.link(f"release -> {ev['name']}", release, ev, f)
             elif phase == "render" and first_gl is not None:
                 flows.link(f"gl -> {ev['name']}", first_gl, ev, f)
+    for sw in (meta or {}).get("switches", ()):
+        at = next((r for r in records if r.index >= sw.get("frame", 0)), None)
+        if at is None:
+            continue
+        old = " / ".join(str(v) for v in (sw.get("from") or {}).values())
+        new = " / ".join(str(v) for v in (sw.get("to") or {}).values())
+        events.append(_instant(f"switch {sw.get('what', '')}: {old} -> {new}", "switch", None,
+                               _us(at.start_ns, base), {"frame": sw.get("frame"), **sw}, scope="g"))
     events += flows.events
-    other = {**(meta or {}), "clock": clock.as_dict(), "frames": len(records),
-             "time_base": "ts = (perf_counter_ns - first frame start) / 1000"}
+    other.update({"frames": len(records), "time_base": "ts = (perf_counter_ns - first frame start) / 1000"})
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
 
 

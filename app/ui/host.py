@@ -10,6 +10,7 @@ import logging
 import statistics
 from typing import Callable
 
+from app.ui import layout
 from app.ui.imgui_layer import ImGuiLayer, default_panel_hz
 
 log = logging.getLogger(__name__)
@@ -25,9 +26,10 @@ class UiHost:
         self.show_panel = show_panel
         self.state = PanelState()
         self.model = PanelData()
+        self.last_model = None  # the PanelModel of the last redraw (tests, the bench)
         self.lab_results: dict | None = None
         self.failures = 0
-        self._done_errors = (-1, 0)
+        self._hazard_counts: dict = {}
 
     @property
     def wants_keyboard(self) -> bool:
@@ -49,30 +51,57 @@ class UiHost:
         layer = self.layer
         return {"panel_refresh": f"{layer.redraw_hz:g} Hz, composited by {layer.composite_path}"}
 
-    def draw(self, view_fn: Callable[[], object], request: Callable, span=None) -> bool:
+    def clear_findings(self) -> str:
+        """The Errors and Hazards tabs start again from nothing (the report keeps everything)."""
+        self.model.clear_findings(self._hazard_counts)
+        self.mark_dirty()
+        return "errors and hazards cleared (the report keeps them)"
+
+    def scene_viewport(self, fb_size: tuple[int, int]) -> tuple[int, int, int, int] | None:
+        """Where the scene should be drawn this frame (glViewport's x, y, w, h) so the panel does not
+        cover it: the part of the window right of the panel, or None (the whole framebuffer: no
+        panel, the panel collapsed, or too little room beside it)."""
+        state = self.state
+        if not self.show_panel or state.collapsed:
+            return None
+        right = state.window[2] if state.window is not None else layout.MARGIN + layout.default_width(fb_size[0])
+        return layout.scene_viewport(fb_size, right)
+
+    def draw(self, view_fn: Callable[[], object], request: Callable, span=None,
+             scene_rect: tuple[int, int, int, int] | None = None) -> bool:
         """Draw the panel (or the overlay) over the bound framebuffer. ``view_fn()`` gives the
         session's view, taken only when the cached layer is redrawn; ``span()`` wraps the GL pass
-        of a redraw (the GL timer). Returns True when ImGui ran."""
+        of a redraw (the GL timer). ``scene_rect``: the only part of the framebuffer the scene drew
+        into this frame (GL x, y, w, h; None: all of it), so the panel's pixels outside it, still
+        there from the last frame where the swap keeps the back buffer, need no copy. Returns True
+        when ImGui ran."""
 
         def build() -> None:
             view = view_fn()
+            self._hazard_counts = view.hazard_counts
             if self.show_panel:
                 self._panel(view, request)
             else:
                 self._overlay(view)
 
-        return self.layer.draw(build, span=span or contextlib.nullcontext)
+        return self.layer.draw(build, span=span or contextlib.nullcontext, scene_rect=scene_rect)
 
     def _panel(self, view, request) -> None:
+        from app.ui.model import empty_model
         from app.ui.panel import draw_panel
 
+        state = self.state
         try:
-            snap = self.model.update(view, tab=self.state.tab, lab=self.lab_results, ui_caps=self.caps())
+            model = self.model.update(view, tab=state.tab, lab=self.lab_results, ui_caps=self.caps(),
+                                      chosen=state.chosen)
+            if state.chosen is not None and not model.header.chosen:
+                state.chosen = None  # the chosen frame is no longer kept
         except Exception as exc:  # noqa: BLE001 - the panel never stops the loop
             self.failures += 1
             log.debug("panel model failed: %s", exc, exc_info=True)
-            snap = {"panel_data_error": f"{type(exc).__name__}: {exc}"}
-        draw_panel(snap, self.state, request)
+            model = empty_model(f"{type(exc).__name__}: {exc}")
+        self.last_model = model
+        draw_panel(model, state, request)
 
     def _overlay(self, view) -> None:
         """The minimal overlay (--no-panel): a few figures, cheap enough for every frame."""
@@ -80,14 +109,19 @@ class UiHost:
 
         history = view.history
         records = history.records
-        recent = [r.frame_us / 1e3 for r in itertools.islice(reversed(records), 120) if r.frame_us]
+        recent = [r.frame_us / 1e3 for r in itertools.islice(reversed(records), 120) if r.frame_us and not r.stepped]
         last = history.loop_errors[-1] if history.loop_errors else next(
             (r.errors[-1] for r in itertools.islice(reversed(records), 120) if r.errors), None)
+        hazard = next((r.hazards[-1] for r in itertools.islice(reversed(records), 120) if r.hazards), None)
         s = view.setup
-        overlay.draw_overlay({"scene_desc": s.scene_title, "backend": s.backend, "sync": s.sync, "paused": view.paused,
-                              "frame": view.frame, "frame_ms_median": statistics.median(recent) if recent else 0.0,
-                              "error_count": history.totals["errors"] + history.loop_errors_total,
-                              "last_error": last.message if last else ""})
+        overlay.draw_overlay(overlay.OverlayModel(
+            s.scene_title, s.backend, s.sync, view.paused, view.frame,
+            statistics.median(recent) if recent else 0.0,
+            history.totals["errors"] + history.loop_errors_total, last.message if last else "",
+            history.totals["hazards"], f"{hazard.case} on {hazard.label} ({hazard.where}), frame {hazard.frame}"
+            if hazard else "", view.status, view.stop.reason if view.stop is not None else ""))
 
     def close(self) -> None:
         self.layer.close()
+
+

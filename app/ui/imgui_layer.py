@@ -2,41 +2,53 @@
 
 Headless, the display size and time step are fed by hand, so the same panel code draws into the
 FBO. The OpenGL 3 backend saves and restores the GL bindings around its draw. This is the only
-module of ``ui/`` that touches GL; panel code draws from a snapshot.
+module of ``ui/`` that touches GL; panel code draws from the panel model.
 
 The panel is redrawn at ``redraw_hz`` (``default_panel_hz``: 5, or 2 on software GL), and at once
-after any mouse or keyboard input, into a cached layer (an FBO) that is copied into every frame,
-one rectangle per ImGui window (the bounds of its draw list's vertices, overlapping ones merged).
-ImGui's Python widgets, its draw lists and, on llvmpipe, the rasterisation of the panel cost
-about 11 ms of CPU a redraw at 800x600 (4 ms on the main thread, 7 on llvmpipe's threads); a
-blended full-window composite still cost llvmpipe about 7 ms a frame, a copy of the windows'
-rectangles a fraction of that. The copy is ``glCopyImageSubData`` (GL 4.3) where the frame's
-colour buffer is a texture or renderbuffer of the layer's format (the headless FBO), a plain
-memory copy on llvmpipe (0.39 ms for a 430x584 panel after a particles frame, against 0.40 for
-``glBlitFramebuffer`` between the same RGBA8 buffers: scratch measurements, 2-core machine); the
-default framebuffer of a window gets the blit, which llvmpipe does with a shader there (its back
-buffer is sRGB BGRA8): 1.3-2.3 ms of CPU. The frame's framebuffer comes from the surface
-(``Surface.draw_framebuffer``), never from glGetIntegerv: asked right after the scene's draw, that
-query made llvmpipe flush, ~250 us a frame. Windows are shown as opaque (the layer is cleared to black). ``redraw_hz=0`` draws
-ImGui straight into every frame.
+after any mouse or keyboard input, into a cached layer (an FBO) that is copied into the frame: only
+the pixels ImGui's windows cover (the panel, and any tooltip, popup or open combo), as disjoint
+rectangles, so the scene around them is never touched: the rectangles of ImGui's top-level windows
+(asked of ImGui, never guessed from vertex positions, which a clipped or NaN vertex made wrong).
+
+The copy is ``glCopyImageSubData`` (GL 4.3) where the frame's colour buffer is a texture or
+renderbuffer of the layer's format (the headless FBO), else ``glBlitFramebuffer`` (a window's back
+buffer: llvmpipe blits into its sRGB BGRA8 format with a shader, whatever the layer's format, at a
+cost per pixel: bench/results). Where the swap keeps the back buffer (a
+copy swap, as Mesa's software winsys does: probed on the frame itself, never assumed) and the
+scene drew only beside the panel (``scene_rect``), the panel's pixels are still there from the
+frame before and the copy is skipped until the layer is redrawn. The frame's framebuffer comes
+from the surface (``Surface.draw_framebuffer``), never from glGetIntegerv: asked right after the
+scene's draw, that query made llvmpipe flush, ~250 us a frame.
+
+The layer is never larger than GL allows (GL_MAX_TEXTURE_SIZE, GL_MAX_RENDERBUFFER_SIZE, the
+viewport's maximum): in a bigger window it covers the top left, where the panel is. A failure to
+make it (or to draw ImGui) is raised once, as one line, and the same failure at the same size is
+then only counted; ImGui is rebuilt after a frame it could not finish, so the panel comes back at
+the next redraw. ``redraw_hz=0`` draws ImGui straight into every frame.
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import logging
+import math
 import time
 
-import numpy as np
 from imgui_bundle import imgui, implot
 from OpenGL import GL
 
 from app.diagnostics import live
+from app.errors import GlError, GlshareError
 
 log = logging.getLogger(__name__)
 
 SOFTWARE_PANEL_HZ = 2.0
 PANEL_HZ = 5.0
+MAX_FRAMEBUFFER_SCALE = 4.0  # ImGui's fonts are rasterised at this scale at most
+PROBE_EVERY = 120  # frames between two checks that the swap kept the panel's pixels
+RETRY_S = 1.0  # a layer that could not be made at a size is tried again after this long
+
+Rect = tuple[int, int, int, int]
 
 
 def default_panel_hz(info) -> float:
@@ -47,8 +59,47 @@ def default_panel_hz(info) -> float:
     return SOFTWARE_PANEL_HZ if getattr(info, "software", False) else PANEL_HZ
 
 
-def merge_rects(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
-    """Replace rectangles that overlap by their bounding box until none overlap (few: one per window)."""
+def _overlaps(a: Rect, b: Rect) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _subtract(a: Rect, b: Rect) -> list[Rect]:
+    """``a`` minus ``b`` as up to four rectangles (bands above and below, then left and right)."""
+    if not _overlaps(a, b):
+        return [a]
+    x0, y0, x1, y1 = a
+    out = []
+    if b[1] > y0:
+        out.append((x0, y0, x1, b[1]))
+    if b[3] < y1:
+        out.append((x0, b[3], x1, y1))
+    my0, my1 = max(y0, b[1]), min(y1, b[3])
+    if b[0] > x0:
+        out.append((x0, my0, b[0], my1))
+    if b[2] < x1:
+        out.append((b[2], my0, x1, my1))
+    return out
+
+
+def disjoint_rects(rects: list[Rect]) -> list[Rect]:
+    """The union of ``rects`` as rectangles that do not overlap (no pixel copied twice, and none
+    copied that no rectangle covers: two windows apart never become their bounding box)."""
+    out: list[Rect] = []
+    for r in rects:
+        if r[2] <= r[0] or r[3] <= r[1]:
+            continue
+        pieces = [r]
+        for done in out:
+            pieces = [p for piece in pieces for p in _subtract(piece, done)]
+            if not pieces:
+                break
+        out += pieces
+    return out
+
+
+def merge_rects(rects: list[Rect]) -> list[Rect]:
+    """Replace rectangles that overlap by their bounding box until none overlap (kept for the
+    callers that want boxes; the layer copies ``disjoint_rects``)."""
     out = list(rects)
     merged = True
     while merged:
@@ -56,7 +107,7 @@ def merge_rects(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int, 
         for i in range(len(out)):
             for j in range(i + 1, len(out)):
                 a, b = out[i], out[j]
-                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                if _overlaps(a, b):
                     out[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
                     del out[j]
                     merged = True
@@ -66,7 +117,9 @@ def merge_rects(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int, 
     return out
 
 
+_CHILD_WINDOW = int(imgui.WindowFlags_.child_window)
 _COPY_IMAGE: list[bool] = []
+_LIMITS: list[tuple[int, int]] = []
 
 
 def copy_image_supported() -> bool:
@@ -82,26 +135,86 @@ def copy_image_supported() -> bool:
     return _COPY_IMAGE[0]
 
 
-class _Layer:
-    """The cached panel: an FBO with one RGBA8 colour texture of the framebuffer's size."""
+def layer_limit() -> tuple[int, int]:
+    """The largest layer GL allows: (width, height) within GL_MAX_TEXTURE_SIZE,
+    GL_MAX_RENDERBUFFER_SIZE and GL_MAX_VIEWPORT_DIMS (asked once per process)."""
+    if not _LIMITS:
+        tex = int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_SIZE))
+        rb = int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE))
+        vp = GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS)
+        _LIMITS.append((min(tex, rb, int(vp[0])), min(tex, rb, int(vp[1]))))
+    return _LIMITS[0]
 
-    def __init__(self, size: tuple[int, int]) -> None:
-        self.size = size
-        self.rects: list[tuple[int, int, int, int]] = []  # GL window coordinates (x0, y0, x1, y1)
+
+TRIM_BYTES = 8 << 20  # replacing a layer this big by a smaller one hands the freed memory back to the system
+TRIM_AFTER = 8  # frames later, when the window's own big buffers are gone too
+
+
+def _trim_heap() -> None:
+    """glibc keeps freed memory in its arenas (llvmpipe's threads have their own): after a huge
+    window's buffers are gone, give it back to the system (malloc_trim), so RSS returns to its
+    baseline. A no-op where there is no glibc."""
+    try:
+        libc = ctypes.CDLL(None)
+        trim = getattr(libc, "malloc_trim", None)
+        if trim is not None:
+            trim(0)
+    except OSError:
+        pass
+
+
+def _gl_error(exc: BaseException, where: str) -> GlError:
+    """A PyOpenGL GLError (whose repr is dozens of lines) as glshare's one-line GlError."""
+    code = getattr(exc, "err", None)
+    if isinstance(code, int):
+        op = getattr(getattr(exc, "baseOperation", None), "__name__", "")
+        return GlError(code, where=where, detail=op)
+    return GlError(GL.GL_INVALID_OPERATION, where=where, detail=f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+
+class _Layer:
+    """The cached panel: an FBO with one RGBA8 colour texture covering the framebuffer's top left
+    (all of it, unless the framebuffer is larger than GL allows a texture to be)."""
+
+    def __init__(self, fb_size: tuple[int, int], limit: tuple[int, int]) -> None:
+        self.fb_size = fb_size
+        self.size = (max(min(fb_size[0], limit[0]), 1), max(min(fb_size[1], limit[1]), 1))
+        self.rects: list[Rect] = []  # layer GL coordinates (x0, y0, x1, y1), disjoint
         self.composite_path = "not composited yet"
-        self.texture = int(GL.glGenTextures(1))
-        GL.glBindTexture(GL.GL_TEXTURE_2D, self.texture)
-        GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, GL.GL_NEAREST)
-        GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAG_FILTER, GL.GL_NEAREST)
-        GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, GL.GL_RGBA8, size[0], size[1], 0, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, None)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
-        self.fbo = int(GL.glGenFramebuffers(1))
-        previous = GL.glGetIntegerv(GL.GL_DRAW_FRAMEBUFFER_BINDING)
-        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, self.fbo)
-        GL.glFramebufferTexture2D(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT0, GL.GL_TEXTURE_2D, self.texture, 0)
-        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, int(previous))
+        self.texture = self.fbo = 0
+        try:
+            self.texture = int(GL.glGenTextures(1))
+            GL.glBindTexture(GL.GL_TEXTURE_2D, self.texture)
+            GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, GL.GL_NEAREST)
+            GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAG_FILTER, GL.GL_NEAREST)
+            GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, GL.GL_RGBA8, self.size[0], self.size[1], 0, GL.GL_RGBA,
+                            GL.GL_UNSIGNED_BYTE, None)
+            GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+            self.fbo = int(GL.glGenFramebuffers(1))
+            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, self.fbo)
+            GL.glFramebufferTexture2D(GL.GL_FRAMEBUFFER, GL.GL_COLOR_ATTACHMENT0, GL.GL_TEXTURE_2D, self.texture, 0)
+            status = GL.glCheckFramebufferStatus(GL.GL_FRAMEBUFFER)
+            if status != GL.GL_FRAMEBUFFER_COMPLETE:
+                raise GlError(GL.GL_INVALID_FRAMEBUFFER_OPERATION, where=f"panel layer {self.size[0]}x{self.size[1]}",
+                              detail=f"framebuffer incomplete (0x{int(status):04X})")
+        except GlError:
+            self._free()
+            raise
+        except Exception as exc:  # noqa: BLE001 - PyOpenGL's GLError: one line, nothing left behind
+            self._free()
+            raise _gl_error(exc, f"panel layer {self.size[0]}x{self.size[1]}") from None
         live.created("gl_texture", "ui")
         live.created("gl_framebuffer", "ui")
+
+    def _free(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.fbo:
+                GL.glDeleteFramebuffers(1, [self.fbo])
+            if self.texture:
+                GL.glDeleteTextures(1, [self.texture])
+        self.fbo = self.texture = 0
+        while GL.glGetError() != GL.GL_NO_ERROR:
+            pass
 
     def release(self) -> None:
         if not self.fbo:
@@ -112,24 +225,28 @@ class _Layer:
         live.released("gl_texture", "ui")
         live.released("gl_framebuffer", "ui")
 
-    def measure(self, draw_data) -> None:
-        """One rectangle per draw list: the bounds of its vertices (ImDrawVert: pos, uv, col);
-        rectangles that overlap are merged, so no pixel is copied twice."""
+    def measure(self, draw_data=None) -> None:
+        """The rectangles of the ImGui windows drawn this frame (the panel, and any tooltip, popup or
+        open combo: the top-level windows, each with its child windows inside it), clipped to the
+        layer and made disjoint: only these pixels are ever copied into the frame."""
         w, h = self.size
         rects = []
-        for dl in draw_data.cmd_lists:
-            n = dl.vtx_buffer.size()
-            if not n:
+        child = _CHILD_WINDOW
+        for win in imgui.get_current_context().windows:
+            if not win.active or win.hidden or int(win.flags) & child:
                 continue
-            raw = np.ctypeslib.as_array((ctypes.c_float * (n * 5)).from_address(dl.vtx_buffer.data_address()))
-            pos = raw.reshape(n, 5)[:, :2]
-            x0, y0 = np.floor(pos.min(axis=0)).astype(int)
-            x1, y1 = np.ceil(pos.max(axis=0)).astype(int)
-            x0, x1 = max(0, x0), min(w, x1)
-            y0, y1 = max(0, y0), min(h, y1)
+            dl = win.draw_list
+            if dl is None or not dl.vtx_buffer.size():
+                continue  # nothing drawn (ImGui's implicit debug window)
+            r = win.outer_rect_clipped
+            x0, y0, x1, y1 = r.min.x, r.min.y, r.max.x, r.max.y
+            if not all(map(math.isfinite, (x0, y0, x1, y1))):
+                continue
+            x0, y0 = max(int(math.floor(x0)), 0), max(int(math.floor(y0)), 0)
+            x1, y1 = min(int(math.ceil(x1)), w), min(int(math.ceil(y1)), h)
             if x1 > x0 and y1 > y0:
-                rects.append((int(x0), int(h - y1), int(x1), int(h - y0)))  # ImGui y down -> GL y up
-        self.rects = merge_rects(rects)
+                rects.append((x0, h - y1, x1, h - y0))  # ImGui y down -> GL y up
+        self.rects = disjoint_rects(rects)
 
     def clear(self) -> None:
         """Clear the whole layer: a full clear is llvmpipe's fast path (0.55 ms at 800x600 against
@@ -137,22 +254,25 @@ class _Layer:
         GL.glClearColor(0, 0, 0, 0)
         GL.glClear(GL.GL_COLOR_BUFFER_BIT)
 
-    def composite(self, target: int, color: tuple[int, int, int] | None) -> None:
-        """Copy the windows' rectangles into the draw framebuffer ``target`` (bound), whose colour
-        buffer the surface describes (``Surface.color_buffer``): both are passed in, never asked of
-        GL (asking for the binding made llvmpipe flush, ~250 us a frame)."""
+    def composite(self, target: int, color: tuple[int, int, int] | None, rects: list[Rect] | None = None) -> None:
+        """Copy the windows' rectangles (or ``rects``, a subset) into the draw framebuffer ``target``
+        (bound), whose colour buffer the surface describes (``Surface.color_buffer``): both are
+        passed in, never asked of GL (asking for the binding made llvmpipe flush, ~250 us a frame)."""
+        rects = self.rects if rects is None else rects
+        dy = self.fb_size[1] - self.size[1]  # the layer is the framebuffer's top: GL rows shift by this
         if color is not None and color[2] == GL.GL_RGBA8 and copy_image_supported():
             name, kind, _ = color
             try:
-                for x0, y0, x1, y1 in self.rects:
+                for x0, y0, x1, y1 in rects:
                     GL.glCopyImageSubData(self.texture, GL.GL_TEXTURE_2D, 0, x0, y0, 0,
-                                          name, kind, 0, x0, y0, 0, x1 - x0, y1 - y0, 1)
+                                          name, kind, 0, x0, y0 + dy, 0, x1 - x0, y1 - y0, 1)
                 self.composite_path = "glCopyImageSubData"
                 return
             except GL.GLError as exc:  # a driver that refuses the copy: blit from now on, say why
-                log.warning("panel layer: glCopyImageSubData failed (%s); blitting instead", exc)
+                err = _gl_error(exc, "glCopyImageSubData")
+                log.warning("panel layer: %s; blitting instead", err.one_line())
                 _COPY_IMAGE[:] = [False]
-                self.composite_path = f"glBlitFramebuffer (glCopyImageSubData failed: {exc})"
+                self.composite_path = f"glBlitFramebuffer (glCopyImageSubData failed: {err.one_line()})"
         elif color is None:
             self.composite_path = "glBlitFramebuffer (the frame's colour buffer has no name: a window's back buffer)"
         elif color[2] != GL.GL_RGBA8:
@@ -160,83 +280,242 @@ class _Layer:
         else:
             self.composite_path = "glBlitFramebuffer (no glCopyImageSubData: GL 4.3 or ARB_copy_image)"
         GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self.fbo)
-        for x0, y0, x1, y1 in self.rects:
-            GL.glBlitFramebuffer(x0, y0, x1, y1, x0, y0, x1, y1, GL.GL_COLOR_BUFFER_BIT, GL.GL_NEAREST)
+        for x0, y0, x1, y1 in rects:
+            GL.glBlitFramebuffer(x0, y0, x1, y1, x0, y0 + dy, x1, y1 + dy, GL.GL_COLOR_BUFFER_BIT, GL.GL_NEAREST)
         GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, target)
+
+    def texel(self, x: int, y: int) -> bytes:
+        """One pixel of the layer (GL coordinates), as RGBA bytes."""
+        GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self.fbo)
+        return bytes(GL.glReadPixels(x, y, 1, 1, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE))
 
 
 class ImGuiLayer:
     def __init__(self, surface, redraw_hz: float = PANEL_HZ) -> None:
         self.surface = surface
         self.redraw_hz = redraw_hz
-        self._ctx = imgui.create_context()
-        self._plot_ctx = implot.create_context()
-        io = imgui.get_io()
-        io.set_ini_filename("")  # no imgui.ini written into the user's folder
         self.windowed = surface.kind == "window"
+        self.redraw_interval_ns = int(1e9 / redraw_hz) if redraw_hz > 0 else 0
         # frames still to redraw: ImGui lays out a new or changed window over two frames (it hides a
         # window on its first frame to measure it), so input or a change asks for two redraws
         self.dirty = 2
-        if self.windowed:
-            # ours first: ImGui's GLFW backend chains the callbacks installed before it
-            surface.on_input(self.mark_dirty)
-            imgui.backends.glfw_init_for_opengl(surface.window_address, True)
-        imgui.backends.opengl3_init("#version 330")
-        self.redraw_interval_ns = int(1e9 / redraw_hz) if redraw_hz > 0 else 0
         self._layer: _Layer | None = None
         self._last = time.perf_counter()
         self._last_redraw_ns = 0
         self.redraws = 0
+        self.composites = 0  # frames the layer was copied into (the rest kept it from the frame before)
+        self.failures = 0
+        self.last_failure = ""
+        self._failed: tuple | None = None  # (what, size) of the failure raised last
+        self._failed_at = 0.0  # when the layer last failed to be made (tried again after RETRY_S)
+        self._trim_in = 0  # frames until the heap is trimmed after a huge layer went
+        self._broken = False  # ImGui could not finish a frame: rebuilt before the next one
+        self._fresh = True  # the layer changed since its last full copy into the frame
+        self._kept: bool | None = None  # the swap keeps the back buffer: None until probed
+        self._probe_in = 0
         self._open = True
+        self._start_imgui()
+
+    # -- ImGui's context and backends -------------------------------------------------------------
+    def _start_imgui(self) -> None:
+        self._ctx = imgui.create_context()
+        self._plot_ctx = implot.create_context()
+        io = imgui.get_io()
+        io.set_ini_filename("")  # no imgui.ini written into the user's folder
+        limit = layer_limit()
+        io.fonts.tex_max_width = min(io.fonts.tex_max_width or limit[0], limit[0], 8192)
+        io.fonts.tex_max_height = min(io.fonts.tex_max_height or limit[1], limit[1], 8192)
+        if self.windowed:
+            if not getattr(self, "_listening", False):
+                # ours first: ImGui's GLFW backend chains the callbacks installed before it
+                self.surface.on_input(self.mark_dirty)
+                self._listening = True
+            imgui.backends.glfw_init_for_opengl(self.surface.window_address, True)
+        imgui.backends.opengl3_init("#version 330")
+
+    def _stop_imgui(self) -> None:
+        with contextlib.suppress(Exception):
+            imgui.backends.opengl3_shutdown()
+        if self.windowed:
+            with contextlib.suppress(Exception):
+                imgui.backends.glfw_shutdown()
+        with contextlib.suppress(Exception):
+            implot.destroy_context(self._plot_ctx)
+        with contextlib.suppress(Exception):
+            imgui.destroy_context(self._ctx)
+
+    def _rebuild_imgui(self) -> None:
+        """After a frame ImGui could not finish: a fresh context, so the next frame starts clean."""
+        log.info("panel: ImGui rebuilt after a failed frame (%s)", self.last_failure)
+        self._stop_imgui()
+        self._start_imgui()
+        self._broken = False
+        self.dirty = 2
 
     def mark_dirty(self, *_args) -> None:
         self.dirty = 2
 
-    def draw(self, build, *, force: bool = False, span=None) -> bool:
+    # -- drawing --------------------------------------------------------------------------------
+    def draw(self, build, *, force: bool = False, span=None, scene_rect: Rect | None = None) -> bool:
         """Draw the UI over the bound framebuffer; returns True when ImGui ran (``build()`` was called).
 
         ``build()`` issues the widgets. Between redraws the cached layer is composited instead.
         ``span()``, a context manager, wraps the ImGui rendering only (the GL pass worth timing).
+        ``scene_rect`` (GL x, y, w, h): the only part of the framebuffer the scene drew this frame;
+        None: all of it.
+        Raises:
+            GlError: once per failure and size (making the layer, or ImGui's frame), as one line.
         """
         span = span or contextlib.nullcontext
+        if self._broken:
+            self._rebuild_imgui()
         if not self.redraw_interval_ns:
             with span():
-                self._imgui_frame(build)
+                self._guarded(lambda: self._imgui_frame(build, None), ("direct", None))
             return True
-        size = tuple(self.surface.framebuffer_size)
+        fb = tuple(int(v) for v in self.surface.framebuffer_size)
+        if self._trim_in:
+            self._trim_in -= 1
+            if not self._trim_in:
+                _trim_heap()
+        if fb[0] <= 0 or fb[1] <= 0:
+            return False
         now = time.perf_counter_ns()
         redraw = force or self.dirty > 0 or now - self._last_redraw_ns >= self.redraw_interval_ns
-        if self._layer is None or self._layer.size != size:
+        if self._layer is None or self._layer.fb_size != fb:
             if self._layer is not None:
+                old = self._layer.size[0] * self._layer.size[1] * 4
                 self._layer.release()
-            self._layer = _Layer(size)
+                self._layer = None
+                if old >= TRIM_BYTES and fb[0] * fb[1] * 4 < old:
+                    self._trim_in = TRIM_AFTER  # once the driver let go of the big buffers too
+            if self._failed == ("layer", fb) and time.monotonic() - self._failed_at < RETRY_S:
+                return False  # it failed at this size a moment ago: not tried again yet
+            self._layer = self._guarded(lambda: _Layer(fb, layer_limit()), ("layer", fb))
+            if self._layer is None:
+                return False
             redraw = True
-        target = self.surface.draw_framebuffer  # bound by the caller (Runtime.draw_ui: bind_target)
+            self._kept = None if self._kept is not False else False  # a new back buffer: probe again
+        layer = self._layer
+        target = self.surface.draw_framebuffer  # bound by the caller (Run.draw_ui: bind_target)
         if redraw:
-            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, self._layer.fbo)
-            GL.glViewport(0, 0, *size)
-            self._layer.clear()
+            GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, layer.fbo)
+            GL.glViewport(0, 0, *layer.size)
+            GL.glDisable(GL.GL_SCISSOR_TEST)
+            layer.clear()
             try:
                 with span():
-                    self._layer.measure(self._imgui_frame(build))
+                    data = self._guarded(lambda: self._imgui_frame(build, layer), ("imgui", fb))
+                if data is not None:
+                    layer.measure(data)
             finally:
                 GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, target)
-                GL.glViewport(0, 0, *size)
+                GL.glViewport(0, 0, *fb)
             self._last_redraw_ns = now
             self.dirty = max(0, self.dirty - 1)
             self.redraws += 1
-        self._layer.composite(target, self.surface.color_buffer)
+            self._fresh = True
+        GL.glDisable(GL.GL_SCISSOR_TEST)  # the scene's scissor (drawn beside the panel) must not clip the copy
+        self._composite(layer, target, scene_rect)
         return redraw
 
-    def _imgui_frame(self, build):
+    def _guarded(self, fn, what: tuple):
+        """Run ``fn``; a failure is raised once as a one-line GlError (the frame records it), then
+        only counted while it repeats for the same ``what``; returns None after a failure."""
+        try:
+            out = fn()
+        except Exception as exc:  # noqa: BLE001
+            self.failures += 1
+            if what[0] != "layer":
+                self._broken = True  # ImGui's frame did not finish: rebuild before the next one
+            if isinstance(exc, GlshareError):
+                err = exc
+            elif isinstance(exc, GL.GLError):
+                err = _gl_error(exc, f"panel {what[0]}")
+            else:  # ImGui's own assertion, or the panel's code: one line, where it happened
+                err = GlshareError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                                   where=f"panel {what[0]}")
+            self.last_failure = err.one_line()
+            self._failed_at = time.monotonic()
+            if self._failed == what:
+                log.debug("panel: %s (again)", self.last_failure)
+                return None
+            self._failed = what
+            log.warning("panel: %s", self.last_failure)
+            raise err from None
+        if self._failed is not None and self._failed[0] == what[0]:
+            self._failed = None
+        return out
+
+    def _composite(self, layer: _Layer, target: int, scene_rect: Rect | None) -> None:
+        """Copy what the frame needs: everything after a redraw or where the swap does not keep the
+        back buffer; else only the windows' rectangles the scene drew over this frame."""
+        rects = layer.rects
+        if not rects:
+            return
+        color = self.surface.color_buffer
+        keep = self.windowed and scene_rect is not None and self._kept is not False
+        if keep and not self._fresh:
+            if self._kept is None or self._probe_in <= 0:
+                self._kept = self._probe(layer, target)
+                self._probe_in = PROBE_EVERY
+                if not self._kept:
+                    log.info("panel: the swap does not keep the back buffer: the layer is copied every frame")
+            self._probe_in -= 1
+            if self._kept:
+                dy = layer.fb_size[1] - layer.size[1]
+                sx0, sy0, sw, sh = scene_rect
+                over = [r for r in rects if _overlaps((r[0], r[1] + dy, r[2], r[3] + dy), (sx0, sy0, sx0 + sw, sy0 + sh))]
+                if over:
+                    layer.composite(target, color, over)
+                    self.composites += 1
+                return
+        if keep:  # and the margins left of the scene, which nothing else draws into
+            lw, lh = layer.size
+            dy = layer.fb_size[1] - lh
+            column = (0, max(0, -dy), min(scene_rect[0], lw), lh)
+            layer.composite(target, color, disjoint_rects(rects + [column]))
+        else:
+            layer.composite(target, color)
+        self.composites += 1
+        self._fresh = not keep  # a full copy into a kept back buffer lasts until the next redraw
+
+    def _probe(self, layer: _Layer, target: int) -> bool:
+        """Whether the back buffer still holds the panel copied into it one frame ago: one pixel of
+        the panel's first rectangle, read back from both (done every PROBE_EVERY frames)."""
+        x0, y0, x1, y1 = layer.rects[0]
+        x, y = (x0 + x1) // 2, (y0 + y1) // 2
+        try:
+            want = layer.texel(x, y)
+            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, target)
+            if target == 0:
+                GL.glReadBuffer(GL.GL_BACK)
+            dy = layer.fb_size[1] - layer.size[1]
+            got = bytes(GL.glReadPixels(x, y + dy, 1, 1, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE))
+        except Exception as exc:  # noqa: BLE001 - no probe: copy every frame
+            log.debug("panel: back buffer probe failed: %s", exc)
+            return False
+        finally:
+            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, target)
+        return got[:3] == want[:3]
+
+    def _imgui_frame(self, build, layer: _Layer | None):
+        io = imgui.get_io()
         if self.windowed:
             imgui.backends.glfw_new_frame()
+            # GLFW's window and framebuffer sizes can disagree for a frame during fast resizes
+            # (a 1x1 window with a 2000x2000 framebuffer): ImGui would rasterise its fonts at that
+            # scale and run out of texture room
+            sx, sy = io.display_framebuffer_scale.x, io.display_framebuffer_scale.y
+            if not (0 < sx <= MAX_FRAMEBUFFER_SCALE and 0 < sy <= MAX_FRAMEBUFFER_SCALE):
+                io.display_framebuffer_scale = (1.0, 1.0)
         else:
-            io = imgui.get_io()
             io.display_size = tuple(float(x) for x in self.surface.framebuffer_size)
             now = time.perf_counter()
             io.delta_time = max(now - self._last, 1e-4)
             self._last = now
+        if io.display_size.x <= 0 or io.display_size.y <= 0:
+            io.display_size = (1.0, 1.0)
         imgui.backends.opengl3_new_frame()
         imgui.new_frame()
         try:
@@ -244,6 +523,11 @@ class ImGuiLayer:
         finally:
             imgui.render()
         draw_data = imgui.get_draw_data()
+        if layer is not None:
+            scale = draw_data.framebuffer_scale
+            shown = (layer.size[0] / max(scale.x, 1e-6), layer.size[1] / max(scale.y, 1e-6))
+            if shown[0] < draw_data.display_size.x or shown[1] < draw_data.display_size.y:
+                draw_data.display_size = shown  # a framebuffer larger than a layer can be: its top left
         imgui.backends.opengl3_render_draw_data(draw_data)
         return draw_data
 
@@ -252,7 +536,12 @@ class ImGuiLayer:
         """How the cached layer reaches the frame (the panel's capabilities tab shows it)."""
         if not self.redraw_interval_ns:
             return "drawn into every frame (no cached layer)"
-        return self._layer.composite_path if self._layer is not None else "no layer yet"
+        if self._layer is None:
+            return "no layer yet"
+        path = self._layer.composite_path
+        if self._kept:
+            path += "; skipped while the swap keeps the panel's pixels"
+        return path
 
     @property
     def wants_mouse(self) -> bool:
@@ -270,8 +559,4 @@ class ImGuiLayer:
         if self._layer is not None:
             self._layer.release()
             self._layer = None
-        imgui.backends.opengl3_shutdown()
-        if self.windowed:
-            imgui.backends.glfw_shutdown()
-        implot.destroy_context(self._plot_ctx)
-        imgui.destroy_context(self._ctx)
+        self._stop_imgui()

@@ -1,32 +1,340 @@
-"""Frame records -> the panel's plain data: phase-time history, the timeline, ownership, folded errors.
+"""The panel's model: typed, frozen parts (header, timing, timeline, owners, errors, hazards,
+controls, capabilities, memory, teaching, lab) built from the session's read-only view.
 
-Built incrementally (each record is read once, when the next one exists and its panel time is
-known), kept in fixed numpy rings (``HISTORY`` frames), so a snapshot costs about the same at frame
-10 and at frame 100 000 (0.1-0.4 ms on the 2-core machine). Nothing here holds a GL or CL object after it returns: ``ui/`` draws
-from what this module hands out.
+``PanelData.update(view)`` is called at every redraw of the panel (2 to 5 times a second and after
+any input) and returns a ``PanelModel``; the panel (``app/ui/panel.py``) reads its attributes and
+nothing else. Frame records are ingested incrementally (each is read once) into fixed numpy rings
+(``HISTORY`` frames), so an update costs about the same at frame 10 and at frame 100 000; the
+timeline of a frame is built once and kept while that frame is shown. Nothing here holds a GL or
+CL object.
+
+The header, the owners and the timeline always describe the same frame (``Header.frame``): the
+frame the user chose (clicking the timing plot, or the slider while paused), the frame in progress
+(teaching mode, or the frame a ``--strict`` stop abandoned), else the newest frame whose
+measurements are all in (its CL profile read and, where the GL timer sampled it, its GL passes).
 
 Times: host phases and CPU waits are ``perf_counter_ns``; CL profiling (device ns) and GL timer
-queries (GL ns) are put on that clock by ``app/trace/clock.py``.
+queries (GL ns) are put on that clock by the offsets of ``app/trace/clock.py``.
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.schedule.frame import PHASES, ErrorRecord
+from app.ui import legend
+
+if TYPE_CHECKING:
+    from app.schedule.teach import TeachingView
+    from app.session.views import CapsView, Choice, DemoView, StopView
 
 SERIES = PHASES + ("panel", "frame")  # what the timing plot shows, in ms
 HISTORY = 240  # frames kept for median / p95
 PLOT_FRAMES = 120  # of those, plotted: on llvmpipe every point of the six lines costs ~0.3 us of setup
-TIMELINE_FRAMES = 3  # complete frames in the Gantt
 STATS_EVERY = 8  # median / p95 recomputed every 8 frames (they move slowly; the plot is live)
 MAX_FOLDED = 64  # distinct errors / hazards kept; more are counted in "other"
+TEACH_GAP_NS = 200_000  # a stepped frame's pause between two phases, drawn as this much time
 
-# timeline rows and bar kinds (the panel colours a bar by its kind and name)
-ROW_CPU, ROW_WAIT, ROW_CL, ROW_GL = 0, 1, 2, 3
-ROWS = ("CPU", "CPU wait", "CL queue", "GL")
-KIND_PHASE, KIND_WAIT, KIND_QUEUED, KIND_SUBMITTED, KIND_RUN, KIND_GL = range(6)
+# timeline lanes and bar kinds (the panel colours a bar by its kind and name)
+LANE_CPU, LANE_WAIT, LANE_CL, LANE_GL = range(4)  # then one lane per shared object
+KIND_PHASE, KIND_WAIT, KIND_QUEUED, KIND_RUN, KIND_GL, KIND_OWNER = range(6)
+CLOCK_HOST, CLOCK_CL, CLOCK_GL = range(3)
+WHERE_PHASE = {"acquire": "acquire", "compute": "compute", "release": "release", "render": "render",
+               "kernel": "compute", "draw": "render", "upload": "render"}
 
 
+# -- the parts ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ClockInfo:
+    """How CL and GL time were put on the host clock (Capabilities, the header's +/-)."""
+
+    cl_method: str = "none"
+    cl_offset_ms: float = 0.0
+    cl_uncertainty_us: float = 0.0
+    gl_method: str = "none"
+    gl_offset_ms: float = 0.0
+    gl_uncertainty_us: float = 0.0
+
+    @classmethod
+    def of(cls, clock: Mapping) -> "ClockInfo":
+        cl, gl = clock.get("cl") or {}, clock.get("gl") or {}
+        return cls(cl.get("method", "none"), cl.get("offset_ns", 0) / 1e6, cl.get("uncertainty_ns", 0) / 1e3,
+                   gl.get("method", "none"), gl.get("offset_ns", 0) / 1e6, gl.get("uncertainty_ns", 0) / 1e3)
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    scene: str
+    scene_title: str
+    backend: str
+    sync: str
+    frame: int | None  # the frame the header, the owners and the timeline describe
+    newest: int | None  # the newest frame recorded
+    chosen: bool  # the user chose ``frame`` (plot, slider); else the panel follows the run
+    in_progress: bool  # ``frame`` is being stepped (teaching) or was abandoned (--strict)
+    paused: bool
+    teaching: bool
+    frame_ms: float  # median of the whole frame over the statistics' frames
+    fps: float
+    clock_cl_us: float
+    clock_gl_us: float
+    errors: int  # since the last "clear"
+    hazards: int
+    status: str  # what the last command did, or why it was refused
+    stop: StopView | None = None  # the run stopped on a frame (--strict)
+    model_error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    frames: np.ndarray  # frame indices, oldest first
+    series: Mapping[str, np.ndarray]  # ms per frame (NaN: the phase did not run), per SERIES name
+    stats: Mapping[str, tuple[float, float]]  # (median, p95) ms per SERIES name
+    count: int  # frames plotted
+    in_stats: int  # frames in the statistics
+    left_out: int  # frames kept out of the statistics: run while paused or stepped
+    first_kept: int | None  # the oldest and newest frames the timeline can show
+    newest_kept: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    name: str
+    kind: str  # "cpu", "wait", "cl", "gl", "object"
+    title: str  # what the lane shows (tooltip)
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A hazard or an error where it happened: its time (ms from the frame's start) and lane."""
+
+    t_ms: float
+    lane: int
+    kind: str  # "hazard" or "error"
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """One frame on the host clock, in ms from its start: a bar per phase, wait, CL command and GL
+    pass, the owner of each shared object over time, and the hazards and errors."""
+
+    frame: int | None
+    in_progress: bool = False
+    current_phase: str = ""  # teaching: the phase that ran last (highlighted)
+    next_phase: str = ""  # teaching: the phase the next step runs
+    lanes: tuple[Lane, ...] = ()
+    lane: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    start: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    end: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    names: tuple[str, ...] = ()
+    markers: tuple[Marker, ...] = ()
+    extent_ms: float = 0.0  # the frame's start to the end of its last event
+    next_ms: float | None = None  # the next frame's start, when it directly followed
+    segment: str = ""  # "scene / backend / sync" the frame ran on
+    notes: tuple[str, ...] = ()  # what is missing and why (GL not timed on this frame ...)
+    cl_note: str = ""  # the CL lane's note (no profile ...), drawn in the lane
+    gl_note: str = ""
+    stepped: bool = False  # the pauses between its phases are drawn shortened
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRow:
+    label: str
+    kind: str
+    now: str  # the live state: "GL", "CL", "GL -> CL", "CL -> GL" (legend names), "" when not live
+    at: tuple[tuple[str, str], ...]  # the described frame: (boundary, owner) at each phase boundary
+    since_frame: int | None
+    acquires: int | None  # counts (this set-up), None when the object is not live any more
+    releases: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Owners:
+    frame: int | None
+    rows: tuple[OwnerRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """An error or a hazard, folded: one entry per (code, name, where) or (case, object, where)."""
+
+    kind: str  # "error" or "hazard"
+    title: str  # the CL / error name, or the hazard case
+    where: str
+    count: int
+    first_frame: int
+    last_frame: int
+    text: str  # the spec's meaning of the error, or the spec sentence the hazard breaks
+    message: str = ""  # the last message
+    code: int | None = None
+    label: str = ""  # the shared object (hazards)
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    entries: tuple[Finding, ...]  # most recent first
+    total: int  # since the last clear
+    other: int  # of kinds beyond MAX_FOLDED
+
+
+@dataclass(frozen=True, slots=True)
+class ControlsPart:
+    scene: str
+    backend: str
+    sync: str
+    scenes: tuple[Choice, ...]
+    backends: tuple[Choice, ...]
+    syncs: tuple[Choice, ...]
+    sizes: tuple[str, ...]
+    size: str
+    vsync: bool
+    headless: bool
+    paused: bool
+    teaching: bool
+    trace_path: str  # the absolute path of the last trace written, or ""
+    trace_error: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandleRow:
+    hex: str
+    name: str
+    nt_handle: bool
+    owns_reference: bool
+    who_closes: str
+    becomes_invalid_when: str
+    rule: str
+    glshare: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetime:
+    exporter_released: bool
+    holders: str
+    fds_closed: object
+    cl_took_fd_ownership: object
+    open_fds: object
+    display_paths: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPart:
+    handle_types: tuple[HandleRow, ...]
+    import_types: tuple[str, ...]
+    lifetime: Lifetime | None
+    kmt_note: str
+    unavailable: str
+
+
+@dataclass(frozen=True, slots=True)
+class CapsPart:
+    caps: CapsView
+    clock: ClockInfo
+    gl_timer: str  # how GL passes are timed ("every frame", "one frame in 8", why off)
+    panel_refresh: str
+    memory: MemoryPart | None
+
+
+@dataclass(frozen=True, slots=True)
+class LabCase:
+    family: str  # the call family: gl_sharing, external_memory, semaphore
+    case: str
+    call: str
+    what: str
+    note: str
+    spec_codes: tuple[str, ...]  # every code the spec allows here (more than one: no precedence given)
+    section: str
+    quote: str
+    deviation: str  # where glshare answers otherwise on purpose, and why
+    validator_agrees: bool
+    validator_code: str
+    driver_called: bool
+    driver_differs: bool
+    driver_code: str
+    driver_note: str
+    disagreements: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LabHazard:
+    case: str
+    kind: str  # "spec" (a spec violation) or "advice" (glshare's)
+    flagged: bool
+    ok: bool
+    spec: str
+
+
+@dataclass(frozen=True, slots=True)
+class LabResults:
+    implementation: str
+    backend: str
+    driver_policy: tuple[tuple[str, str], ...]  # (family, why the driver is or is not called)
+    cases: tuple[LabCase, ...]
+    hazards: tuple[LabHazard, ...]
+    agree: int
+    n_cases: int
+    hazards_ok: int
+    n_hazards: int
+    ok: bool
+
+    @classmethod
+    def of(cls, r: Mapping) -> "LabResults":
+        """From the error lab's result (``app/lab/lab.py``: ``run_lab``)."""
+        s = r.get("summary", {})
+        cases = tuple(LabCase(
+            c.get("family", "gl_sharing"), c.get("case", ""), c.get("call", ""), c.get("what", ""), c.get("note", ""),
+            tuple(str(x) for x in (c.get("spec_codes") or [c.get("spec_code") or "no code"])), c.get("section", ""),
+            c.get("quote", ""), c.get("deviation", ""), bool(c.get("validator_agrees", c.get("agrees"))),
+            str(c.get("validator_code") or "refused without a code"), bool(c.get("driver_called")),
+            bool(c.get("driver_differs")), str(c.get("driver_code")), c.get("driver_note", ""),
+            tuple(c.get("disagreements", ()))) for c in r.get("cases", []))
+        hazards = tuple(LabHazard(h.get("case", ""), h.get("kind", ""), bool(h.get("flagged")),
+                                  bool(h.get("ok", h.get("flagged") and h.get("strict_raises", True)
+                                             and not h.get("also_flagged"))),
+                                  h.get("spec", "")) for h in r.get("hazards", []))
+        policy = r.get("driver_policy", {})
+        if isinstance(policy, str):
+            policy = {f: policy for f in r.get("families", ["gl_sharing"])}
+        return cls(r.get("implementation", ""), r.get("backend", ""), tuple(policy.items()), cases, hazards,
+                   int(s.get("validator_agrees", 0)), int(s.get("cases", len(cases))), int(s.get("hazards_ok", 0)),
+                   int(s.get("hazards", len(hazards))), bool(s.get("ok")))
+
+
+@dataclass(frozen=True, slots=True)
+class LabPart:
+    backend: str
+    strict: bool
+    status: str
+    demos: tuple[DemoView, ...]
+    hazard_counts: tuple[tuple[str, int], ...]  # flags per case since the last clear
+    results: LabResults | None
+
+
+@dataclass(frozen=True, slots=True)
+class PanelModel:
+    header: Header
+    timing: Timing
+    timeline: Timeline
+    owners: Owners
+    errors: Findings
+    hazards: Findings
+    controls: ControlsPart | None
+    caps: CapsPart | None
+    teaching: TeachingView | None
+    lab: LabPart | None
+
+
+# -- statistics -----------------------------------------------------------------------------------
 def frame_ms(rec, next_rec=None) -> float:
     """The whole frame: start to the next frame's start when that one directly follows (the loop
     period: panel, buffer swap and event polling included), else start to the end of its panel."""
@@ -100,101 +408,327 @@ def _quantile(sorted_row: np.ndarray, n: int, q: float) -> float:
 class Folder:
     """Repeated errors (or hazards) folded into one entry with a count, first and last frame."""
 
-    def __init__(self, limit: int = MAX_FOLDED) -> None:
+    def __init__(self, kind: str, limit: int = MAX_FOLDED) -> None:
+        self.kind = kind
         self.limit = limit
-        self.entries: dict[tuple, dict] = {}
+        self.entries: dict[tuple, list] = {}  # key -> [fields, count, first, last, message]
         self.other = 0
         self.total = 0
+        self._version = 0
+        self._cached: tuple[int, tuple[Finding, ...]] = (-1, ())
 
-    def add(self, key: tuple, frame: int, fields: dict) -> None:
+    def add(self, key: tuple, frame: int, fields: dict, message: str = "") -> None:
         self.total += 1
+        self._version += 1
         entry = self.entries.get(key)
         if entry is None:
             if len(self.entries) >= self.limit:
                 self.other += 1
                 return
-            entry = self.entries[key] = {**fields, "count": 0, "first_frame": frame, "last_frame": frame}
-        entry["count"] += 1
-        entry["last_frame"] = frame
-        entry["message"] = fields.get("message", entry.get("message", ""))
+            entry = self.entries[key] = [fields, 0, frame, frame, message]
+        entry[1] += 1
+        entry[3] = frame
+        entry[4] = message or entry[4]
 
     def add_error(self, err: ErrorRecord) -> None:
-        """Errors fold on (code, CL name, where); the last message is kept."""
+        """Errors fold on (code, name, where); the last message is kept."""
         self.add((err.code, err.name, err.where), err.frame,
-                 {"code": err.code, "name": err.name, "where": err.where, "meaning": err.meaning,
-                  "message": err.message})
+                 {"title": err.name, "where": err.where, "text": err.meaning, "code": err.code}, err.message)
 
     def add_hazard(self, flag) -> None:
         self.add((flag.case, flag.label, flag.where), flag.frame,
-                 {"case": flag.case, "label": flag.label, "where": flag.where, "spec": flag.spec})
+                 {"title": flag.case, "where": flag.where, "text": flag.spec, "label": flag.label})
 
-    def as_list(self) -> list[dict]:
-        """Most recent first."""
-        return sorted((dict(e) for e in self.entries.values()), key=lambda e: -e["last_frame"])
+    def clear(self) -> None:
+        self.entries.clear()
+        self.other = self.total = 0
+        self._version += 1
+
+    def as_tuple(self) -> tuple[Finding, ...]:
+        """Most recent first (built again only after a change)."""
+        version, cached = self._cached
+        if version != self._version:
+            cached = tuple(sorted((Finding(self.kind, f["title"], f["where"], count, first, last, f.get("text", ""),
+                                           message, f.get("code"), f.get("label", ""))
+                                   for f, count, first, last, message in self.entries.values()),
+                                  key=lambda e: -e.last_frame))
+            self._cached = (self._version, cached)
+        return cached
+
+    def part(self) -> Findings:
+        return Findings(self.as_tuple(), self.total, self.other)
 
 
-CLOCK_HOST, CLOCK_CL, CLOCK_GL = 0, 1, 2
+# -- the timeline of one frame ------------------------------------------------------------------------
+def _nice_label(name: str, scene: str) -> str:
+    """A shared object's lane name: its label without the scene's prefix ("particles.position")."""
+    return name.split(".", 1)[1] if name.startswith(scene + ".") else name
 
 
-def frame_bars(rec) -> tuple:
-    """One frame's timeline, raw: an int64 array of (row, kind, clock, start, end) rows, the bars'
-    names and their frame index.
+class _Bars:
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, int, int, int]] = []  # lane, kind, clock, start ns, end ns
+        self.names: list[str] = []
 
-    CPU phases and waits on the host clock as recorded; each CL command as three segments queued ->
-    submit, submit -> start, start -> end in device ns; GL passes from timer queries in GL ns.
-    ``clock`` says which: the offsets of app/trace/clock.py are applied when the timeline is built.
-    """
-    rows, names = [], []
+    def add(self, lane: int, kind: int, clock: int, s: int, e: int, name: str) -> None:
+        self.rows.append((lane, kind, clock, int(s), int(max(e, s))))
+        self.names.append(name)
+
+
+def _compressor(rec):
+    """For a stepped frame: a function mapping host ns to the ns drawn, with each pause between two
+    phases (the user reading) shortened to TEACH_GAP_NS; the phases keep their own durations."""
+    spans = sorted(rec.phases[p] for p in PHASES if p in rec.phases)
+    cuts = [(e0, s1) for (_, e0), (s1, _) in zip(spans, spans[1:]) if s1 - e0 > TEACH_GAP_NS]
+    if not cuts:
+        return None
+    a = np.array([c[0] for c in cuts], np.int64)
+    b = np.array([c[1] for c in cuts], np.int64)
+    removed = np.concatenate([[0], np.cumsum(b - a - TEACH_GAP_NS)])  # removed before cut i: removed[i]
+
+    def shown(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(a, t, side="right")  # cuts that start at or before t
+        i = np.maximum(k - 1, 0)
+        inside = (k > 0) & (t < b[i])
+        after = np.where(k > 0, t - removed[k], t)
+        return np.where(inside, a[i] - removed[i] + np.minimum(t - a[i], TEACH_GAP_NS), after)
+
+    return shown
+
+
+def owner_spans(rec, cl_offset: int = 0, *, in_progress: bool = False,
+                live: Mapping[str, str] | None = None) -> list[tuple[int, int, int, str]]:
+    """Who owned each shared object of ``rec`` over time, from its samples at the phase boundaries:
+    (object index in ``rec.owner_labels``, start ns, end ns, state) on the host clock, state one of
+    the legend's "GL", "CL", "GL -> CL", "CL -> GL".
+
+    A change of owner happens in the phase that ends at the boundary where it is first seen; when
+    that phase's CL command (the acquire or the release) was profiled, the hand-over lasts from the
+    command's queued stamp (``cl_offset`` puts it on the host clock) to its end stamp, else it is
+    instant at the boundary. After the last boundary GL keeps the objects until the frame's end (the
+    panel, then the next frame); a frame in progress ends at its last step, and ``live`` (label ->
+    state now) shows a hand-over still in flight there."""
+    samples, labels = rec.owners, rec.owner_labels
+    out: list[tuple[int, int, int, str]] = []
+    if not samples or not labels:
+        return out
+    end_t = samples[-1][1]
+    if not in_progress:
+        end_t = max(end_t, rec.end_ns, rec.phases.get("panel", (0, 0))[1])
+    else:
+        end_t += TEACH_GAP_NS
+    for k, label in enumerate(labels):
+        cur, since = samples[0][2][k], samples[0][1]
+        for boundary, t, owners in samples[1:]:
+            new = owners[k]
+            if new == cur:
+                continue
+            phase = rec.phases.get(boundary, (t, t))
+            prof = rec.cl_profile.get(boundary)
+            if prof is not None:
+                change = min(max(prof[0] + cl_offset, phase[0]), t)
+                done = max(prof[3] + cl_offset, change)
+            else:
+                change = done = t
+            if change > since:
+                out.append((k, since, change, legend.owner_state(cur)))
+            if done > change:
+                out.append((k, change, done, f"{legend.owner_state(cur)} -> {legend.owner_state(new)}"))
+            cur, since = new, done
+        state = legend.owner_state(cur)
+        if in_progress and live and live.get(label) in legend.HANDOVER:
+            state = live[label]  # enqueued, not complete yet
+        out.append((k, since, max(end_t, since), state))
+    return out
+
+
+def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live: Mapping[str, str] | None = None,
+                   current_phase: str = "", next_phase: str = "", gl_note: str = "", stop=None) -> Timeline:
+    """The timeline of ``rec`` (a FrameRecord), on the host clock, in ms from its start.
+
+    Lanes: the CPU's phases, the CPU's waits, the CL queue (each command's wait in its queue, then
+    its run), the GL passes, and one lane per shared object with who owns it: GL, CL, or a hand-over
+    in flight (an acquire or release enqueued and not complete: from the command's queued stamp to
+    its end stamp). ``live`` (label -> state now) extends the owners of a frame in progress;
+    ``stop`` (a StopView) marks the hazard or error that stopped the run on this frame."""
+    scene = rec.scene
+    labels = rec.owner_labels
+    lanes = [Lane("CPU", "cpu", "the main thread's phases (host clock)"),
+             Lane("CPU wait", "wait", "the CPU blocked: glFinish, clFinish, event waits"),
+             Lane(f"CL {rec.backend}", "cl", f"the CL command queue of {rec.backend}: thin while queued, full while it ran"),
+             Lane("GL", "gl", "GL passes from GL_TIMESTAMP queries")]
+    lanes += [Lane(_nice_label(lab, scene), "object", f"{lab}: who owns it") for lab in labels]
+    bars = _Bars()
     for name, (s, e) in rec.phases.items():
-        rows.append((ROW_CPU, KIND_PHASE, CLOCK_HOST, s, e))
-        names.append(name)
+        bars.add(LANE_CPU, KIND_PHASE, CLOCK_HOST, s, e, name)
     for name, s, e in rec.waits:
-        rows.append((ROW_WAIT, KIND_WAIT, CLOCK_HOST, s, e))
-        names.append(name)
-    for name, (q, sub, st, en) in rec.cl_profile.items():
-        rows += [(ROW_CL, KIND_QUEUED, CLOCK_CL, q, sub), (ROW_CL, KIND_SUBMITTED, CLOCK_CL, sub, st),
-                 (ROW_CL, KIND_RUN, CLOCK_CL, st, en)]
-        names += [name, name, name]
+        bars.add(LANE_WAIT, KIND_WAIT, CLOCK_HOST, s, e, name)
+    for name, (q, _sub, st, en) in rec.cl_profile.items():
+        if st > q:
+            bars.add(LANE_CL, KIND_QUEUED, CLOCK_CL, q, st, name)
+        bars.add(LANE_CL, KIND_RUN, CLOCK_CL, st, en, name)
     for name, s, e in rec.gl_passes:
-        rows.append((ROW_GL, KIND_GL, CLOCK_GL, s, e))
-        names.append(name)
-    arr = np.array(rows, np.int64).reshape(-1, 5)
-    return arr, names, np.full(len(names), rec.index, np.int64)
+        bars.add(LANE_GL, KIND_GL, CLOCK_GL, s, e, name)
+
+    cl_off = clock.cl.offset if clock is not None else 0
+    for k, s, e, state in owner_spans(rec, cl_off, in_progress=in_progress, live=live):
+        bars.add(4 + k, KIND_OWNER, CLOCK_HOST, s, e, state)
+
+    arr = np.array(bars.rows, np.int64).reshape(-1, 5)
+    offsets = np.array([0, cl_off, clock.gl.offset if clock is not None else 0], np.int64)
+    start_ns = arr[:, 3] + offsets[arr[:, 2]]
+    end_ns = arr[:, 4] + offsets[arr[:, 2]]
+    squeeze = _compressor(rec) if rec.stepped else None
+    if squeeze is not None:
+        start_ns, end_ns = squeeze(start_ns), squeeze(end_ns)
+    t0 = rec.start_ns
+    start, end = (start_ns - t0) / 1e6, (end_ns - t0) / 1e6
+    phase_at = {}
+    for name in PHASES:
+        span = rec.phases.get(name)
+        if span is not None:
+            mid = np.array([(span[0] + span[1]) // 2], np.int64)
+            phase_at[name] = float(((squeeze(mid) if squeeze else mid)[0] - t0) / 1e6)
+    markers = []
+    lane_of = {label: 4 + k for k, label in enumerate(labels)}
+    for flag in rec.hazards:
+        phase = WHERE_PHASE.get(flag.where, "")
+        markers.append(Marker(phase_at.get(phase, 0.0), lane_of.get(flag.label, LANE_CPU), "hazard",
+                              f"hazard {flag.case} on {flag.label} ({flag.where})", flag.spec))
+    for err in rec.errors:
+        phase = WHERE_PHASE.get(err.where.removeprefix("profile "), "")
+        markers.append(Marker(phase_at.get(phase, 0.0), LANE_CPU, "error", f"{err.name} in {err.where}",
+                              err.message))
+    if stop is not None:
+        phase = WHERE_PHASE.get(stop.where, "")
+        markers.append(Marker(phase_at.get(phase, float(end.max()) if len(end) else 0.0),
+                              lane_of.get(stop.label, LANE_CPU), "hazard" if stop.case else "error",
+                              f"stopped here: {stop.case or 'error'}{' on ' + stop.label if stop.label else ''}",
+                              stop.spec or stop.reason))
+    extent = float(end.max()) if len(end) else 0.0
+    next_ms = None
+    if next_rec is not None and next_rec.index == rec.index + 1 and not rec.stepped:
+        next_ms = (next_rec.start_ns - t0) / 1e6
+    notes = []
+    cl_note = ""
+    if not rec.cl_profile:
+        cl_note = ("profiled when the frame's commands complete" if in_progress or rec.events
+                   else "no command profiled on this frame")
+    if rec.stepped:
+        notes.append("stepped frame: the pauses between its phases are drawn 0.2 ms long")
+    return Timeline(rec.index, in_progress, current_phase, next_phase, tuple(lanes), arr[:, 0].copy(),
+                    arr[:, 1].copy(), start, end, tuple(bars.names), tuple(markers), max(extent, 1e-3), next_ms,
+                    f"{rec.scene} / {rec.backend} / {rec.sync}", tuple(notes), cl_note, gl_note, rec.stepped)
+
+
+# -- everything ------------------------------------------------------------------------------------------
+def _find(records, index: int):
+    """The kept record of frame ``index`` (records are consecutive frames, oldest first), or None."""
+    if not records:
+        return None
+    pos = index - records[0].index
+    if 0 <= pos < len(records) and records[pos].index == index:
+        return records[pos]
+    for rec in reversed(records):  # a gap (should not happen): search
+        if rec.index == index:
+            return rec
+    return None
+
+
+def _memory(mem: Mapping | None) -> MemoryPart | None:
+    if not mem:
+        return None
+    life = mem.get("lifetime")
+    lifetime = None if not life else Lifetime(
+        bool(life.get("exporter_released")), str(life.get("holders", "")), life.get("fds_closed"),
+        life.get("cl_took_fd_ownership"), life.get("open_fds"), tuple((life.get("display_paths") or {}).items()))
+    rows = tuple(HandleRow(h["hex"], h["name"], bool(h["nt_handle"]), bool(h["owns_reference"]), h["who_closes"],
+                           h["becomes_invalid_when"], h["rule"], h["glshare"]) for h in mem.get("handle_types", ()))
+    return MemoryPart(rows, tuple(mem.get("import_types") or ()), lifetime, mem.get("kmt_note", ""),
+                      mem.get("unavailable", ""))
 
 
 class PanelData:
-    """Keeps what the panel shows between frames; ``update(view)`` returns the panel snapshot."""
+    """Keeps what the panel shows between redraws; ``update(view)`` returns the PanelModel."""
 
     def __init__(self) -> None:
         self.history = PhaseHistory()
-        self.errors = Folder()
-        self.hazards = Folder()
-        self._last_index = -1
+        self.errors = Folder("error")
+        self.hazards = Folder("hazard")
+        self._stats_index = -1  # the newest frame pushed into the statistics
+        self._findings_index = -1  # the newest frame whose errors and hazards were folded
         self._loop_errors_seen = 0
+        self.left_out = 0  # frames kept out of the statistics
+        self._paused = False
+        self._pause_after: int | None = None
+        self._paused_ranges: list[list[int]] = []  # [first, last] frames run while paused
+        self._no_successor: set[int] = set()  # frames whose successor came after a pause
+        self._hazard_base: dict[str, int] = {}
         self._timeline_key = None
-        self._timeline: dict = {}
-        self._bars: dict[int, tuple] = {}  # frame index -> frame_bars(rec), for the frames shown
+        self._timeline = Timeline(None)
+        self._caps_key = None
+        self._memory: MemoryPart | None = None
+        self._lab_key = None
+        self._lab: LabResults | None = None
 
     # -- ingest --------------------------------------------------------------------------------
+    def _track_pause(self, view, records) -> None:
+        """Frames run while the session was paused (stepped with the arrow key, teaching mode) are
+        kept out of the statistics, and so is the pause itself. The panel redraws in the same loop
+        iteration as a pause or resume command, so at the first redraw that sees the pause the
+        newest record is the last frame before it, and at the first that sees the resume the
+        newest is the first frame after it."""
+        newest = records[-1].index if records else -1
+        if view.paused and not self._paused:
+            self._paused = True
+            self._pause_after = newest
+            self._no_successor.add(newest)
+            self._paused_ranges.append([newest + 1, 1 << 62])
+        elif not view.paused and self._paused:
+            self._paused = False
+            if self._paused_ranges:
+                self._paused_ranges[-1][1] = newest - 1
+            self._no_successor.add(newest - 1)
+
+    def _left_out(self, rec) -> bool:
+        if rec.stepped:
+            return True
+        return any(lo <= rec.index <= hi for lo, hi in self._paused_ranges)
+
     def _ingest(self, records, clock) -> None:
-        """Push every record that has a successor (so its panel time is known), once."""
+        """Fold the errors and hazards of every complete record once; push every record that has a
+        successor (so its whole-frame time is known) into the statistics once."""
         new = []
         for rec in reversed(records):
-            if rec.index <= self._last_index:
+            if rec.index <= min(self._stats_index, self._findings_index):
                 break
             new.append(rec)
-        if len(new) < 2:
-            return
-        new.reverse()  # oldest first; the newest has no successor yet
-        for rec, nxt in zip(new[:-1], new[1:]):
-            self.history.push(rec, nxt)
-            for err in rec.errors:
-                self.errors.add_error(err)
-            for flag in rec.hazards:
-                self.hazards.add_hazard(flag)
-            if clock is not None:
-                clock.observe_frame(rec)
-            self._last_index = rec.index
+        new.reverse()
+        for rec in new:
+            if rec.index > self._findings_index:
+                if rec.events:
+                    break  # still in flight: its profile (and profile errors) come later
+                for err in rec.errors:
+                    self.errors.add_error(err)
+                for flag in rec.hazards:
+                    self.hazards.add_hazard(flag)
+                if clock is not None:
+                    clock.observe_frame(rec)
+                self._findings_index = rec.index
+        for rec, nxt in zip(new, new[1:] + [None]):
+            if rec.index <= self._stats_index:
+                continue
+            if self._left_out(rec):
+                self.left_out += 1
+            elif nxt is None:
+                break  # the newest: its successor gives its whole-frame time
+            else:
+                self.history.push(rec, None if rec.index in self._no_successor or self._left_out(nxt) else nxt)
+            self._stats_index = rec.index
+        if records:  # forget the bookkeeping of frames no longer kept
+            oldest = records[0].index
+            self._no_successor = {i for i in self._no_successor if i >= oldest - 1}
+            self._paused_ranges = [r for r in self._paused_ranges if r[1] >= oldest]
 
     def _ingest_loop_errors(self, history) -> None:
         new = history.loop_errors_total - self._loop_errors_seen
@@ -203,124 +737,146 @@ class PanelData:
                 self.errors.add_error(err)
         self._loop_errors_seen = history.loop_errors_total
 
-    # -- pieces --------------------------------------------------------------------------------
-    def timing(self) -> dict:
-        frames, data = self.history.ordered()  # NaN (a missing phase) is a gap in ImPlot's line
-        frames, data = frames[-PLOT_FRAMES:], data[:, -PLOT_FRAMES:]
-        return {"frames": frames, "series": {name: data[k] for k, name in enumerate(SERIES)},
-                "stats": self.history.stats(), "count": int(data.shape[1])}
+    def clear_findings(self, hazard_counts: Mapping[str, int] | None = None) -> None:
+        """"clear": the errors and hazards shown so far are forgotten (the report keeps them)."""
+        self.errors.clear()
+        self.hazards.clear()
+        self._hazard_base = dict(hazard_counts or {})
 
-    def timeline(self, records, gl_timer, clock, n: int = TIMELINE_FRAMES) -> dict:
-        """The last ``n`` frames whose CL profile and GL timer results are all in, on one clock (ms
-        from the first one's start), as numpy arrays: row, kind, start, end, frame (+ names).
-        Rebuilt only when that set of frames changes; each frame's bars are made once."""
-        gl_pending = gl_timer.oldest_pending_frame
-        every = gl_timer.every if gl_timer.enabled else 1
-        chosen = []
-        for rec in reversed(records):
-            if rec.events or (gl_pending is not None and rec.index >= gl_pending):
-                continue
-            if not chosen and rec.index % every:
-                continue  # the GL timer samples frames: end the window on one whose GL passes were timed
-            chosen.append(rec)
-            if len(chosen) == n:
+    # -- choosing the frame -----------------------------------------------------------------------
+    def _described(self, view, records, chosen: int | None):
+        """(record, in_progress, chosen) of the frame the panel describes."""
+        current = view.current
+        stop = view.stop
+        if stop is not None and current is not None and current.index == stop.frame:
+            return current, True, False
+        if view.teaching.active and view.teaching.mid_frame and current is not None and chosen is None:
+            return current, True, False
+        if chosen is not None:
+            rec = _find(records, chosen)
+            if rec is not None:
+                return rec, False, True
+        timer = view.gl_timer
+        every = timer.every if timer.enabled and not view.paused else 1  # paused: the frame stepped last
+        pending = timer.oldest_pending_frame
+        complete = None
+        for k, rec in enumerate(reversed(records)):
+            if k > 2 * every + 8:
                 break
-        chosen.reverse()
-        key = tuple(r.index for r in chosen)
-        if key == self._timeline_key:
-            return self._timeline
-        newest = records[-1] if records else None
-        parts = []
-        for rec in chosen:
-            part = self._bars.get(rec.index)
-            if part is None:
-                part = frame_bars(rec)
-                if rec is not newest:  # the newest may still get its panel phase: not final yet
-                    self._bars[rec.index] = part
-            parts.append(part)
-        for index in [i for i in self._bars if i < key[0]] if key else list(self._bars):
-            del self._bars[index]
-        self._timeline_key = key
-        if not parts or not sum(len(p[1]) for p in parts):
-            self._timeline = {"count": 0, "frames": [], "span_ms": 0.0, "rows": ROWS}
-            return self._timeline
-        arr = np.concatenate([p[0] for p in parts])
-        offsets = np.array([0, clock.cl.offset if clock else 0, clock.gl.offset if clock else 0], np.int64)
-        t0 = min(r.start_ns for r in chosen)
-        shift = offsets[arr[:, 2]] - t0
-        start, end = (arr[:, 3] + shift) / 1e6, (arr[:, 4] + shift) / 1e6
-        self._timeline = {
-            "count": len(start), "row": arr[:, 0], "kind": arr[:, 1], "start": start, "end": end,
-            "name": [name for p in parts for name in p[1]], "frame": np.concatenate([p[2] for p in parts]),
-            "frames": [(r.index, (r.start_ns - t0) / 1e6) for r in chosen],
-            "span_ms": max(float(end.max()), 1e-3), "rows": ROWS,
-            "has_gl": any(r.gl_passes for r in chosen), "has_cl": any(r.cl_profile for r in chosen)}
+            sampled = timer.enabled and (timer.every == 1 or rec.index % timer.every == 0)
+            if rec.events or (sampled and pending is not None and rec.index >= pending):
+                continue
+            if complete is None:
+                complete = rec
+            if sampled or every == 1:
+                if complete.index - rec.index < every:
+                    return rec, False, False
+                break
+        return complete, False, False
+
+    def _timeline_for(self, rec, records, view, in_progress: bool) -> Timeline:
+        if rec is None:
+            return Timeline(None)
+        t = view.teaching
+        teaching = t.active and (t.mid_frame or t.step_index > 0) and (in_progress or rec is records[-1])
+        current = t.last if teaching else ""
+        upcoming = t.next if teaching and t.mid_frame else ""
+        timer = view.gl_timer
+        gl_note = ""
+        if not rec.gl_passes:
+            if not timer.enabled:
+                gl_note = f"not timed ({timer.sampling})"
+            elif timer.every > 1 and rec.index % timer.every:
+                gl_note = f"not timed on this frame ({timer.sampling})"
+            elif in_progress or (timer.oldest_pending_frame is not None and rec.index >= timer.oldest_pending_frame):
+                gl_note = "timer results not in yet"
+        nxt = _find(records, rec.index + 1) if not in_progress else None
+        live = {o.label: o.state for o in view.owners} if in_progress else None
+        key = (rec.index, id(rec), in_progress, len(rec.phases), len(rec.cl_profile), len(rec.gl_passes),
+               len(rec.owners), len(rec.hazards), len(rec.errors), nxt is not None, current, upcoming,
+               tuple(sorted(live.items())) if live else None, gl_note)
+        if key != self._timeline_key:
+            stop = view.stop if in_progress and view.stop is not None and view.stop.frame == rec.index else None
+            self._timeline = build_timeline(rec, view.clock_map, next_rec=nxt, in_progress=in_progress, live=live,
+                                            current_phase=current, next_phase=upcoming, gl_note=gl_note, stop=stop)
+            self._timeline_key = key
         return self._timeline
 
-    @staticmethod
-    def ownership(view) -> list[dict]:
-        return [{"label": o.label, "kind": o.kind, "owner": o.owner, "state": o.state, "since_frame": o.since_frame,
-                 "acquires": o.acquires, "releases": o.releases} for o in view.owners]
+    # -- parts ---------------------------------------------------------------------------------------
+    def _timing(self, records) -> Timing:
+        frames, data = self.history.ordered()  # NaN (a missing phase) is a gap in ImPlot's line
+        frames, data = frames[-PLOT_FRAMES:], data[:, -PLOT_FRAMES:]
+        return Timing(frames, {name: data[k] for k, name in enumerate(SERIES)}, self.history.stats(),
+                      int(data.shape[1]), min(self.history.count, self.history.n), self.left_out,
+                      records[0].index if records else None, records[-1].index if records else None)
 
     @staticmethod
-    def caps(view, ui_caps: dict) -> dict:
-        c = view.caps
-        return {"platform": c.platform, "device": c.device, "gl": c.gl, "gl_vendor": c.gl_vendor,
-                "surface": c.surface, "cl_extensions": list(c.cl_extensions), "gl_extensions": list(c.gl_extensions),
-                "backends": list(c.backends), "chosen": c.chosen,
-                "sync": [{"name": s.name, "available": s.available, "reason": s.reason} for s in c.sync],
-                "memory": c.memory, "gl_timer": view.gl_timer.sampling, **ui_caps}
+    def _owners(rec, view) -> Owners:
+        live = {o.label: o for o in view.owners}
+        rows = []
+        if rec is not None and rec.owner_labels:
+            for k, label in enumerate(rec.owner_labels):
+                o = live.get(label)
+                at = tuple((b, legend.owner_state(owners[k])) for b, _t, owners in rec.owners)
+                rows.append(OwnerRow(label, o.kind if o else "", o.state if o else "", at,
+                                     o.since_frame if o else None, o.acquires if o else None,
+                                     o.releases if o else None))
+        else:  # no frame yet: the live owners alone
+            rows = [OwnerRow(o.label, o.kind, o.state, (), o.since_frame, o.acquires, o.releases) for o in view.owners]
+        return Owners(rec.index if rec is not None else None, tuple(rows))
 
-    @staticmethod
-    def controls(view) -> dict:
-        c = view.controls
-        return {"scenes": [s.name for s in c.scenes], "backends": [(b.name, b.available, b.reason) for b in c.backends],
-                "syncs": [(s.name, s.available, s.reason) for s in c.syncs], "sizes": list(c.sizes), "size": c.size,
-                "vsync": view.setup.vsync, "headless": view.setup.headless}
+    def _caps_part(self, view, ui_caps: Mapping) -> CapsPart:
+        if id(view.caps) != self._caps_key:  # the session keeps one CapsView per set-up
+            self._memory, self._caps_key = _memory(view.caps.memory), id(view.caps)
+        return CapsPart(view.caps, ClockInfo.of(view.clock), view.gl_timer.sampling,
+                        str(ui_caps.get("panel_refresh", "")), self._memory)
 
-    @staticmethod
-    def extras(view, tab: str, lab: dict | None) -> dict:
-        """The teaching and error-lab tabs' data, built only while the panel shows that tab or
-        teaching mode runs; absent pieces are simply left out."""
-        t = view.teaching
-        out = {"teaching_active": t.active}
-        if t.active or tab == "teach":
-            out["teaching"] = {**{k: getattr(t, k) for k in t.__dataclass_fields__},
-                               "objects": [{"label": o.label, "kind": o.kind, "owner": o.owner,
-                                            "since_frame": o.since_frame, "acquires": o.acquires,
-                                            "releases": o.releases} for o in t.objects],
-                               "steps": list(t.steps), "skip": list(t.skip)}
-        if tab == "lab":
-            out["demos"] = {"backend": view.setup.backend, "strict": view.setup.strict, "last": view.status,
-                            "demos": [{"demo": d.demo, "key": d.key, "title": d.title, "on": d.on, "flags": d.flags,
-                                       "effect": d.effect} for d in view.demos],
-                            "hazard_counts": view.hazard_counts}
-            if lab is not None:
-                out["lab"] = lab
-        return out
+    def _lab_part(self, view, lab: Mapping | None) -> LabPart:
+        if lab is not None and id(lab) != self._lab_key:
+            self._lab, self._lab_key = LabResults.of(lab), id(lab)
+        counts = tuple(sorted((k, v - self._hazard_base.get(k, 0)) for k, v in view.hazard_counts.items()
+                              if v - self._hazard_base.get(k, 0) > 0))
+        return LabPart(view.setup.backend, view.setup.strict, view.status, tuple(view.demos), counts,
+                       self._lab if lab is not None else None)
 
-    # -- all of it -----------------------------------------------------------------------------
-    def update(self, view, *, tab: str = "", lab: dict | None = None, ui_caps: dict | None = None) -> dict:
-        """The panel's snapshot of one redraw, from the session's read-only view."""
+    # -- all of it -------------------------------------------------------------------------------------
+    def update(self, view, *, tab: str = "", lab: Mapping | None = None, ui_caps: Mapping | None = None,
+               chosen: int | None = None) -> PanelModel:
+        """The panel's model of one redraw, from the session's read-only view. ``chosen``: the frame
+        the user picked (None: follow the run). ``tab``: the tab shown (its part is built only then)."""
         history = view.history
         records = history.records
-        clock = view.clock_map
-        self._ingest(records, clock)
+        self._track_pause(view, records)
+        self._ingest(records, view.clock_map)
         self._ingest_loop_errors(history)
+        rec, in_progress, was_chosen = self._described(view, records, chosen)
+        timing = self._timing(records)
+        timeline = self._timeline_for(rec, records, view, in_progress)
         s = view.setup
-        return {
-            "scene": s.scene, "scene_desc": s.scene_title, "backend": s.backend, "sync": s.sync, "frame": view.frame,
-            "paused": view.paused, "status": view.status, "trace_written": view.trace_written,
-            "timing": self.timing(),
-            "timeline": self.timeline(records, view.gl_timer, clock),
-            "clock": view.clock,
-            "ownership": self.ownership(view),
-            "errors": self.errors.as_list(),
-            "errors_total": self.errors.total,
-            "errors_other": self.errors.other,
-            "hazards": self.hazards.as_list(),
-            "hazards_total": self.hazards.total,
-            "caps": self.caps(view, ui_caps or {}),
-            "controls": self.controls(view),
-            "gl_timer": {"timed": view.gl_timer.timed, "dropped": view.gl_timer.dropped},
-        } | self.extras(view, tab, lab)
+        med = timing.stats["frame"][0]
+        clock = ClockInfo.of(view.clock)
+        header = Header(
+            s.scene, s.scene_title, s.backend, s.sync, rec.index if rec is not None else None,
+            records[-1].index if records else None, was_chosen, in_progress, view.paused, view.teaching.active,
+            med, 1000.0 / med if med > 0 else 0.0, clock.cl_uncertainty_us, clock.gl_uncertainty_us,
+            self.errors.total, self.hazards.total, view.status, view.stop)
+        c = view.controls
+        tw = view.trace_written or {}
+        controls = ControlsPart(s.scene, s.backend, s.sync, c.scenes, c.backends, c.syncs, c.sizes, c.size, s.vsync,
+                                s.headless, view.paused, view.teaching.active, str(tw.get("path", "")),
+                                str(tw.get("error", "")))
+        return PanelModel(
+            header=header, timing=timing, timeline=timeline, owners=self._owners(rec, view),
+            errors=self.errors.part(), hazards=self.hazards.part(), controls=controls,
+            caps=self._caps_part(view, ui_caps or {}) if tab in ("caps", "memory") else None,
+            teaching=view.teaching, lab=self._lab_part(view, lab) if tab == "lab" else None)
+
+
+def empty_model(error: str = "") -> PanelModel:
+    """What the panel draws when the model could not be built (the error says why)."""
+    header = Header("", "", "", "", None, None, False, False, False, False, 0.0, 0.0, 0.0, 0.0, 0, 0, "",
+                    None, error)
+    none = Findings((), 0, 0)
+    timing = Timing(np.zeros(0), {name: np.zeros(0) for name in SERIES}, {name: (0.0, 0.0) for name in SERIES},
+                    0, 0, 0, None, None)
+    return PanelModel(header, timing, Timeline(None), Owners(None, ()), none, none, None, None, None, None)

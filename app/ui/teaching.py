@@ -1,36 +1,82 @@
-"""The teaching-mode section: the phase strip, who owns each object, the spec text of the step.
+"""The teaching-mode section: the buttons, the phase strip, who owns each object, what glshare did
+and the specification's words for the step, quoted and cited.
 
-Drawn from the teaching view (``app.schedule.teach.teaching_view``) only (no GL or CL call). The
+Drawn from the teaching view (``app.schedule.teach.TeachingView``) only (no GL or CL call), with
+the phase and owner colours of ``app/ui/legend.py`` and the phase names of the timeline. The
 buttons do not act here: ``draw_teaching`` returns the command they stand for ("teach" on/off,
-"step" the next phase, "teach_finish" the frame), which runs after the frame.
+"step" the next phase, "teach_finish" the frame), which runs after the frame. Laid out so the step
+and its explanation are visible at the top of the panel without scrolling (800x600 and up).
 """
 from __future__ import annotations
 
 from imgui_bundle import imgui, imgui_ctx
 
-GL_COLOR = (0.45, 0.80, 1.00, 1.0)
-CL_COLOR = (1.00, 0.65, 0.25, 1.0)
-DIM = (0.55, 0.57, 0.62, 1.0)
-NOW = (1.00, 1.00, 0.45, 1.0)
-DONE = (0.55, 0.85, 0.55, 1.0)
+from app.ui import legend
+from app.ui.legend import f4, u32
+
+DIM = f4(legend.DIM_RGB)
+NOW = (1.00, 1.00, 1.00, 1.0)
+QUOTE_BAR = u32((120, 160, 220))
+QUOTE_TEXT = (0.80, 0.86, 0.98, 1.0)
 
 
-def _strip(snap: dict) -> None:
-    """GL draw -> acquire -> kernel -> release -> GL draw, the step just run highlighted."""
-    idx = snap.get("step_index", 0)
-    for i, name in enumerate(snap.get("steps", [])):
+def _strip(t) -> None:
+    """acquire -> compute -> release -> render, in the phase colours: done, [the step just run], next."""
+    idx = t.step_index
+    for i, name in enumerate(t.steps):
         if i:
-            imgui.same_line()
+            imgui.same_line(0, 4)
             imgui.text_colored(DIM, "->")
-            imgui.same_line()
-        color = NOW if i == idx else (DONE if i < idx else DIM)
-        imgui.text_colored(color, f"[{name}]" if i == idx else name)
+            imgui.same_line(0, 4)
+        rgb = legend.PHASE_RGB.get(name, legend.TEXT_RGB)
+        if i + 1 == idx:
+            imgui.text_colored(f4(rgb), f"[{name}]")
+        elif i + 1 < idx:
+            imgui.text_colored(f4(rgb, 0.8), name)
+        else:
+            imgui.text_colored(DIM, name)
 
 
-def _owners(snap: dict) -> None:
-    """One row per shared object: a box in the GL column or in the CL column."""
-    objects = snap.get("objects", [])
-    if not objects:
+def _owner_line(t) -> None:
+    """Who owns each object now, in the owner colours (the timeline's object lanes say when)."""
+    if not t.objects:
+        imgui.text_disabled("no shared objects")
+        return
+    imgui.text_unformatted("owners:")
+    for o in t.objects:
+        imgui.same_line()
+        state = o.state if getattr(o, "state", "") else legend.owner_state(o.owner)
+        rgb = legend.OWNER_RGB.get(state)
+        imgui.text_unformatted(o.label.split(".", 1)[-1])
+        imgui.same_line(0, 4)
+        if rgb is None:
+            imgui.text_colored(NOW, state)  # a hand-over in flight
+        else:
+            imgui.text_colored(f4(rgb), state)
+
+
+def quote(text: str, cite: str) -> None:
+    """A quotation of the specification: a bar at its left, the words in quotes, where they come from."""
+    dl = imgui.get_window_draw_list()
+    x, y = imgui.get_cursor_screen_pos()
+    imgui.indent(10)
+    with imgui_ctx.begin_group():
+        with imgui_ctx.push_text_wrap_pos(0.0):
+            imgui.text_colored(QUOTE_TEXT, f'"{text}"')
+            short, _, source = cite.partition(" (")
+            imgui.text_colored(DIM, f"-- {short}")
+    if source and imgui.is_item_hovered():
+        from app.ui.panel import tooltip
+
+        tooltip(f"quoted from {source.rstrip(')')}")
+    bottom = imgui.get_item_rect_max().y
+    imgui.unindent(10)
+    dl.add_rect_filled((x + 2, y), (x + 5, bottom), QUOTE_BAR)
+
+
+def draw_owners(t) -> None:
+    """One row per shared object: a box in the GL column or in the CL column (the Teach tab)."""
+    if not t.objects:
         imgui.text_disabled("no shared objects")
         return
     flags = imgui.TableFlags_.borders_inner_v | imgui.TableFlags_.row_bg | imgui.TableFlags_.sizing_stretch_prop
@@ -40,52 +86,48 @@ def _owners(snap: dict) -> None:
         for head in ("object", "GL", "CL"):
             imgui.table_setup_column(head)
         imgui.table_headers_row()
-        for obj in objects:
+        for obj in t.objects:
             imgui.table_next_row()
             imgui.table_set_column_index(0)
-            imgui.text(f"{obj['label']} ({obj['kind']})")
-            owner = obj.get("owner")
-            imgui.table_set_column_index(1)
-            if owner == "gl":
-                imgui.text_colored(GL_COLOR, "[## owns ##]")
-            else:
-                imgui.text_disabled("   .")
-            imgui.table_set_column_index(2)
-            if owner == "cl":
-                imgui.text_colored(CL_COLOR, "[## owns ##]")
-            else:
-                imgui.text_disabled("   .")
+            imgui.text(f"{obj.label} ({obj.kind})")
+            for col, who in ((1, "gl"), (2, "cl")):
+                imgui.table_set_column_index(col)
+                if obj.owner == who:
+                    imgui.text_colored(f4(legend.OWNER_RGB[legend.owner_state(who)]), "[## owns ##]")
+                else:
+                    imgui.text_disabled("   .")
 
 
-def draw_teaching(snap: dict) -> str | None:
+def draw_teaching(t) -> str | None:
     """Draw the teaching section. Returns the command of the button pressed, else None."""
     action = None
-    active = bool(snap.get("active"))
-    if imgui.button("Stop teaching (t)" if active else "Teaching mode (t)"):
+    if imgui.button("Stop teaching (t)" if t.active else "Teaching mode (t)"):
         action = "teach"
-    if not active:
+    if not t.active:
         imgui.same_line()
         imgui.text_disabled("pause and step one phase at a time")
         return action
     imgui.same_line()
-    if imgui.button(f"Next: {snap.get('next_title', '')} (n)"):
+    if imgui.button(f"Next: {t.next_title} (n)"):
         action = "step"
-    if snap.get("mid_frame"):
+    if t.mid_frame:
         imgui.same_line()
-        if imgui.button("Finish frame"):
+        if imgui.button("Finish frame (f)"):
             action = "teach_finish"
-    imgui.text(f"frame {snap.get('frame')}  backend {snap.get('backend')}  sync {snap.get('sync')}"
-               + (f"  skipping {', '.join(snap['skip'])}" if snap.get("skip") else ""))
-    _strip(snap)
-    _owners(snap)
-    if not snap.get("gl_may_draw", True):
-        imgui.push_style_color(imgui.Col_.text, CL_COLOR)
-        imgui.text_wrapped("CL owns the shared objects: GL does not draw them until the release (the screen shows "
-                           "only the background).")
-        imgui.pop_style_color()
-    if snap.get("does"):
-        imgui.text_wrapped(snap["does"])
-    imgui.separator()
-    imgui.text_colored(DIM, f"spec, {snap.get('last_title', '')}:")
-    imgui.text_wrapped(snap.get("spec", ""))
+    extra = f"  skipping {', '.join(t.skip)}" if t.skip else ""
+    imgui.text_unformatted(f"frame {t.frame}{extra}")
+    imgui.same_line()
+    _strip(t)
+    _owner_line(t)
+    with imgui_ctx.push_text_wrap_pos(0.0):
+        if t.step_index == 0:
+            imgui.text_unformatted("Between frames: GL owns every shared object. The next step runs the acquire.")
+        else:
+            if not t.gl_may_draw:
+                imgui.text_colored(f4(legend.OWNER_RGB[legend.CL]),
+                                   "CL owns them: GL draws only the background until the release.")
+            imgui.text_unformatted(f"glshare: {t.note}")
+            if t.does:
+                imgui.text_colored(DIM, t.does if t.does.startswith(f"{t.backend}:") else f"{t.backend}: {t.does}")
+    quote(t.spec if t.step_index else t.next_spec, t.cite if t.step_index else t.next_cite)
     return action

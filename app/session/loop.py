@@ -107,6 +107,8 @@ class Run:
                 self.ui = UiHost(self.session.surface, self.session.gl_info, show_panel=self.cfg.panel,
                                  panel_hz=self.cfg.panel_hz)
                 self._stack.callback(self.ui.close)
+                if not self.session.surface.kind == "headless":
+                    self.session.scene_viewport = self.ui.scene_viewport
             self.controls = Controls(self.session, self.ui, write_trace=self.write_trace, run_lab=self.run_lab)
             self._mark("ui_ready")
         except BaseException:
@@ -268,7 +270,7 @@ class Run:
             return session.view(demos=self.controls.demo_views(), trace_written=self.trace_written,
                                 stop=self.stop_view)
 
-        ui.draw(view, self.controls.request, span=span)
+        ui.draw(view, self.controls.request, span=span, scene_rect=session.scene_rect)
 
     # -- commands that write or run something ---------------------------------------------------
     def write_trace(self, path=None) -> str:

@@ -46,9 +46,13 @@ class SwitchOutcome:
 
 
 def window_size_for(cfg: RunConfig) -> tuple[int, int]:
-    """The window a run of ``cfg`` opens (image scenes show their image 1:1 up to 2048 pixels)."""
+    """The window a run of ``cfg`` opens (image scenes show their image 1:1 up to 2048 pixels, beside
+    the panel in a window that shows it)."""
+    from app.ui.layout import PANEL_ROOM
+
     cls = scene_class(cfg.scene)
-    return cls.window_size(cls.size_of(cfg), cfg.window_size)
+    room = PANEL_ROOM if not cfg.headless and cfg.overlay and cfg.panel else 0
+    return cls.window_size(cls.size_of(cfg), cfg.window_size, panel_room=room)
 
 
 class Session:
@@ -74,6 +78,9 @@ class Session:
         self._last_size = (0, 0)
         self._caps_key = None
         self._caps: views.CapsView | None = None
+        # where the UI wants the scene drawn (UiHost.scene_viewport), and where it was this frame
+        self.scene_viewport = None
+        self.scene_rect: tuple[int, int, int, int] | None = None
 
     # -- building ----------------------------------------------------------------------------
     def __enter__(self) -> "Session":
@@ -108,7 +115,7 @@ class Session:
         try:
             strategy = new_backend.make_sync(sync)
             new_scene = cls(cfg)
-            new_scene.build(new_backend, self.surface.framebuffer_size)
+            new_scene.build(new_backend, self._scene_size())
             check_gl(f"build {scene} on {backend}")
         except BaseException:
             new_backend.close()
@@ -123,7 +130,7 @@ class Session:
         new_scene.pass_timer = lambda name, s=self.scheduler: s.gl_timer.span(s.current, name)
         self.scheduler.faults = FaultPlan.for_config(cfg, new_backend)  # --inject: None when no fault is asked for
         self.cfg = cfg
-        self._last_size = tuple(self.surface.framebuffer_size)
+        self._last_size = self._scene_size()
 
     def _teardown(self) -> None:
         """Reverse build order; CL memory objects before their GL objects (scene.teardown). Objects
@@ -254,10 +261,39 @@ class Session:
 
     # -- stepping ------------------------------------------------------------------------------
     def render_target(self):
-        return self.surface.framebuffer_size if self.surface.bind_target() else None
+        """Bind the frame for the scene; its size, or None (no pixels). Beside the panel the scene
+        is kept to the viewport the UI gives (viewport and scissor), and ``scene_rect`` says so."""
+        if not self.surface.bind_target():
+            return None
+        from OpenGL import GL
+
+        fb = tuple(self.surface.framebuffer_size)
+        rect = self.scene_viewport(fb) if self.scene_viewport is not None else None
+        self.scene_rect = rect
+        if rect is None:
+            GL.glDisable(GL.GL_SCISSOR_TEST)
+            return fb
+        x, y, w, h = rect
+        GL.glScissor(x, y, w, h)
+        GL.glEnable(GL.GL_SCISSOR_TEST)
+        scene = self.scene
+        if scene is not None and scene.size_kind == "image" and not getattr(scene, "follow_window", False):
+            from app.ui.layout import fit  # an image that keeps its size: undistorted, between bars
+
+            GL.glClearColor(0.0, 0.0, 0.0, 1.0)
+            GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+            x, y, w, h = fit(rect, scene.current_size)
+            GL.glScissor(x, y, w, h)
+        GL.glViewport(x, y, w, h)
+        return (w, h)
+
+    def _scene_size(self) -> tuple[int, int]:
+        fb = tuple(self.surface.framebuffer_size)
+        rect = self.scene_viewport(fb) if self.scene_viewport is not None else None
+        return fb if rect is None else (rect[2], rect[3])
 
     def _check_resize(self) -> None:
-        size = tuple(self.surface.framebuffer_size)
+        size = self._scene_size()
         if size == self._last_size:
             return
         self._last_size = size
@@ -271,6 +307,7 @@ class Session:
         """One loop iteration's work: a frame (acquire -> compute -> release -> render), one phase
         of it in teaching mode, or, while paused, the scene redrawn. Returns the record of a frame
         that completed, else None."""
+        self.scene_rect = None
         self._check_resize()
         if self.paused and not self.step_once:
             self.idle_render()
@@ -290,7 +327,8 @@ class Session:
     def idle_render(self) -> None:
         """What a paused loop draws: the scene, except in the middle of a stepped frame while CL owns
         a shared object (after the acquire, until the release): then only the background."""
-        if not self.surface.bind_target():
+        size = self.render_target()
+        if size is None:
             return
         scene, tracker = self.scene, self.backend.tracker
         if self.stepper.covers(scene.shared, tracker.owner_of):
@@ -299,7 +337,7 @@ class Session:
             GL.glClearColor(0.08, 0.08, 0.10, 1.0)
             GL.glClear(GL.GL_COLOR_BUFFER_BIT)
             return
-        scene.render(self.surface.framebuffer_size)
+        scene.render(size)
 
     def finish_teaching_frame(self) -> None:
         """Run the rest of a stepped frame (before a switch, a teardown, leaving teaching mode)."""

@@ -43,7 +43,7 @@ def test_backend_and_scene_switch_leave_nothing_behind(gl):
     surface = EglSurface((160, 120))
     before = live.snapshot()
     try:
-        with Run(_cfg(scene="particles", size=2048), surface=surface) as rt:
+        with Run(_cfg(scene="particles", size=2048, backend="host_copy"), surface=surface) as rt:
             for _ in range(3):
                 rt.tick()
             baseline = live.snapshot()

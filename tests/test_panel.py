@@ -142,7 +142,7 @@ def test_snapshot_is_plain_data(small_runtime):
         assert key in snap, key
     assert {row["label"] for row in snap["ownership"]} == {"particles.position", "particles.color"}
     assert all(row["state"] == "GL" for row in snap["ownership"])  # between frames GL owns them
-    assert [b["name"] for b in snap["caps"]["backends"]] == ["gl_sharing", "external_memory", "host_copy"]
+    assert [b["name"] for b in snap["caps"]["backends"]] == ["gl_sharing", "external_memory", "host_mapped", "host_copy"]
 
 
 # -- the window, under Xvfb -----------------------------------------------------------------------------

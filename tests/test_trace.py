@@ -26,7 +26,7 @@ def trace(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("trace") / "t.json"
     res = run_glshare("run", "--headless", "--frames", str(FRAMES), "--size", "4096", "--trace", str(path),
-                      "--screenshot", str(path.with_suffix(".png")))
+                      "--backend", "host_copy", "--screenshot", str(path.with_suffix(".png")))
     assert res.returncode == 0, res.stderr
     assert f"wrote trace {path}" in res.stdout
     return json.loads(path.read_text())
@@ -222,7 +222,7 @@ def test_trace_across_a_switch_has_one_queue_track_per_setup(gl, tmp_path):
     from app.config import RunConfig
     from app.session.loop import Run
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False)
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
     with Run(cfg, surface=gl) as rt:
         for _ in range(3):
             rt.tick()

@@ -87,6 +87,7 @@ class FrameScheduler:
         self.current = rec
         backend.tracker.frame = frame
         rec.start_ns = t = ns()
+        copied = backend.bytes_copied
         ok = True
         try:
             if self.faults is not None:
@@ -152,7 +153,7 @@ class FrameScheduler:
             while first > 0 and flags[first - 1].frame == frame:
                 first -= 1
             rec.hazards = flags[first:]
-        rec.bytes_moved = 0 if backend.zero_copy else scene.bytes_per_frame
+        rec.bytes_moved = backend.bytes_copied - copied  # what the backend copied in this frame
         self.history.add(rec)
         self._pending.append(rec)
         self.current = None

@@ -51,15 +51,22 @@ def _shots(scene: str, size, extra: dict, backend: str, frames: int = 6):
             for obj in rt.session.scene.shared:
                 contents[obj.label] = obj.gl.read() if obj.kind == "buffer" else obj.gl.read()
             paths = {o.label: o.display_path for o in rt.session.scene.shared if o.display_path}
+            paths.update({f"{o.label} is_image": o.is_image for o in rt.session.scene.shared if o.kind == "texture"})
             return surface.read_pixels(), contents, recs, paths
     finally:
         surface.close()
 
 
 @pytest.mark.parametrize("scene, size, extra", SCENES)
-def test_pixels_equal_host_copy(gl, scene, size, extra):
+@pytest.mark.parametrize("cl_view", ["buffers", "images"])
+def test_pixels_equal_host_copy(gl, monkeypatch, scene, size, extra, cl_view):
     """Same seed, same frames: the screen and every shared object's contents equal host_copy's
-    exactly, and host_mapped's records move 0 bytes where host_copy's move what it copied."""
+    exactly, and host_mapped's records move 0 bytes where host_copy's move what it copied. Both
+    views CL may get of a texture: the mapped buffer itself (a CPU device) and an image over it."""
+    from app.sharing.backends import host_mapped
+
+    if cl_view == "images":
+        monkeypatch.setattr(host_mapped, "textures_as_images", lambda device, trip: trip.images)
     shown, contents, recs, paths = _shots(scene, size, extra, "host_mapped")
     ref_shown, ref_contents, ref_recs, _ = _shots(scene, size, extra, "host_copy")
     assert all(r.errors == [] and r.backend == "host_mapped" for r in recs)
@@ -69,6 +76,8 @@ def test_pixels_equal_host_copy(gl, scene, size, extra):
         if scene == "yuv" and label != "yuv.rgba":
             continue  # the planes GL uploads: their GL textures hold what host_copy's do (checked below)
         assert np.array_equal(contents[label], data), label
+    images = {k: v for k, v in paths.items() if k.endswith("is_image")}
+    assert all(v == (cl_view == "images") for v in images.values()), images
     if scene in ("image", "yuv"):
         out = "image.julia" if scene == "image" else "yuv.rgba"
         assert paths[out] == BUFFER_TEXTURE  # drawn by the quad straight from the mapped buffer
@@ -108,7 +117,7 @@ def test_texture_copy_path_for_a_2d_sampler(host_mapped):
     release, and the bytes are counted as copied."""
     from app.cl.programs import KernelProgram
     from app.gl.objects import GlTexture
-    from app.scenes.image import julia_constant, julia_reference
+    from app.scenes.image import julia_constant, julia_global_size, julia_reference
 
     w, h = 40, 30
     obj = host_mapped.create_texture("t.copy", w, h, access="write_only")
@@ -119,7 +128,7 @@ def test_texture_copy_path_for_a_2d_sampler(host_mapped):
         with host_mapped.acquired(q, [obj]) as events:
             kernel = prog.kernel("julia" if obj.is_image else "julia_buffer")
             args = [obj.mem] if obj.is_image else [obj.mem, np.int32(w), np.int32(h), np.int32(w)]
-            events.append(kernel(q, (w, h), None, *args, *map(np.float32, julia_constant(5))))
+            events.append(kernel(q, julia_global_size(w, h), None, *args, *map(np.float32, julia_constant(5))))
         q.finish()
         host_mapped.gl_after_release([obj])
         tex = obj.gl.read()

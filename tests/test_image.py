@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.config import RunConfig
-from app.scenes.image import ImageScene, julia_reference
+from app.scenes.image import ImageScene, julia_global_size, julia_reference
 from app.schedule.scheduler import FrameScheduler
 from app.sharing.sync import FinishSync
 
@@ -61,8 +61,9 @@ def test_buffer_kernel_matches_image_kernel(host_copy):
                           cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8), shape=(w, h))
     buf = cl.Buffer(host_copy.context, cl.mem_flags.WRITE_ONLY, pitch_px * h * 4)
     cr, ci = np.float32(0.3), np.float32(-0.6)
-    prog.kernel("julia")(q, (w, h), None, img, cr, ci)
-    prog.kernel("julia_buffer")(q, (w, h), None, buf, np.int32(w), np.int32(h), np.int32(pitch_px), cr, ci)
+    launch = julia_global_size(w, h)
+    prog.kernel("julia")(q, launch, None, img, cr, ci)
+    prog.kernel("julia_buffer")(q, launch, None, buf, np.int32(w), np.int32(h), np.int32(pitch_px), cr, ci)
     a = np.empty((h, w, 4), np.uint8)
     cl.enqueue_copy(q, a, img, origin=(0, 0), region=(w, h))
     b = np.empty((h, pitch_px, 4), np.uint8)

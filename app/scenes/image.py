@@ -22,6 +22,14 @@ def julia_constant(frame: int) -> tuple[float, float]:
     return (math.sin(2 * math.pi * (frame % 599) / 599), math.sin(2 * math.pi * (frame % 773) / 773))
 
 
+JULIA_LANES = 8  # pixels of a row each work-item of kernels/julia.cl computes (its JULIA_LANES)
+
+
+def julia_global_size(width: int, height: int) -> tuple[int, int]:
+    """The launch of kernels/julia.cl for a width x height image: one work-item per JULIA_LANES pixels."""
+    return (-(-width // JULIA_LANES), height)
+
+
 def julia_reference(width: int, height: int, frame: int) -> np.ndarray:
     """float64 numpy reference of the kernel: uint8 RGBA, row 0 first."""
     cr, ci = julia_constant(frame)
@@ -68,6 +76,7 @@ class ImageScene(Scene):
         w, h = self.image_size
         self.texture = tex = self.backend.create_texture("image.julia", w, h, access="write_only", drawn_by_quad=True)
         self.shared = [tex]
+        self._global_size = julia_global_size(w, h)
         # the arguments that stay are set once; each frame sets only the constant (cr, ci)
         if tex.is_image:
             self.kernel = self.program.kernel("julia")
@@ -97,7 +106,7 @@ class ImageScene(Scene):
         kernel, i = self.kernel, self._c_index
         kernel.set_arg(i, np.float32(cr))
         kernel.set_arg(i + 1, np.float32(ci))
-        return cl.enqueue_nd_range_kernel(queue, kernel, self.image_size, None, wait_for=wait_for)
+        return cl.enqueue_nd_range_kernel(queue, kernel, self._global_size, None, wait_for=wait_for)
 
     def render(self, size) -> None:
         self.quad.draw(self.texture.gl)

@@ -17,10 +17,11 @@ glFinish after them completed: ARB_buffer_storage, OpenGL 4.4 core section 6.2) 
 after the release. The acquire itself enqueues nothing unless asked to wait for events, the
 release a marker on the kernel's event; nothing is copied.
 
-Textures: the texels live in a mapped GL buffer, tightly packed; CL sees them as an image made
-over the mapping (CL_MEM_USE_HOST_PTR with the row pitch), or where the probe found images over
-host memory not in place (or the device has no images), as the buffer itself
-(``SharedObject.row_pitch``). GL shows them one of three ways, recorded as ``display_path``:
+Textures: the texels live in a mapped GL buffer, tightly packed; CL sees them as the buffer itself
+(``SharedObject.row_pitch``; the scenes run the buffer variants of their kernels) on a CPU device,
+whose image reads and writes are format conversions in software, and elsewhere as an image made
+over the mapping (CL_MEM_USE_HOST_PTR with the row pitch) where the probe found such images work
+in place (``textures_as_images``). GL shows them one of three ways, recorded as ``display_path``:
   - "buffer texture": drawn with glshare's quad (``create_texture(drawn_by_quad=True)``) in a
     format a samplerBuffer reads, GL samples the mapped buffer itself (``GlBufferTexture``);
     nothing is copied.
@@ -196,6 +197,17 @@ def cached_round_trip(device) -> RoundTrip:
     return _ROUND_TRIPS[key]
 
 
+CPU_IMAGES = ("a CPU device: its image reads and writes are per-texel format conversions in software, "
+              "plain loads and stores are not")
+
+
+def textures_as_images(device, trip: RoundTrip) -> bool:
+    """Whether kernels see textures as images over the mapping: where images work in place and the
+    device is not a CPU (a CPU has no texture units, so a pitched buffer is the faster view of the
+    same bytes; the kernels give the same texels either way)."""
+    return trip.images and not device.type & cl.device_type.CPU
+
+
 def display_path(fmt: TexelFormat, width: int, height: int, pitch: int, access: str, drawn_by_quad: bool) -> str:
     """How GL shows a texture kept in a mapped buffer (see the module docstring)."""
     if drawn_by_quad:
@@ -256,7 +268,10 @@ class HostMapped(SharingBackend):
             return Probe(cls.name, False, f"the round trip through a mapped buffer failed: {exc}")
         if trip.reason:
             return Probe(cls.name, False, trip.reason)
-        textures = "textures as images over the mapping" if trip.images else f"textures as buffers ({trip.image_note})"
+        if textures_as_images(dev, trip):
+            textures = "textures as images over the mapping"
+        else:
+            textures = f"textures as pitched buffers ({trip.image_note or CPU_IMAGES})"
         return Probe(cls.name, True, f"CL_MEM_USE_HOST_PTR over persistently mapped GL buffers, aligned to "
                      f"{base_alignment(dev)} B; checked at probe time: CL's writes are GL's data and CL's map "
                      f"returns GL's address; {textures}; zero-copy")
@@ -268,7 +283,7 @@ class HostMapped(SharingBackend):
         trip = cached_round_trip(self.device)
         if trip.reason:
             raise SharingUnavailable(self.name, trip.reason)
-        self.images = trip.images
+        self.images = textures_as_images(self.device, trip)
         self.alignment = base_alignment(self.device)
         return cl.Context([self.device])
 

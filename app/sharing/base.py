@@ -16,7 +16,7 @@ import abc
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 import pyopencl as cl
 
@@ -33,6 +33,29 @@ log = logging.getLogger(__name__)
 
 ACCESS_FLAGS = {"read_write": cl.mem_flags.READ_WRITE, "write_only": cl.mem_flags.WRITE_ONLY,
                 "read_only": cl.mem_flags.READ_ONLY}
+
+
+Wrap = Callable[[str, Callable], Callable]  # instrument(): (piece, the callable) -> what replaces it
+
+
+def instrument_attributes(targets: list[tuple[Any, str, str]], wrap: Wrap) -> Callable[[], None]:
+    """Rebind each ``(obj, attribute, piece)`` to ``wrap(piece, obj.attribute)`` on the instance;
+    returns the undo, which puts back exactly what was there (idempotent)."""
+    saved = []
+    for obj, attr, piece in targets:
+        own = vars(obj)
+        saved.append((obj, attr, attr in own, own.get(attr)))
+        setattr(obj, attr, wrap(piece, getattr(obj, attr)))
+
+    def undo() -> None:
+        while saved:
+            obj, attr, had, old = saved.pop()
+            if had:
+                setattr(obj, attr, old)
+            else:
+                vars(obj).pop(attr, None)
+
+    return undo
 
 
 @dataclass(frozen=True)
@@ -376,6 +399,16 @@ class SharingBackend(abc.ABC):
         finally:
             last = [e for e in events[-1:] if e is not None]
             events.append(self.release(queue, objects, last or None))
+
+    def instrument(self, wrap: Wrap) -> Callable[[], None]:
+        """Put ``wrap(piece, fn)`` in place of each per-frame piece of the hand-over until the
+        returned undo is called: "validator" (both spec checks), "ownership tracker" (its four
+        transitions), "acquire call" and "release call" (the backend's enqueue). ``wrap`` may return
+        ``fn`` itself to leave a piece alone. Nothing is rebound, and nothing costs, otherwise."""
+        return instrument_attributes(
+            [(self.validator, "check_python", "validator"), (self, "_enqueue_acquire", "acquire call"),
+             (self, "_enqueue_release", "release call")]
+            + [(self.tracker, m, "ownership tracker") for m in ("acquired", "released", "cl_use", "gl_use")], wrap)
 
     def close(self) -> None:
         """Idempotent: CL objects of every shared object, then the queue, then the context."""

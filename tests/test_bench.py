@@ -540,3 +540,32 @@ def test_race_rows_and_their_ratios_on_made_up_results():
     result["cells"][-1]["cl_view"] = "image"
     k = compute_ratios(result, SWEEP, backends)[0]["julia_kernel_vs_reference"]
     assert k["value"] == pytest.approx(0.75 * 0.9) and k["met"] is False
+
+
+def test_peer_race_times_a_program_from_its_timestamps(tmp_path):
+    """``_run_one`` reads the timestamps a program wrote to $PEER_STAMPS: the frame rate over frames
+    [F/5, F) (start-up left out), and a program that stops short is an error."""
+    import sys
+
+    from app.bench.peer_race import _run_one
+
+    # a stand-in program: frame i presented at 1 s + i * 10 ms, except the first fifth, 100 ms apart
+    program = ("import os; n = int(os.environ['PEER_FRAMES']); t0 = 10**9; "
+               "ts = [t0 + i * 100_000_000 if i < n // 5 else t0 + (n // 5) * 100_000_000 + (i - n // 5) * 10_000_000 "
+               "for i in range(n)]; open(os.environ['PEER_STAMPS'], 'w').write('\\n'.join(map(str, ts)))")
+    got = _run_one([sys.executable, "-c", program], 50)
+    assert got["frames"] == 50 and got["fps"] == pytest.approx(100.0) and got["frame_ms_median"] == pytest.approx(10.0)
+    short = "import os; open(os.environ['PEER_STAMPS'], 'w').write('1\\n2\\n')"
+    with pytest.raises(RuntimeError, match="presented 2 of 50 frames"):
+        _run_one([sys.executable, "-c", short], 50)
+    with pytest.raises(RuntimeError, match="wrote no timestamps"):
+        _run_one([sys.executable, "-c", "pass"], 50)
+
+
+def test_peer_race_needs_a_display(monkeypatch, capsys):
+    from app.bench.peer_race import main
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    assert main(["race", "--name", "x", "--peer", "p=true"]) == 2
+    assert "needs a display" in capsys.readouterr().err
+    assert main(["nonsense"]) == 2

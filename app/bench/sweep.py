@@ -42,8 +42,7 @@ FULL = Sweep("full", particles=(16_384, 65_536, 262_144, 1 << 20, ZERO_COPY_PART
              images=((256, 256), (512, 512), (1024, 1024), (2048, 2048), (4096, 4096)),
              warmup=5, frames=60, rounds=4, cell_budget_s=25.0)
 QUICK = Sweep("quick", particles=(16_384, 65_536, 262_144), images=((256, 256), (1024, 1024)),
-              warmup=5, frames=30, rounds=3, cell_budget_s=8.0, kernel_sizes=((512, 512), (1024, 1024)),
-              kernel_rounds=5)
+              warmup=5, frames=30, rounds=3, cell_budget_s=8.0, kernel_rounds=5)
 TINY = Sweep("tiny", particles=(4_096, 8_192), images=((64, 64),), warmup=2, frames=6, rounds=2,
              cell_budget_s=2.0, default_particles=8_192, efficiency_min_bytes=0, kernel_sizes=((64, 48),),
              kernel_rounds=3)

@@ -540,6 +540,13 @@ def test_race_rows_and_their_ratios_on_made_up_results():
     result["cells"][-1]["cl_view"] = "image"
     k = compute_ratios(result, SWEEP, backends)[0]["julia_kernel_vs_reference"]
     assert k["value"] == pytest.approx(0.75 * 0.9) and k["met"] is False
+    # with semaphores (no CPU wait) the sustained frame is read against the median limit
+    sem = {**result["cells"][-1], "sync": "semaphore", "throughput_ms": 1.2, "gl_software": False}
+    sem["device_limit"] = {**sem["device_limit"], "gl_software": False}
+    result["cells"].append(sem)
+    d = compute_ratios(result, SWEEP, backends)[0]["device_time_limit"]
+    assert d["value"] == pytest.approx(1.2) and d["met"] is True and d["measured_at"].endswith("semaphore")
+    assert [r["ratio"] for r in race_rows(result) if r["race"] == "device-time limit"][-1] == pytest.approx(1.2)
 
 
 def test_peer_race_times_a_program_from_its_timestamps(tmp_path):

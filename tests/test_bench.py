@@ -15,7 +15,9 @@ from app.trace.png import read_png
 CELL_FIELDS = ("scene", "size", "backend", "sync", "frames", "frame_ms", "cpu_ms", "phases_us", "waits_us",
                "bytes_shared_per_frame", "bytes_moved_per_frame", "bandwidth_gbps", "errors")
 TOP_FIELDS = ("schema", "run_name", "date", "glshare", "commit", "machine", "gl", "cl", "sweep", "backends",
-              "sync_modes", "cells", "baselines", "panels", "failures", "ratios", "not_measurable", "duration_s")
+              "sync_modes", "cells", "baselines", "panels", "failures", "zero_copy_races", "kernel_race", "races",
+              "ratios", "not_measurable", "duration_s")
+NEW_RATIOS = {"julia_kernel_vs_reference", "zero_copy_vs_host_copy_without_copies", "device_time_limit"}
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +75,9 @@ def test_every_available_sync_mode_has_cells(tiny_run):
 def test_bytes_and_bandwidth(tiny_run):
     r = json.loads((tiny_run[1] / "b.json").read_text())
     hc = [c for c in r["cells"] if c["backend"] == "host_copy"]
-    assert hc
+    hm = [c for c in r["cells"] if c["backend"] == "host_mapped"]
+    assert hc and hm
+    assert all(c["bytes_moved_per_frame"] == 0 for c in hm)  # zero-copy: the records moved nothing
     for c in hc:
         n = c["size"]
         expect = 32 * n if c["scene"] == "particles" else 4 * math.prod(int(x) for x in n.split("x"))
@@ -208,8 +212,9 @@ def test_ratios_on_cpu_results():
     assert list(ratios["host_copy_efficiency"]["by_size"]) == ["particles 2,097,152"]
     assert ratios["panel_cost_ms"]["value"] == pytest.approx(0.5) and ratios["panel_cost_ms"]["met"] is True
     assert ratios["panel_cost_ms"]["main_thread_ms"] == pytest.approx(0.5)
-    assert set(missing) == {"external_memory_frame_ms", "zero_copy_speedup", "semaphore_vs_finish"}
-    assert all("external_memory" in why for why in missing.values())
+    gpu_only = {"external_memory_frame_ms", "zero_copy_speedup", "semaphore_vs_finish"}
+    assert set(missing) == gpu_only | NEW_RATIOS  # no races in these made-up results
+    assert all("external_memory" in why for name, why in missing.items() if name in gpu_only)
 
 
 def test_panel_cost_is_the_copy_plus_the_redraws_a_run_makes():
@@ -252,7 +257,7 @@ def test_ratios_on_gpu_results():
     assert ratios["semaphore_vs_finish"]["value"] == pytest.approx(0.16 / 0.1)
     assert ratios["scheduler_overhead"]["value"] == pytest.approx(0.11 / 0.1)  # the default backend: first available
     assert ratios["scheduler_overhead"]["met"] is False
-    assert missing == {}
+    assert set(missing) == NEW_RATIOS  # no races in these made-up results
 
 
 RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
@@ -282,7 +287,9 @@ def test_ratios_of_committed_results_are_recomputed(path):
     backends = [b["name"] for b in record["backends"] if b["available"]]
     ratios, missing = compute_ratios(record, _recorded_sweep(record), backends)
     assert set(ratios) == set(record["ratios"])
-    assert missing == record["not_measurable"]
+    # ratios added after a run was recorded are not measurable from it, and say so
+    assert {k: v for k, v in missing.items() if k in record["not_measurable"]} == record["not_measurable"]
+    assert set(missing) - set(record["not_measurable"]) <= NEW_RATIOS - set(record["ratios"])
     for name, old in record["ratios"].items():
         new = ratios[name]
         assert new["value"] == pytest.approx(old["value"], abs=1e-4), name
@@ -296,7 +303,7 @@ def test_every_ratio_is_measured_or_says_why():
     from app.bench.ratios import RATIOS, compute_ratios
 
     names = [r.name for r in RATIOS]
-    assert len(set(names)) == len(names) == 7
+    assert len(set(names)) == len(names) == 10
     for ratio in RATIOS:
         assert ratio.op in ("<=", ">=") and ratio.what
     for gpu in (False, True):
@@ -363,3 +370,209 @@ def test_output_path_for_a_directory(tmp_path):
     assert _output_path(tmp_path, result, ".json") == tmp_path / "2026-12-01-cpu-2core-pocl.json"
     assert _output_path(tmp_path / "x.png", result, ".png") == tmp_path / "x.png"
     assert _output_path(None, result, ".png") is None
+
+
+# -- races, hooks, the kernel race -----------------------------------------------------------------
+def test_tiny_run_has_race_rows(tiny_run):
+    """The tiny run races host_mapped against host_copy minus its copies, and the Julia kernel against
+    the reference formulation; every race row has a finite ratio against a baseline of the same run."""
+    r = json.loads((tiny_run[1] / "b.json").read_text())
+    races = {row["race"] for row in r["races"]}
+    assert {"bare loop", "memcpy floor", "zero-copy vs host_copy minus its copies", "julia kernel"} <= races
+    for row in r["races"]:
+        assert math.isfinite(row["ratio"]) and row["ratio"] > 0, row
+        assert row["baseline_ms"] is not None and row["what"]
+    z = {(x["scene"], x["size"]) for x in r["zero_copy_races"]}
+    assert z == {("image", "64x64"), ("particles", f"{TINY.default_particles:,}")}
+    for x in r["zero_copy_races"]:
+        assert x["backend"] == "host_mapped" and x["rounds"] >= 3
+        assert x["bytes_moved_per_frame"]["host_mapped"] == 0
+        assert x["bytes_moved_per_frame"]["host_copy"] == shared_bytes(
+            x["scene"], TINY.default_particles if x["scene"] == "particles" else (64, 64))
+    assert [k["size"] for k in r["kernel_race"]] == ["64x48"] and r["kernel_race"][0]["same_texels"] is True
+    for name in NEW_RATIOS - {"device_time_limit"}:
+        assert math.isfinite(r["ratios"][name]["value"]), name
+
+
+def _live_run(scene="particles", size=2048, backend="host_mapped"):
+    from app.config import RunConfig
+    from app.session.loop import Run
+
+    return Run(RunConfig(scene=scene, size=size, backend=backend, headless=True, overlay=False, frames=10_000))
+
+
+@pytest.mark.parametrize("backend", ["host_mapped", "host_copy"])
+def test_instrument_hooks_see_every_piece_and_undo(gl, backend):
+    """``SharingBackend.instrument`` and ``FrameScheduler.instrument``: each piece goes through the
+    wrapper while instrumented, as often as a frame calls it; the undo puts the class's methods back
+    (nothing stays rebound on the instances), and frames run as before."""
+    calls: dict[str, int] = {}
+
+    def wrap(piece, fn):
+        def counted(*a, **k):
+            calls[piece] = calls.get(piece, 0) + 1
+            return fn(*a, **k)
+        return counted
+
+    with _live_run(backend=backend) as rt:
+        backend_obj, sched = rt.session.backend, rt.session.scheduler
+        rt.tick()
+        before = [dict(vars(o)) for o in (backend_obj, backend_obj.validator, backend_obj.tracker, sched, sched.gl_timer)]
+        sched.gl_timer.every = 1  # every frame timed: the span is entered on each
+        undo = [backend_obj.instrument(wrap), sched.instrument(wrap)]
+        frames = 4
+        for _ in range(frames):
+            assert rt.tick().errors == []
+        for u in reversed(undo):
+            u()
+            u()  # idempotent
+        assert calls["validator"] == 2 * frames  # the acquire's and the release's checks
+        assert calls["ownership tracker"] >= 4 * frames  # acquired, cl_use, released, gl_use
+        assert calls["acquire call"] == calls["release call"] == frames
+        assert calls["GL timer harvest"] >= frames and calls["GL timer span"] == 2 * frames  # enter + exit
+        sched.gl_timer.every = before[4]["every"]
+        after = [dict(vars(o)) for o in (backend_obj, backend_obj.validator, backend_obj.tracker, sched, sched.gl_timer)]
+        assert [sorted(a) for a in after] == [sorted(b) for b in before]  # no attribute left on the instances
+        calls.clear()
+        assert rt.tick().errors == [] and calls == {}  # not instrumented: the wrapper is gone
+
+
+def test_overhead_breakdown_uses_the_hooks(gl):
+    from app.bench.overhead import IN_FRAME_PIECES, overhead_in_frame
+
+    with _live_run() as rt:
+        rt.tick()
+        got = overhead_in_frame(rt, 5)
+        assert set(got["parts_us"]) <= set(IN_FRAME_PIECES) and {"validator", "ownership tracker"} <= set(got["parts_us"])
+        assert all(v >= 0 for v in got["parts_us"].values()) and got["frames"] == 5
+        assert "check_python" not in vars(rt.session.backend.validator)  # undone
+
+
+@pytest.mark.parametrize("size", [(64, 48), (33, 17)])
+def test_kernel_race_reference_writes_glshare_texels(probe_env, size):
+    """The reference formulation (one work-item per pixel, sizes from the launch) and glshare's
+    kernels, image and buffer, write the same texels; the race reports each variant's time and
+    each ratio with its range."""
+    import pyopencl as cl
+
+    from app.bench.kernel_race import RACES, VARIANTS, kernel_race
+
+    device = probe_env.choice.device
+    (got,) = kernel_race(cl.Context([device]), device, [size], rounds=2, per_round=1)
+    assert got["same_texels"] is True and got["size"] == f"{size[0]}x{size[1]}"
+    assert set(got["device_ms"]) == set(VARIANTS) and all(v > 0 for v in got["device_ms"].values())
+    assert [(r["glshare"], r["reference"]) for r in got["races"]] == list(RACES)
+    for r in got["races"]:
+        lo, hi = r["ratio_range"]
+        assert 0 < lo <= r["ratio_median"] <= hi and r["rounds"] == 2
+
+
+def test_device_limit_pairs_each_frame_with_its_own_device_times():
+    from app.bench.cells import device_limit
+    from app.bench.loops import Sample
+    from app.schedule.frame import FrameRecord
+
+    samples, records = [], []
+    for i, (kernel_us, gl_us, wall_us) in enumerate([(100, 50, 300), (200, 100, 900), (100, 0, 500), (100, 50, 450)]):
+        rec = FrameRecord(i, "image", "b", "finish")
+        rec.cl_profile["compute"] = (0, 0, 1000, 1000 + kernel_us * 1000)
+        if gl_us:
+            rec.gl_passes.append(("gl render", 5000, 5000 + gl_us * 1000))
+        rec.gl_passes.append(("gl panel", 0, 10**9))  # another pass: not the scene's
+        samples.append(Sample(wall_us * 1000, 0, 0))
+        records.append(rec)
+    got = device_limit(samples, records)
+    assert got["frames"] == 3  # frame 2 has no scene pass
+    assert got["ratio_median"] == pytest.approx(3.0)  # 300/150, 900/300, 450/150
+    assert got["limit_ms"]["median"] == pytest.approx(0.15) and got["cl_kernel_ms"]["median"] == pytest.approx(0.1)
+    assert device_limit(samples[2:3], records[2:3]) is None
+
+
+def _race_input() -> tuple[dict, list[str]]:
+    result, _ = _made_up(gpu=False)
+    backends = ["host_mapped", "host_copy"]
+    image = _cell("image", (512, 512), "host_mapped", "finish", 4.0)
+    image.update({"cl_view": "buffer", "gl_software": True,
+                  "device_limit": {"frames": 4, "limit_ms": {"median": 1.0}, "cl_kernel_ms": {"median": 0.8},
+                                   "gl_pass_ms": {"median": 0.2}, "ratio_median": 4.0, "ratio_iqr": [3.5, 4.5],
+                                   "what": "w", "ratio_by_finish": 2.0, "limit_by_finish_ms": 2.0, "gl_software": True}})
+    result["cells"][1]["paired"] = {"wall_ratio_median": 1.02, "wall_ratio_iqr": [0.98, 1.06]}
+    result["cells"].append(image)
+    result["zero_copy_races"] = [
+        {"scene": "image", "size": "512x512", "backend": "host_mapped", "rounds": 5, "zero_copy_frame_ms": 3.0,
+         "host_copy_without_copies_ms": 3.3, "ratio_median": 0.91, "ratio_range": [0.85, 0.97], "what": "z"},
+        {"scene": "particles", "size": "65,536", "backend": "host_mapped", "rounds": 5, "zero_copy_frame_ms": 9.0,
+         "host_copy_without_copies_ms": 8.9, "ratio_median": 1.01, "ratio_range": [0.9, 1.1], "what": "z"}]
+    race = lambda g, r, v: {"glshare": g, "reference": r, "ratio_median": v, "ratio_range": [v - 0.1, v + 0.1],  # noqa: E731
+                            "rounds": 5}
+    buf, img = "glshare julia_buffer (pitched buffer)", "glshare julia (rgba8 image)"
+    result["kernel_race"] = [{"size": s, "same_texels": True, "what": "k", "device_ms": {
+        buf: 1.0, img: 2.0, "reference rgba8 image": 2.2, "reference rgba float image": 1.5},
+        "races": [race(buf, "reference rgba8 image", 2.2 * f), race(buf, "reference rgba float image", 1.5 * f),
+                  race(img, "reference rgba8 image", 1.1 * f), race(img, "reference rgba float image", 0.75 * f)]}
+        for s, f in (("512x512", 1.0), ("1024x1024", 0.9))]
+    return result, backends
+
+
+def test_race_rows_and_their_ratios_on_made_up_results():
+    from app.bench.races import race_rows
+    from app.bench.ratios import compute_ratios
+
+    result, backends = _race_input()
+    rows = race_rows(result)
+    by = {}
+    for row in rows:
+        by.setdefault(row["race"], []).append(row)
+    assert [r["ratio"] for r in by["bare loop"]] == [1.02]  # the cell with its pairs and a bare loop
+    # copy / floor of each host_copy cell with a floor: 65,536 (0.5 / 0.2 ms) and 64 MiB (20 / 18 ms)
+    assert [r["ratio"] for r in by["memcpy floor"]] == pytest.approx([2.5, 20.0 / 18.0], abs=1e-4)
+    assert [r["ratio"] for r in by["device-time limit"]] == [4.0, 2.0]  # by the queries, by glFinish
+    assert [r["ratio"] for r in by["zero-copy vs host_copy minus its copies"]] == [0.91, 1.01]
+    assert len(by["julia kernel"]) == 8 and all(r["same_texels"] for r in by["julia kernel"])
+    ratios, missing = compute_ratios(result, SWEEP, backends)
+    k = ratios["julia_kernel_vs_reference"]  # the buffer kernel (the default backend's view): its worst race
+    assert k["value"] == pytest.approx(1.5 * 0.9) and k["met"] is True and "1024x1024" in k["measured_at"]
+    assert k["other_variant"]["1024x1024 vs reference rgba float image"] == pytest.approx(0.75 * 0.9)
+    z = ratios["zero_copy_vs_host_copy_without_copies"]
+    assert z["value"] == 1.01 and z["met"] is False and z["measured_at"].startswith("particles 65,536")
+    d = ratios["device_time_limit"]  # software GL: the draw timed to glFinish
+    assert d["value"] == 2.0 and d["ratio_by_queries"] == 4.0 and d["met"] is False
+    result["cells"][-1]["cl_view"] = "image"
+    k = compute_ratios(result, SWEEP, backends)[0]["julia_kernel_vs_reference"]
+    assert k["value"] == pytest.approx(0.75 * 0.9) and k["met"] is False
+    # with semaphores (no CPU wait) the sustained frame is read against the median limit
+    sem = {**result["cells"][-1], "sync": "semaphore", "throughput_ms": 1.2, "gl_software": False}
+    sem["device_limit"] = {**sem["device_limit"], "gl_software": False}
+    result["cells"].append(sem)
+    d = compute_ratios(result, SWEEP, backends)[0]["device_time_limit"]
+    assert d["value"] == pytest.approx(1.2) and d["met"] is True and d["measured_at"].endswith("semaphore")
+    assert [r["ratio"] for r in race_rows(result) if r["race"] == "device-time limit"][-1] == pytest.approx(1.2)
+
+
+def test_peer_race_times_a_program_from_its_timestamps(tmp_path):
+    """``_run_one`` reads the timestamps a program wrote to $PEER_STAMPS: the frame rate over frames
+    [F/5, F) (start-up left out), and a program that stops short is an error."""
+    import sys
+
+    from app.bench.peer_race import _run_one
+
+    # a stand-in program: frame i presented at 1 s + i * 10 ms, except the first fifth, 100 ms apart
+    program = ("import os; n = int(os.environ['PEER_FRAMES']); t0 = 10**9; "
+               "ts = [t0 + i * 100_000_000 if i < n // 5 else t0 + (n // 5) * 100_000_000 + (i - n // 5) * 10_000_000 "
+               "for i in range(n)]; open(os.environ['PEER_STAMPS'], 'w').write('\\n'.join(map(str, ts)))")
+    got = _run_one([sys.executable, "-c", program], 50)
+    assert got["frames"] == 50 and got["fps"] == pytest.approx(100.0) and got["frame_ms_median"] == pytest.approx(10.0)
+    short = "import os; open(os.environ['PEER_STAMPS'], 'w').write('1\\n2\\n')"
+    with pytest.raises(RuntimeError, match="presented 2 of 50 frames"):
+        _run_one([sys.executable, "-c", short], 50)
+    with pytest.raises(RuntimeError, match="wrote no timestamps"):
+        _run_one([sys.executable, "-c", "pass"], 50)
+
+
+def test_peer_race_needs_a_display(monkeypatch, capsys):
+    from app.bench.peer_race import main
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    assert main(["race", "--name", "x", "--peer", "p=true"]) == 2
+    assert "needs a display" in capsys.readouterr().err
+    assert main(["nonsense"]) == 2

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.config import RunConfig
-from app.scenes.image import ImageScene, julia_reference
+from app.scenes.image import ImageScene, julia_global_size, julia_program, julia_reference
 from app.schedule.scheduler import FrameScheduler
 from app.sharing.sync import FinishSync
 
@@ -52,23 +52,64 @@ def test_buffer_kernel_matches_image_kernel(host_copy):
     """julia_buffer (external_memory without image-from-buffer) writes what write_imagef writes."""
     import pyopencl as cl
 
-    from app.cl.programs import KernelProgram
 
     w, h, pitch_px = 70, 50, 80
-    prog = KernelProgram(host_copy.context, "julia.cl")
+    prog, lanes = julia_program(host_copy.context, host_copy.device)
     q = host_copy.queue
     img = cl.create_image(host_copy.context, cl.mem_flags.WRITE_ONLY,
                           cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8), shape=(w, h))
     buf = cl.Buffer(host_copy.context, cl.mem_flags.WRITE_ONLY, pitch_px * h * 4)
     cr, ci = np.float32(0.3), np.float32(-0.6)
-    prog.kernel("julia")(q, (w, h), None, img, cr, ci)
-    prog.kernel("julia_buffer")(q, (w, h), None, buf, np.int32(w), np.int32(h), np.int32(pitch_px), cr, ci)
+    launch = julia_global_size(w, h, lanes)
+    prog.kernel("julia")(q, launch, None, img, cr, ci)
+    prog.kernel("julia_buffer")(q, launch, None, buf, np.int32(w), np.int32(h), np.int32(pitch_px), cr, ci)
     a = np.empty((h, w, 4), np.uint8)
     cl.enqueue_copy(q, a, img, origin=(0, 0), region=(w, h))
     b = np.empty((h, pitch_px, 4), np.uint8)
     cl.enqueue_copy(q, b, buf)
     prog.release()
     assert a.std() > 1 and np.array_equal(a, b[:, :w])
+
+
+@pytest.mark.parametrize("size", [(70, 50), (33, 17), (16, 3)])
+def test_every_lane_count_writes_the_same_texels(host_copy, size):
+    """kernels/julia.cl with 4, 8 or 16 pixels per work-item writes exactly the texels of one
+    work-item per pixel (JULIA_LANES=1), image and buffer kernels alike, also where the width is
+    not a multiple of the lanes (the last lanes of a row write nothing: the padding stays)."""
+    import pyopencl as cl
+
+    from app.cl.programs import KernelProgram
+    from app.scenes.image import julia_constant
+
+    w, h = size
+    q, ctx = host_copy.queue, host_copy.context
+    fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8)
+    shots = {}
+    for lanes in (1, 4, 8, 16):
+        prog = KernelProgram(ctx, "julia.cl", options=[f"-DJULIA_LANES={lanes}"])
+        img = cl.create_image(ctx, cl.mem_flags.WRITE_ONLY, fmt, shape=(w, h))
+        buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, (w + 3) * h * 4)
+        got = []
+        for frame in (0, 40, 333):
+            cr, ci = (np.float32(c) for c in julia_constant(frame))
+            cl.enqueue_fill_buffer(q, buf, np.uint8(0xAB), 0, (w + 3) * h * 4)
+            prog.kernel("julia")(q, julia_global_size(w, h, lanes), None, img, cr, ci)
+            prog.kernel("julia_buffer")(q, julia_global_size(w, h, lanes), None, buf, np.int32(w), np.int32(h),
+                                        np.int32(w + 3), cr, ci)
+            a, b = np.empty((h, w, 4), np.uint8), np.empty((h, w + 3, 4), np.uint8)
+            cl.enqueue_copy(q, a, img, origin=(0, 0), region=(w, h))
+            cl.enqueue_copy(q, b, buf, is_blocking=True)
+            assert np.all(b[:, w:] == 0xAB)  # nothing written past the width
+            assert np.array_equal(a, b[:, :w])
+            got.append(a)
+        shots[lanes] = got
+        img.release()
+        buf.release()
+        prog.release()
+    for lanes, got in shots.items():
+        assert all(np.array_equal(x, y) for x, y in zip(got, shots[1])), lanes
+    off = np.abs(shots[1][1].astype(int) - julia_reference(w, h, 40)).max(axis=-1) > 1
+    assert off.mean() < 0.02 and shots[1][1].std() > 1
 
 
 # -- the buffer-texture display path (external_memory's zero-copy quad), on a plain GL buffer ------

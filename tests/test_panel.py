@@ -84,7 +84,8 @@ def small_runtime(gl, tmp_path):
     from app.config import RunConfig
     from app.session.loop import Run
 
-    cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, trace=tmp_path / "t.json")
+    cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, trace=tmp_path / "t.json",
+                    backend="host_copy")
     with Run(cfg, surface=gl) as rt:
         yield rt
 
@@ -165,7 +166,7 @@ def test_model_is_typed_plain_data(small_runtime):
     assert all(row.at == (("start", "GL"), ("acquire", "CL"), ("compute", "CL"), ("release", "GL"),
                           ("render", "GL")) for row in model.owners.rows)
     assert [b["name"] for b in panel_snapshot(rt, tab="caps").caps.caps.backends] == [
-        "gl_sharing", "external_memory", "host_copy"]
+        "gl_sharing", "external_memory", "host_mapped", "host_copy"]
     lanes = [lane.name for lane in model.timeline.lanes]
     assert lanes[:2] == ["CPU", "CPU wait"] and lanes[2].startswith("CL ") and lanes[3] == "GL"
     assert lanes[4:] == ["position", "color"]  # one lane per shared object

@@ -9,7 +9,7 @@ import pytest
 from app.errors import SharingUnavailable
 from app.sharing.registry import Registry, backend_classes
 
-ORDER = ("gl_sharing", "external_memory", "host_copy")  # the probe order the backends declare
+ORDER = ("gl_sharing", "external_memory", "host_mapped", "host_copy")  # the probe order the backends declare
 
 
 def test_pocl_refusals(probe_env):
@@ -20,8 +20,9 @@ def test_pocl_refusals(probe_env):
     assert not probes["external_memory"].available
     assert "cl_khr_external_memory" in probes["external_memory"].reason
     assert probes["host_copy"].available
-    assert reg.available == ["host_copy"]
-    assert reg.choose("auto") == "host_copy"
+    assert probes["host_mapped"].available, probes["host_mapped"].reason  # PoCL + llvmpipe: host memory
+    assert reg.available == ["host_mapped", "host_copy"]
+    assert reg.choose("auto") == "host_mapped"
     with pytest.raises(SharingUnavailable) as exc:
         reg.choose("gl_sharing")
     assert "cl_khr_gl_sharing" in exc.value.reason
@@ -65,7 +66,7 @@ def test_info_json_names_pocl_and_every_backend(glshare):
     assert any("Portable Computing Language" in d["platform"] for d in data["devices"])
     assert data["selected_device"]["sharing_extensions"]["cl_khr_gl_sharing"] is False
     names = [b["name"] for b in data["backends"]]
-    assert names == ["gl_sharing", "external_memory", "host_copy"]
+    assert names == ["gl_sharing", "external_memory", "host_mapped", "host_copy"]
     assert all(b["reason"] for b in data["backends"])
     assert data["gl"]["renderer"] and data["gl"]["version"]
     table = {h["name"]: h for h in data["external_memory_handle_types"]}

@@ -17,7 +17,7 @@ def test_headless_particles_60_frames(glshare, tmp_path):
     for key in ("schema", "scene", "backend", "sync", "headless", "frames", "size", "bytes_per_frame", "gl", "cl",
                 "counts", "phases_us", "errors"):
         assert key in r, key
-    assert r["scene"] == "particles" and r["backend"] == "host_copy" and r["sync"] == "finish"
+    assert r["scene"] == "particles" and r["backend"] == "host_mapped" and r["sync"] == "finish"
     assert r["headless"] is True and r["frames"] == 60 and r["size"] == 4096
     assert r["bytes_per_frame"] == 32 * 4096  # position + color, float4 each (WORKLOADS.md)
     assert r["counts"] == {"acquire": 60, "compute": 60, "release": 60}

@@ -16,7 +16,7 @@ import pytest
 from app.config import ROOT, RunConfig
 from app.errors import KernelBuildError, KernelNameError, ShaderBuildError, SourceFileError
 
-JULIA_LINE = "write_imagef(out, (int2)(x, y), julia_color(x, y, w, h, cr, ci));"
+JULIA_LINE = "(float4)(LANE(r, k), LANE(s, k), 1.0f, 1.0f)"  # what julia() writes per pixel
 
 
 def _put(path, text: str) -> None:
@@ -227,7 +227,8 @@ def _solid(px: np.ndarray, rgb) -> bool:
 def test_kernel_and_shader_reload_keep_the_last_good_build(gl, kernels, shaders, watch):
     from app.session.loop import Run
 
-    cfg = RunConfig(scene="image", size=(64, 64), headless=True, overlay=False, frames=10_000)
+    cfg = RunConfig(scene="image", size=(64, 64), headless=True, overlay=False, frames=10_000,
+                    backend="host_copy")  # host_copy: CL writes an image, julia() (the line replaced)
     julia, frag = kernels / "julia.cl", shaders / "quad.frag"
     original = julia.read_text()
     with Run(cfg, surface=gl) as rt:
@@ -235,13 +236,13 @@ def test_kernel_and_shader_reload_keep_the_last_good_build(gl, kernels, shaders,
         rt.tick()
         assert not _solid(session.surface.read_pixels(), (255, 0, 0))
         assert watch.poll(session) == []  # nothing changed
-        _put(julia, original.replace(JULIA_LINE, "write_imagef(out, (int2)(x, y), (float4)(1.0f, 0.0f, 0.0f, 1.0f));"))
+        _put(julia, original.replace(JULIA_LINE, "(float4)(1.0f, 0.0f, 0.0f, 1.0f)"))
         assert watch.poll(session) == []  # changed, maybe still being written: the next poll decides
         assert watch.poll(session) == [f"reloaded {julia}"]
         rt.tick()
         assert _solid(session.surface.read_pixels(), (255, 0, 0))  # the rebuilt kernel, arguments set again
 
-        _put(julia, original.replace(JULIA_LINE, "write_imagef(out, (int2)(x, y), (float4)(0.0f, 1.0f, 0.0f 1.0f));"))
+        _put(julia, original.replace(JULIA_LINE, "(float4)(0.0f, 1.0f, 0.0f 1.0f)"))
         lines = _settle(watch, session)
         assert lines == [f"{julia} changed but cannot be used; the last good build keeps running"]
         err = session.history.loop_errors[-1]
@@ -253,7 +254,7 @@ def test_kernel_and_shader_reload_keep_the_last_good_build(gl, kernels, shaders,
             rec = rt.tick()
             assert rec.errors == [] and _solid(session.surface.read_pixels(), (255, 0, 0))  # the last good one
 
-        _put(julia, original.replace(JULIA_LINE, "write_imagef(out, (int2)(x, y), (float4)(0.0f, 1.0f, 0.0f, 1.0f));"))
+        _put(julia, original.replace(JULIA_LINE, "(float4)(0.0f, 1.0f, 0.0f, 1.0f)"))
         assert _settle(watch, session) == [f"reloaded {julia}"]
         rt.tick()
         assert _solid(session.surface.read_pixels(), (0, 255, 0))  # the fixed file resumes
@@ -292,7 +293,8 @@ def test_reload_sets_the_arguments_set_once_again(gl, kernels, watch):
 def test_renamed_or_deleted_kernel_at_reload(gl, kernels, watch):
     from app.session.loop import Run
 
-    cfg = RunConfig(scene="image", size=(32, 32), headless=True, overlay=False, frames=10_000)
+    cfg = RunConfig(scene="image", size=(32, 32), headless=True, overlay=False, frames=10_000,
+                    backend="host_copy")
     julia = kernels / "julia.cl"
     original = julia.read_text()
     with Run(cfg, surface=gl) as rt:
@@ -355,7 +357,7 @@ from app.session.loop import Run
 
 julia = KERNELS_DIR / "julia.cl"
 original = julia.read_text()
-line = "write_imagef(out, (int2)(x, y), julia_color(x, y, w, h, cr, ci));"
+line = "(float4)(LANE(r, k), LANE(s, k), 1.0f, 1.0f)"
 
 
 def put(text):
@@ -375,14 +377,14 @@ def run_until(rt, test, seconds=20):
 
 
 solid = lambda rt, rgb: bool((rt.session.scene.texture.gl.read()[..., :3] == rgb).all())
-cfg = RunConfig(scene="image", size=(64, 64), overlay=False)
+cfg = RunConfig(scene="image", size=(64, 64), overlay=False, backend="host_copy")
 with Run(cfg) as rt:
     assert rt.session.surface.kind == "window"
     rt.tick()
-    put(original.replace(line, "write_imagef(out, (int2)(x, y), (float4)(1.0f, 0.0f, 0.0f, 1.0f));"))
+    put(original.replace(line, "(float4)(1.0f, 0.0f, 0.0f, 1.0f)"))
     run_until(rt, lambda: solid(rt, (255, 0, 0)))
     print("red", flush=True)
-    put(original.replace(line, "write_imagef(out, (int2)(x, y), (float4)(0.0f, 1.0f, 0.0f 1.0f));"))
+    put(original.replace(line, "(float4)(0.0f, 1.0f, 0.0f 1.0f)"))
     run_until(rt, lambda: bool(rt.session.history.loop_errors))
     err = rt.session.history.loop_errors[-1]
     assert "build failed at line" in err.message and "julia.cl:" in err.meaning, err
@@ -390,7 +392,7 @@ with Run(cfg) as rt:
         rt.tick()
     assert solid(rt, (255, 0, 0))
     print("kept", flush=True)
-    put(original.replace(line, "write_imagef(out, (int2)(x, y), (float4)(0.0f, 1.0f, 0.0f, 1.0f));"))
+    put(original.replace(line, "(float4)(0.0f, 1.0f, 0.0f, 1.0f)"))
     run_until(rt, lambda: solid(rt, (0, 255, 0)))
     print("green", rt.session.history.totals["frames"], rt.session.history.totals["errors"], flush=True)
 """

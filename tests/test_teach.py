@@ -91,7 +91,8 @@ def test_runtime_keys_drive_teaching_and_hazard_demos(gl):
 
     surface = EglSurface((96, 72))
     try:
-        cfg = RunConfig(scene="particles", size=1024, headless=True, overlay=True, frames=10_000, seed=2)
+        cfg = RunConfig(scene="particles", size=1024, headless=True, overlay=True, frames=10_000, seed=2,
+                        backend="host_copy")  # its hazard texts are asserted
         with Run(cfg, surface=surface) as rt:
             rt.tick()
             frame = rt.session.frame

@@ -136,6 +136,52 @@ def probe_machine(cl_device: str | None, surface) -> dict:
                    "version": device.version.strip(), "type": kind}}
 
 
+def zero_copy_backend(probe: dict) -> str | None:
+    """The first available zero-copy backend (in probe order) where host_copy is available beside it."""
+    from app.sharing.registry import backend_classes
+
+    classes = backend_classes()
+    if "host_copy" not in probe["backends_available"]:
+        return None
+    return next((b for b in probe["backends_available"] if classes[b].capabilities.zero_copy), None)
+
+
+def _zero_copy_races(sweep, cl_device, probe: dict, surface, failures: list, progress) -> list[dict]:
+    """The zero-copy backend against host_copy minus its copies: every image size of the sweep and
+    the default particle count (app/bench/races.py)."""
+    from app.bench.races import zero_copy_race
+
+    backend = zero_copy_backend(probe)
+    if backend is None:
+        return []
+    out = []
+    for scene, size in [("image", s) for s in (sweep.race_images or sweep.images)] + [("particles", sweep.default_particles)]:
+        try:
+            out.append(zero_copy_race(scene, size, backend, sweep, cl_device, surface))
+        except Exception as exc:  # noqa: BLE001 - a race that cannot run does not end the bench
+            log.warning("zero-copy race %s %s failed: %s", scene, size, exc)
+            failures.append({"scene": scene, "size": size if scene == "particles" else list(size),
+                             "backend": f"{backend} vs host_copy", "error": f"{type(exc).__name__}: {exc}"})
+        progress.tick(f"race {scene} {backend} vs host_copy")
+    return out
+
+
+def _kernel_race(sweep, cl_device, failures: list) -> list[dict]:
+    """The Julia kernel alone against the reference formulation (app/bench/kernel_race.py)."""
+    import pyopencl as cl
+
+    from app.bench.kernel_race import kernel_race
+    from app.cl.device import select_device
+
+    choice = select_device(cl_device)
+    try:
+        return kernel_race(cl.Context([choice.device]), choice.device, sweep.kernel_sizes, sweep.kernel_rounds)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("kernel race failed: %s", exc)
+        failures.append({"scene": "image", "size": "kernel race", "backend": "-", "error": f"{type(exc).__name__}: {exc}"})
+        return []
+
+
 def _run_name(date: str, probe: dict, sweep_name: str) -> str:
     """``2026-12-01-cpu-2core-pocl`` (a full sweep), ``...-pocl-quick`` (a quick one)."""
     cores = os.cpu_count() or 0
@@ -148,6 +194,7 @@ def _run_name(date: str, probe: dict, sweep_name: str) -> str:
 # -- the sweep --------------------------------------------------------------------------------------
 def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
     from app.bench.cells import measure_backend
+    from app.bench.races import race_rows
     from app.bench.ratios import compute_ratios
     from app.bench.report import Progress
     from app.sharing.sync import sync_modes
@@ -179,7 +226,10 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
         result["sync"].setdefault(backend, got["sync"])
         per_backend[backend] = len(got["cells"])
         progress.total = sum(per_backend.get(b, 2) for _, _, b in groups)
+    result["zero_copy_races"] = _zero_copy_races(sweep, cl_device, probe, surface, result["failures"], progress)
+    result["kernel_race"] = _kernel_race(sweep, cl_device, result["failures"])
     progress.close()
+    result["races"] = race_rows(result)
     ratios, missing = compute_ratios(result, sweep, backends)
     date = now.date().isoformat()
     return {
@@ -199,6 +249,9 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
         "baselines": result["baselines"],
         "panels": result["panels"],
         "failures": result["failures"],
+        "zero_copy_races": result["zero_copy_races"],
+        "kernel_race": result["kernel_race"],
+        "races": result["races"],
         "ratios": ratios,
         "not_measurable": missing,
         "duration_s": round(time.perf_counter() - t0, 1),

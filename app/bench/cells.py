@@ -120,17 +120,50 @@ def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str
     return out
 
 
-def _moved(rt, nbytes: int) -> int:
-    return 0 if rt.session.backend.zero_copy else nbytes
+def _moved(records: list) -> int:
+    """Bytes the backend copied per frame (FrameRecord.bytes_moved), the median over the frames."""
+    return int(np.median([r.bytes_moved for r in records])) if records else 0
+
+
+def device_limit(samples: list[Sample], records: list) -> dict | None:
+    """The device-time limit of the frames that have both: the kernel's CL device time plus the
+    scene's GL pass ("gl render", GL timer queries; sampled frames only) of the same frame, against
+    that frame's wall time (``samples[i]`` is the frame of ``records[i]``). None where no frame has both."""
+    limits, ratios, kernels, passes = [], [], [], []
+    for sample, rec in zip(samples, records):
+        prof = rec.cl_profile.get("compute")
+        gl = [end - start for name, start, end in rec.gl_passes if name == "gl render"]
+        if prof is None or not gl:
+            continue
+        kernel, gl_ns = prof[3] - prof[2], sum(gl)
+        limits.append(kernel + gl_ns)
+        ratios.append(sample.wall / max(1, kernel + gl_ns))
+        kernels.append(kernel)
+        passes.append(gl_ns)
+    if not ratios:
+        return None
+    q1, q3 = np.percentile(ratios, [25, 75])
+    return {"frames": len(ratios), "limit_ms": _ms(limits), "cl_kernel_ms": _ms(kernels), "gl_pass_ms": _ms(passes),
+            "ratio_median": round(float(np.median(ratios)), 3), "ratio_iqr": [round(float(q1), 3), round(float(q3), 3)],
+            "what": "frame wall time / (CL kernel device time + GL pass time of the same frame), frames "
+                    "where both were measured (the GL timer samples one frame in a few on software GL)"}
 
 
 def _cell(rt, base: dict, nbytes: int, samples: list[Sample], records: list) -> dict:
-    rt.session.scheduler.finish()  # the last frames' CL profiles
+    rt.session.scheduler.finish()  # the last frames' CL profiles and GL passes
     stats = sample_stats(samples)
     median = stats["frame_ms"]["median"]
-    return {**base, "sync": rt.session.cfg.sync, "frames": len(samples), **stats, **record_stats(records),
-            "bytes_shared_per_frame": nbytes, "bytes_moved_per_frame": _moved(rt, nbytes),
+    cell = {**base, "sync": rt.session.cfg.sync, "frames": len(samples), **stats, **record_stats(records),
+            "bytes_shared_per_frame": nbytes, "bytes_moved_per_frame": _moved(records),
             "bandwidth_gbps": _gbps(nbytes, median)}
+    limit = device_limit(samples, records)
+    if limit is not None:
+        cell["device_limit"] = limit
+    cell["gl_software"] = rt.session.gl_info.software
+    texture = getattr(rt.session.scene, "texture", None)  # the image scene: how its kernel sees the texture
+    if texture is not None:
+        cell["cl_view"] = "image" if texture.is_image else "buffer"
+    return cell
 
 
 def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
@@ -160,6 +193,40 @@ def _take(n: int, clock: _Clock, have: int, fn, least: int = MIN_FRAMES) -> list
             break
         out.append(fn())
     return out
+
+
+def _gl_pass_alone(rt, frames: int) -> dict | None:
+    """The scene's draw alone, GL finished before and after: the GL pass as wall time (on a software
+    rasterizer its threads' work, which GL's timestamp queries do not see: they are stamped as the
+    commands are queued). None when there is nothing to draw into."""
+    from OpenGL import GL
+
+    from app.bench.loops import render_target
+
+    spent = []
+    for _ in range(frames):
+        GL.glFinish()
+        t0 = time.perf_counter_ns()
+        size = render_target(rt)
+        if size is None:
+            return None
+        rt.session.scene.render(size)
+        GL.glFinish()
+        spent.append(time.perf_counter_ns() - t0)
+    rt.session.surface.present()
+    return _ms(spent)
+
+
+def _limit_by_finish(cell: dict, gl_alone: dict) -> None:
+    """The device-time limit with the GL pass timed by glFinish (``_gl_pass_alone``) instead of the
+    timer queries: the kernel's median device time + the draw's median wall time, against the
+    median frame."""
+    limit = cell["device_limit"]
+    total = limit["cl_kernel_ms"]["median"] + gl_alone["median"]
+    limit["gl_pass_alone_ms"] = gl_alone
+    limit["limit_by_finish_ms"] = round(total, 4)
+    limit["ratio_by_finish"] = round(cell["frame_ms"]["median"] / total, 3) if total > 0 else None
+    limit["gl_software"] = cell.get("gl_software", False)
 
 
 def _drained_ms(rt, frames: int) -> float:
@@ -288,10 +355,13 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
             if clock.over:
                 break
         drained = _drained_ms(rt, max(MIN_FRAMES, per_round))
+        gl_alone = _gl_pass_alone(rt, max(MIN_FRAMES, per_round // 2))
     finally:
         bare.close()
     cell = _cell(rt, base, nbytes, fr.glshare, fr.records)
     cell["throughput_ms"] = drained
+    if gl_alone is not None and "device_limit" in cell:
+        _limit_by_finish(cell, gl_alone)
     if smallest:
         cell["overhead_breakdown"] = overhead_breakdown(rt, reps=max(50, 10 * sweep.frames))
     bare_stats = sample_stats(fr.bare)

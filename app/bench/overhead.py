@@ -1,17 +1,16 @@
 """Where glshare's per-frame overhead goes: each piece the scheduler adds to a frame.
 
 Two views on the live session of a cell (its backend, queue, scene and GL timer), main-thread CPU
-time: ``in_frame`` wraps those pieces during real frames and sums their time per frame, amortized over
-every frame where a piece runs on some frames only (what they
-cost between the kernel and the draw, caches cold); ``alone`` times each piece in a tight loop (the
-best case). The pieces: the validator's two checks, the ownership tracker, the acquire call (host_copy
-enqueues nothing when nothing is copied in), reading the CL profiling of the frame's events (in
-batches), the GL timer's span and harvest (one frame in a few on software GL). What the bare loop
-does not pay; it explains scheduler_overhead_us.
+time: ``in_frame`` times those pieces during real frames through the hooks the backend and the
+scheduler offer (``instrument``) and sums their time per frame, amortized over every frame where a
+piece runs on some frames only (what they cost between the kernel and the draw, caches cold);
+``alone`` times each piece in a tight loop (the best case). The pieces: the validator's two checks,
+the ownership tracker, the acquire call (host_copy enqueues nothing when nothing is copied in),
+reading the CL profiling of the frame's events (in batches), the GL timer's span and harvest (one
+frame in a few on software GL). What the bare loop does not pay; it explains scheduler_overhead_us.
 """
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -35,48 +34,34 @@ def _cpu_us(fn, reps: int, setup=None) -> float:
     return round(float(np.median(out)) / 1e3, 1)
 
 
+# the pieces glshare adds to a frame, as the backend's and the scheduler's ``instrument`` name them;
+# "release call" is left out: host_copy's copy is the work itself, not bookkeeping
+IN_FRAME_PIECES = ("validator", "ownership tracker", "acquire call", "CL profiling harvest", "GL timer harvest",
+                   "GL timer span")
+
+
 def overhead_in_frame(rt, frames: int) -> dict:
-    """Run ``frames`` glshare frames with the scheduler's own pieces wrapped; us per frame (mean over
-    all of them, so batched and sampled pieces count for their share)."""
+    """Run ``frames`` glshare frames with the pieces instrumented (``SharingBackend.instrument``,
+    ``FrameScheduler.instrument``) and their main-thread CPU summed; us per frame (mean over all of
+    them, so batched and sampled pieces count for their share)."""
     from app.bench.loops import glshare_frame
 
-    backend, sched = rt.session.backend, rt.session.scheduler
     acc: dict[str, int] = {}
 
-    def wrap(obj, attr: str, piece: str):
-        orig = getattr(obj, attr)
+    def wrap(piece: str, fn):
+        if piece not in IN_FRAME_PIECES:
+            return fn
 
         def timed_call(*a, **k):
             t0 = time.thread_time_ns()
             try:
-                return orig(*a, **k)
+                return fn(*a, **k)
             finally:
                 acc[piece] = acc.get(piece, 0) + time.thread_time_ns() - t0
 
-        setattr(obj, attr, timed_call)
-        return lambda: delattr(obj, attr) if attr in vars(obj) else None
+        return timed_call
 
-    timer = sched.gl_timer
-    span_orig = timer.span
-
-    @contextlib.contextmanager
-    def span(rec, name):
-        t0 = time.thread_time_ns()
-        cm = span_orig(rec, name)
-        cm.__enter__()
-        acc["GL timer span"] = acc.get("GL timer span", 0) + time.thread_time_ns() - t0
-        try:
-            yield
-        finally:
-            t1 = time.thread_time_ns()
-            cm.__exit__(None, None, None)
-            acc["GL timer span"] += time.thread_time_ns() - t1
-
-    undo = [wrap(backend.validator, "check_python", "validator"),
-            wrap(backend, "_enqueue_acquire", "acquire call"),
-            wrap(timer, "harvest", "GL timer harvest"), wrap(sched, "harvest", "CL profiling harvest")]
-    undo += [wrap(backend.tracker, m, "ownership tracker") for m in ("acquired", "released", "cl_use", "gl_use")]
-    timer.span = span
+    undo = [rt.session.backend.instrument(wrap), rt.session.scheduler.instrument(wrap)]
     per_frame: dict[str, list[int]] = {}
     try:
         for _ in range(frames):
@@ -85,8 +70,7 @@ def overhead_in_frame(rt, frames: int) -> dict:
             for k, v in acc.items():
                 per_frame.setdefault(k, []).append(v)
     finally:
-        del timer.span
-        for u in undo:
+        for u in reversed(undo):
             u()
     # amortized: a piece that runs on some frames only (the CL profiles are read in batches, the GL
     # timer samples frames) counts for its share of every frame

@@ -60,6 +60,8 @@ class Run:
     panels: list[dict]
     sweep: Sweep
     backends: list[str]
+    zero_copy_races: list[dict] = field(default_factory=list)
+    kernel_race: list[dict] = field(default_factory=list)
 
     @property
     def default(self) -> str:
@@ -337,14 +339,97 @@ class ZeroCopySpeedup(Ratio):
         return why[0] if why else NO_EXTERNAL_MEMORY
 
 
+class JuliaKernelVsReference(Ratio):
+    """Read on the kernel the default backend's image cell runs (``cell["cl_view"]``: an image or a
+    pitched buffer) against the reference formulation writing the sample's texture format (RGBA
+    float) and glshare's (RGBA8); the lowest of those ratios over the race's sizes."""
+
+    name, op, limit = "julia_kernel_vs_reference", ">=", 1.0
+    what = ("the reference formulation's device time / glshare's Julia kernel's (the one the default backend "
+            "runs), the lowest over the race's sizes and both reference texture formats; >= 1: glshare's kernel "
+            "is at least as fast")
+
+    def measure(self, run: Run) -> Measured | str:
+        if not run.kernel_race:
+            return "no kernel race in this run"
+        image_cell = next((c for c in run.cells if c["scene"] == "image" and c["backend"] == run.default
+                           and c.get("cl_view")), None)
+        view = image_cell["cl_view"] if image_cell else "image"
+        variant = "glshare julia_buffer (pitched buffer)" if view == "buffer" else "glshare julia (rgba8 image)"
+        by = {}
+        for k in run.kernel_race:
+            for race in k["races"]:
+                if race["glshare"] == variant:
+                    by[f"{k['size']} vs {race['reference']}"] = race["ratio_median"]
+        if not by:
+            return f"no race of {variant}"
+        worst = min(by, key=by.get)
+        return Measured(by[worst], f"{worst} ({variant}, as {run.default} runs it)",
+                        {"by_size": by, "same_texels": all(k["same_texels"] for k in run.kernel_race),
+                         "other_variant": {f"{k['size']} vs {r['reference']}": r["ratio_median"]
+                                           for k in run.kernel_race for r in k["races"] if r["glshare"] != variant}})
+
+
+class ZeroCopyVsCopyFreeHostCopy(Ratio):
+    name, op, limit = "zero_copy_vs_host_copy_without_copies", "<=", 1.0
+    what = ("the zero-copy backend's frame / (host_copy's frame - its copies), both open at once and timed in "
+            "alternating blocks; the highest over the races' scenes and sizes (<= 1: the zero-copy frame is no "
+            "slower than host_copy's would be with free copies)")
+
+    def measure(self, run: Run) -> Measured | str:
+        if not run.zero_copy_races:
+            return "no zero-copy backend beside host_copy here"
+        by = {f"{z['scene']} {z['size']}": z["ratio_median"] for z in run.zero_copy_races}
+        worst = max(by, key=by.get)
+        return Measured(by[worst], f"{worst}, {run.zero_copy_races[0]['backend']} vs host_copy, finish",
+                        {"by_size": by, "ranges": {f"{z['scene']} {z['size']}": z["ratio_range"]
+                                                   for z in run.zero_copy_races}})
+
+
+class DeviceTimeLimit(Ratio):
+    """Read on the default backend's image cells at the largest image size: semaphore sync where
+    measured (the GPU machine's target), else finish."""
+
+    name, op, limit = "device_time_limit", "<=", 1.5
+    what = ("glshare's frame / (the kernel's CL device time + the scene's GL pass time of the same frame), the "
+            "median over the frames where both were measured")
+    software_what = ("glshare's frame / (the kernel's CL device time + the scene's draw alone timed to glFinish), "
+                     "medians: on a software rasterizer GL's timer queries are stamped as commands are queued and "
+                     "miss the rasterizer threads' work, so the draw is timed by its wall time instead")
+
+    def measure(self, run: Run) -> Measured | str:
+        cells = [c for c in run.cells if c["scene"] == "image" and c["backend"] == run.default and c.get("device_limit")]
+        if not cells:
+            return "no image cell of the default backend with both CL and GL device times (GL timer queries)"
+        largest = max(int(c["size"].split("x")[0]) * int(c["size"].split("x")[1]) for c in cells)
+        at = [c for c in cells if int(c["size"].split("x")[0]) * int(c["size"].split("x")[1]) == largest]
+        cell = next((c for c in at if c["sync"] == "semaphore"), None) or next((c for c in at if c["sync"] == "finish"), None)
+        if cell is None:
+            return "no finish or semaphore image cell with both CL and GL device times at the largest image size"
+        lim = cell["device_limit"]
+        if cell["sync"] != "finish":  # no CPU wait: the sustained frame against the median limit
+            lim = {**lim, "ratio_median": round(_sustained(cell) / max(lim["limit_ms"]["median"], 1e-9), 3),
+                   "ratio_iqr": None}
+        detail = {"iqr": lim["ratio_iqr"], "frames": lim["frames"], "limit_ms": lim["limit_ms"]["median"],
+                  "cl_kernel_ms": lim["cl_kernel_ms"]["median"], "gl_pass_ms": lim["gl_pass_ms"]["median"],
+                  "frame_ms": cell["frame_ms"]["median"], "ratio_by_queries": lim["ratio_median"],
+                  "ratio_by_finish": lim.get("ratio_by_finish"), "limit_by_finish_ms": lim.get("limit_by_finish_ms")}
+        where = f"image {cell['size']}, {cell['backend']}, {cell['sync']}"
+        if lim.get("gl_software") and lim.get("ratio_by_finish") is not None:
+            return Measured(lim["ratio_by_finish"], where, detail, self.software_what)
+        return Measured(lim["ratio_median"], where, detail)
+
+
 RATIOS: tuple[Ratio, ...] = (SchedulerOverhead(), SchedulerOverheadUs(), HostCopyEfficiency(), PanelCostMs(),
-                             ExternalMemoryFrameMs(), SemaphoreVsFinish(), ZeroCopySpeedup())
+                             ExternalMemoryFrameMs(), SemaphoreVsFinish(), ZeroCopySpeedup(), JuliaKernelVsReference(),
+                             ZeroCopyVsCopyFreeHostCopy(), DeviceTimeLimit())
 
 
 def compute_ratios(result: dict, sweep: Sweep, backends: list[str]) -> tuple[dict, dict]:
     """Returns (ratios, not_measurable) from the cells, baselines and panel blocks of one run: every
     ratio of ``RATIOS`` is in exactly one of them, by name."""
-    run = Run(result["cells"], result["baselines"], result["panels"], sweep, list(backends))
+    run = Run(result["cells"], result["baselines"], result["panels"], sweep, list(backends),
+              result.get("zero_copy_races", []), result.get("kernel_race", []))
     ratios: dict = {}
     missing: dict = {}
     for ratio in RATIOS:

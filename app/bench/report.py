@@ -93,6 +93,12 @@ def print_table(result: dict, out) -> None:
                   f" ms with, {_f(p['without_panel']['frame_ms']['median'])} ms without, "
                   f"{_f(p.get('with_overlay', {}).get('frame_ms', {}).get('median'))} ms with the minimal overlay; "
                   f"draw_ui {_f(p['draw_ui_ms']['median'], 3)} ms\n")
+    if result.get("races"):
+        out.write("\nraces (each against its baseline in this run)\n")
+        rows = [[r["race"], r["at"], str(r["backend"]), _f(r["glshare_ms"], 3), str(r["baseline"]), _f(r["baseline_ms"], 3),
+                 _f(r["ratio"], 3), "-" if r["spread"] is None else "/".join(_f(x, 3) for x in r["spread"])]
+                for r in result["races"]]
+        _rows(out, ["race", "at", "glshare", "ms", "baseline", "ms", "ratio", "spread"], rows)
     out.write("\nratios\n")
     rows = [[name, _f(r["value"], 3), r["target"], "met" if r["met"] else "MISSED", r["measured_at"]]
             for name, r in result["ratios"].items()]

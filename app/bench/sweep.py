@@ -6,6 +6,7 @@ the 2-core machine) and ``tiny`` (``GLSHARE_BENCH_TINY=1``: for tests, a few sec
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -26,22 +27,25 @@ class Sweep:
     cell_budget_s: float  # stop adding rounds to a cell after this long (large sizes)
     default_particles: int = 65_536  # the fountain's default (WORKLOADS.md): scheduler_overhead and panel_cost_ms are read here
     efficiency_min_bytes: int = 4 * MIB  # host_copy_efficiency from this size up
+    kernel_sizes: tuple[tuple[int, int], ...] = ((512, 512), (1024, 1024), (2048, 2048))  # the Julia kernel race
+    kernel_rounds: int = 7
+    race_images: tuple[tuple[int, int], ...] | None = None  # the zero-copy race's image sizes (None: ``images``)
 
     def with_zero_copy_size(self) -> "Sweep":
-        """Add the 64 MiB sizes (2M particles, a 4096x4096 image) where a zero-copy backend exists."""
+        """Add the 64 MiB sizes (2M particles, a 4096x4096 image) where a GPU zero-copy backend exists."""
         sizes = tuple(sorted(set(self.particles) | {ZERO_COPY_PARTICLES}))
         images = tuple(sorted(set(self.images) | {ZERO_COPY_IMAGE}))
-        return Sweep(self.name, sizes, images, self.warmup, self.frames, self.rounds, self.cell_budget_s,
-                     self.default_particles, self.efficiency_min_bytes)
+        return dataclasses.replace(self, particles=sizes, images=images)
 
 
 FULL = Sweep("full", particles=(16_384, 65_536, 262_144, 1 << 20, ZERO_COPY_PARTICLES, 4 << 20, 16 << 20),
              images=((256, 256), (512, 512), (1024, 1024), (2048, 2048), (4096, 4096)),
              warmup=5, frames=60, rounds=4, cell_budget_s=25.0)
 QUICK = Sweep("quick", particles=(16_384, 65_536, 262_144), images=((256, 256), (1024, 1024)),
-              warmup=5, frames=30, rounds=3, cell_budget_s=8.0)
+              warmup=5, frames=30, rounds=3, cell_budget_s=8.0, kernel_rounds=5)
 TINY = Sweep("tiny", particles=(4_096, 8_192), images=((64, 64),), warmup=2, frames=6, rounds=2,
-             cell_budget_s=2.0, default_particles=8_192, efficiency_min_bytes=0)
+             cell_budget_s=2.0, default_particles=8_192, efficiency_min_bytes=0, kernel_sizes=((64, 48),),
+             kernel_rounds=3)
 
 
 def choose_sweep(quick: bool) -> Sweep:

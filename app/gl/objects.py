@@ -9,8 +9,10 @@ import ctypes
 
 import numpy as np
 from OpenGL import GL
+from OpenGL import error as GLerror
 
 from app.diagnostics import live
+from app.errors import GlError
 from app.gl.formats import RGBA8, TexelFormat
 
 GL_OBJECT_LABEL_TYPES = {"buffer": 0x82E0, "texture": GL.GL_TEXTURE, "vertex_array": 0x8074,
@@ -75,6 +77,72 @@ class GlBuffer:
 
     def __repr__(self) -> str:
         return f"<GlBuffer {self.label!r} name={self.name} {self.nbytes} B>"
+
+
+class GlMappedBuffer(GlBuffer):
+    """A GL buffer with immutable storage (glBufferStorage: GL 4.4 or GL_ARB_buffer_storage) mapped
+    once, for reading and writing, persistently and coherently, until ``release()``.
+
+    ``address`` is where the mapping starts and ``view`` the mapping as bytes. With
+    MAP_PERSISTENT_BIT GL may use the buffer while it is mapped; with MAP_COHERENT_BIT writes
+    through the mapping are seen by GL commands issued after them, and GL's writes are seen through
+    the mapping once a fence (or glFinish) after them has completed (ARB_buffer_storage, OpenGL 4.4
+    core section 6.2). glBufferSubData still works (DYNAMIC_STORAGE_BIT).
+
+    Raises:
+        GlError: GL refused the storage or the mapping (nothing is left behind).
+    """
+
+    MAP_FLAGS = GL.GL_MAP_READ_BIT | GL.GL_MAP_WRITE_BIT | GL.GL_MAP_PERSISTENT_BIT | GL.GL_MAP_COHERENT_BIT
+    STORAGE_FLAGS = MAP_FLAGS | GL.GL_DYNAMIC_STORAGE_BIT
+
+    def __init__(self, label: str, nbytes: int, *, target: int = GL.GL_ARRAY_BUFFER, owner: str = "") -> None:
+        self.label, self.nbytes, self.target, self.owner = label, int(nbytes), target, owner
+        self.name = int(GL.glGenBuffers(1))
+        GL.glBindBuffer(target, self.name)
+        where, detail = "glBufferStorage + glMapBufferRange", f"persistent coherent mapping of {label!r} ({self.nbytes} B)"
+        try:
+            try:
+                GL.glBufferStorage(target, self.nbytes, None, self.STORAGE_FLAGS)
+                ptr = GL.glMapBufferRange(target, 0, self.nbytes, self.MAP_FLAGS)
+            except GLerror.GLError as exc:
+                raise GlError(exc.err, where=where, detail=f"{detail} failed") from exc
+            address = ptr if isinstance(ptr, int) else ctypes.cast(ptr, ctypes.c_void_p).value
+            err = GL.glGetError()
+            if err or not address:
+                raise GlError(err, where=where, detail=f"{detail} failed")
+        except BaseException:
+            GL.glBindBuffer(target, 0)
+            GL.glDeleteBuffers(1, [self.name])
+            self.name = 0
+            raise
+        GL.glBindBuffer(target, 0)
+        self.address = int(address)
+        self._view: np.ndarray | None = np.ctypeslib.as_array((ctypes.c_ubyte * self.nbytes).from_address(self.address))
+        _label("buffer", self.name, label)
+        live.created("gl_buffer", owner)
+
+    @property
+    def view(self) -> np.ndarray:
+        """The mapping as ``nbytes`` bytes (valid until ``release()``)."""
+        if self._view is None:
+            raise ValueError(f"{self.label}: released, its mapping is gone")
+        return self._view
+
+    def release(self) -> None:
+        """Unmap, then delete. Idempotent. Whatever used the mapping (a CL buffer over it) must be
+        released first."""
+        name, self.name = self.name, 0
+        if name:
+            self._view = None
+            GL.glBindBuffer(self.target, name)
+            GL.glUnmapBuffer(self.target)
+            GL.glBindBuffer(self.target, 0)
+            GL.glDeleteBuffers(1, [name])
+            live.released("gl_buffer", self.owner)
+
+    def __repr__(self) -> str:
+        return f"<GlMappedBuffer {self.label!r} name={self.name} {self.nbytes} B at 0x{getattr(self, 'address', 0):x}>"
 
 
 

@@ -26,6 +26,28 @@ def julia_constant(frame: int) -> tuple[float, float]:
     return (math.sin(2 * math.pi * (frame % 599) / 599), math.sin(2 * math.pi * (frame % 773) / 773))
 
 
+def julia_lanes(device: cl.Device) -> int:
+    """Pixels of a row each work-item of kernels/julia.cl computes on ``device`` (its JULIA_LANES):
+    on a CPU the native float vector width (4, 8 or 16: the iteration then runs as SIMD, which a
+    CPU compiler cannot do across work-items for a data-dependent loop); elsewhere 1, one work-item
+    per pixel, which GPUs run as SIMD themselves."""
+    if not device.type & cl.device_type.CPU:
+        return 1
+    width = int(device.native_vector_width_float)
+    return 16 if width >= 16 else 8 if width >= 8 else 4
+
+
+def julia_program(context: cl.Context, device: cl.Device, owner: str = "") -> tuple[KernelProgram, int]:
+    """kernels/julia.cl built for ``device`` and its lane count."""
+    lanes = julia_lanes(device)
+    return KernelProgram(context, "julia.cl", options=[f"-DJULIA_LANES={lanes}"], owner=owner), lanes
+
+
+def julia_global_size(width: int, height: int, lanes: int) -> tuple[int, int]:
+    """The launch of kernels/julia.cl for a width x height image: one work-item per ``lanes`` pixels."""
+    return (-(-width // lanes), height)
+
+
 def julia_reference(width: int, height: int, frame: int, c: tuple[float, float] | None = None) -> np.ndarray:
     """float64 numpy reference of the kernel: uint8 RGBA, row 0 first; ``c`` instead of frame's constant."""
     cr, ci = julia_constant(frame) if c is None else c
@@ -65,7 +87,7 @@ class ImageScene(Scene):
             self.image_size = self.default_size
         self.texture = None
         self.quad = ImageQuad("image quad", owner=backend.name)
-        self.program = KernelProgram(backend.context, "julia.cl", owner=backend.name)
+        self.program, self.lanes = julia_program(backend.context, backend.device, owner=backend.name)
         self._make_texture()
         # -- steering and local size (user controls) --
         self.steered_c: tuple[float, float] | None = None  # None: c follows its animation
@@ -76,6 +98,7 @@ class ImageScene(Scene):
         w, h = self.image_size
         self.texture = tex = self.backend.create_texture("image.julia", w, h, access="write_only", drawn_by_quad=True)
         self.shared = [tex]
+        self._global_size = julia_global_size(w, h, self.lanes)
         # the arguments that stay are set once; each frame sets only the constant (cr, ci)
         if tex.is_image:
             self._kernel_name = "julia"
@@ -110,7 +133,7 @@ class ImageScene(Scene):
         kernel, i = self.kernel, self._c_index
         kernel.set_arg(i, np.float32(cr))
         kernel.set_arg(i + 1, np.float32(ci))
-        global_size, local = self.launch(self.image_size)
+        global_size, local = self.launch(self._global_size)
         return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
 
     def render(self, size) -> None:

@@ -22,7 +22,7 @@ from app.gl.raw import gl_function
 from app.gl.timer import GlTimer
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
-from app.sharing.base import SharingBackend
+from app.sharing.base import SharingBackend, Wrap, instrument_attributes
 from app.sharing.sync import SyncMode
 from app.validate.findings import normalize_strict
 
@@ -116,6 +116,7 @@ class FrameScheduler:
         samples = rec.owners
         rec.start_ns = t = ns()
         samples.append(("start", t, tuple(map(_OWNER, owned))))
+        copied = backend.bytes_copied
         ok = True
         try:
             if self.faults is not None:
@@ -196,7 +197,7 @@ class FrameScheduler:
             while first > 0 and flags[first - 1].frame == frame:
                 first -= 1
             rec.hazards = flags[first:]
-        rec.bytes_moved = 0 if backend.zero_copy else scene.bytes_per_frame
+        rec.bytes_moved = backend.bytes_copied - copied  # what the backend copied in this frame
         self.history.add(rec)
         self._pending.append(rec)
         self.current = None
@@ -273,7 +274,41 @@ class FrameScheduler:
         self.backend.queue.finish()
         self.harvest(wait=True)
 
+    def instrument(self, wrap: Wrap):
+        """Put ``wrap(piece, fn)`` in place of each piece of bookkeeping the scheduler adds to a frame
+        until the returned undo is called: "CL profiling harvest", "GL timer harvest" and "GL timer
+        span" (entering and leaving the span around the scene's draw, each wrapped). The backend's
+        own pieces: ``SharingBackend.instrument``. Nothing is rebound, and nothing costs, otherwise."""
+        enter = wrap("GL timer span", lambda cm: cm.__enter__())
+        leave = wrap("GL timer span", lambda cm, *exc: cm.__exit__(*exc))
+
+        def spans(piece, span):
+            return lambda rec, name: _WrappedSpan(span(rec, name), enter, leave)
+
+        undo = instrument_attributes([(self, "harvest", "CL profiling harvest"),
+                                      (self.gl_timer, "harvest", "GL timer harvest")], wrap)
+        undo_span = instrument_attributes([(self.gl_timer, "span", "GL timer span")], spans)
+
+        def both() -> None:
+            undo_span()
+            undo()
+
+        return both
+
     def close(self) -> None:
         self._drop_in_flight()
         self.sync.close()
         self.gl_timer.release()
+
+
+class _WrappedSpan:
+    """A context manager whose enter and exit go through instrumented callables."""
+
+    def __init__(self, cm, enter, leave) -> None:
+        self.cm, self.enter, self.leave = cm, enter, leave
+
+    def __enter__(self):
+        return self.enter(self.cm)
+
+    def __exit__(self, *exc):
+        return self.leave(self.cm, *exc)

@@ -16,7 +16,7 @@ import abc
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 import pyopencl as cl
 
@@ -25,6 +25,7 @@ from app.diagnostics import live
 from app.errors import ClError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
+from app.gl.upload import texture_to_pack_buffer
 from app.sharing.sync import SyncMode, sync_modes
 from app.validate.liveness import REGISTRY
 from app.validate.ownership import OwnershipTracker
@@ -34,6 +35,29 @@ log = logging.getLogger(__name__)
 
 ACCESS_FLAGS = {"read_write": cl.mem_flags.READ_WRITE, "write_only": cl.mem_flags.WRITE_ONLY,
                 "read_only": cl.mem_flags.READ_ONLY}
+
+
+Wrap = Callable[[str, Callable], Callable]  # instrument(): (piece, the callable) -> what replaces it
+
+
+def instrument_attributes(targets: list[tuple[Any, str, str]], wrap: Wrap) -> Callable[[], None]:
+    """Rebind each ``(obj, attribute, piece)`` to ``wrap(piece, obj.attribute)`` on the instance;
+    returns the undo, which puts back exactly what was there (idempotent)."""
+    saved = []
+    for obj, attr, piece in targets:
+        own = vars(obj)
+        saved.append((obj, attr, attr in own, own.get(attr)))
+        setattr(obj, attr, wrap(piece, getattr(obj, attr)))
+
+    def undo() -> None:
+        while saved:
+            obj, attr, had, old = saved.pop()
+            if had:
+                setattr(obj, attr, old)
+            else:
+                vars(obj).pop(attr, None)
+
+    return undo
 
 
 @dataclass(frozen=True)
@@ -223,6 +247,20 @@ class SharingBackend(abc.ABC):
         """GL's part of the hand-over before the acquire is ordered (a copy into the memory CL reads)."""
         return None
 
+    def _copy_written_textures(self, objects: list[SharedObject]) -> int:
+        """GL's copy of each 2D texture it wrote (rendered into) since CL last saw it into the buffer
+        whose texels CL reads (``storage``), for backends that keep texels in buffers; the bytes
+        copied. Buffers, buffer textures and textures CL only writes need nothing."""
+        copied = 0
+        for obj in objects:
+            if (obj.storage is None or not isinstance(obj.gl, GlTexture) or obj.access == "write_only"
+                    or obj.synced_generation == obj.gl_generation):
+                continue
+            texture_to_pack_buffer(obj.gl, obj.storage.name, obj.row_pitch)
+            obj.synced_generation = obj.gl_generation
+            copied += obj.nbytes
+        return copied
+
     def gl_after_release(self, objects: list[SharedObject]) -> None:
         """GL's part of the hand-over after the release is ordered (a copy out of the memory CL wrote)."""
         return None
@@ -405,6 +443,16 @@ class SharingBackend(abc.ABC):
         finally:
             last = [e for e in events[-1:] if e is not None]
             events.append(self.release(queue, objects, last or None))
+
+    def instrument(self, wrap: Wrap) -> Callable[[], None]:
+        """Put ``wrap(piece, fn)`` in place of each per-frame piece of the hand-over until the
+        returned undo is called: "validator" (both spec checks), "ownership tracker" (its four
+        transitions), "acquire call" and "release call" (the backend's enqueue). ``wrap`` may return
+        ``fn`` itself to leave a piece alone. Nothing is rebound, and nothing costs, otherwise."""
+        return instrument_attributes(
+            [(self.validator, "check_python", "validator"), (self, "_enqueue_acquire", "acquire call"),
+             (self, "_enqueue_release", "release call")]
+            + [(self.tracker, m, "ownership tracker") for m in ("acquired", "released", "cl_use", "gl_use")], wrap)
 
     def close(self) -> None:
         """Idempotent: CL objects of every shared object, then the queue, then the context."""

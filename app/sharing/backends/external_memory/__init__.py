@@ -62,7 +62,7 @@ from app.gl.objects import (
     max_texture_buffer_texels,
 )
 from app.gl.raw import GLenum, gl_function, uint_array
-from app.gl.upload import texture_from_unpack_buffer, texture_to_pack_buffer
+from app.gl.upload import texture_from_unpack_buffer
 from app.sharing.backends.external_memory.vulkan import close_fd, shared_exporter
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
 from app.sharing.sync import SyncMode
@@ -325,13 +325,7 @@ class ExternalMemory(SharingBackend):
         """GL's side of the hand-over of a 2D texture GL wrote (rendered into) that CL reads: a GPU
         copy of the texture into its imported buffer, only where GL changed it since the last copy
         (``gl_generation``). Buffers, buffer textures and write-only textures need nothing."""
-        for obj in objects:
-            if (obj.storage is None or not isinstance(obj.gl, GlTexture) or obj.access == "write_only"
-                    or obj.synced_generation == obj.gl_generation):
-                continue
-            texture_to_pack_buffer(obj.gl, obj.storage.name, obj.row_pitch)
-            obj.synced_generation = obj.gl_generation
-            self.gpu_bytes_copied += obj.nbytes
+        self.gpu_bytes_copied += self._copy_written_textures(objects)
 
     def _enqueue_acquire(self, queue, objects, wait_for):
         return self._acquire_call(queue, [o.handover_mem for o in objects], wait_for)

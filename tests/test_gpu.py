@@ -191,7 +191,7 @@ def test_lifetime_exporter_released_payload_lives(extmem):
         q.finish()
         assert np.all(back == 3.0)  # CL reads what GL wrote
         lt = extmem.memory_tab()
-        assert lt["exporter_released"] and lt["fds_closed"] >= 1 and lt["cl_took_fd_ownership"]
+        assert lt["exporter_released"] and lt["fds_closed"] >= 2  # NVIDIA leaves CL's fd open: glshare closes it
         assert open_fds() > 0
     finally:
         extmem.destroy(obj)
@@ -261,11 +261,18 @@ def test_postprocess_on_external_memory_is_exact(extmem, gl, sync_mode):
             if frame == frames // 2:
                 scene.set_filter("blur")
                 scene.set_blur_radius(3)
+            previous = rendered if frame else None
             rendered = scene.rendered.gl.read()
             rec = sched.run_frame(frame, target)
             assert rec.errors == [] and rec.hazards == [], (frame, rec.errors)
-            want = reference.sobel(rendered) if scene.filter == "sobel" else reference.box_blur(rendered, 3)
-            assert np.array_equal(scene.out.gl.read(), want), (frame, sync_mode)
+            filt = (lambda im: reference.sobel(im)) if scene.filter == "sobel" else (lambda im: reference.box_blur(im, 3))
+            want, got = filt(rendered), scene.out.gl.read()
+            if not np.array_equal(got, want):  # say what CL filtered instead
+                bad = float((got != want).any(axis=-1).mean())
+                stale = previous is not None and np.array_equal(got, filt(previous))
+                raise AssertionError(f"frame {frame} {sync_mode}: {bad:.3%} of pixels differ; the filter of "
+                                     f"the frame before: {stale}; rendered changed: "
+                                     f"{previous is not None and not np.array_equal(previous, rendered)}")
             assert np.array_equal(gl.read_pixels(), want), (frame, sync_mode)
         sched.finish()
         waits = [wt for r in sched.records for wt in r.waits]

@@ -254,6 +254,7 @@ def test_postprocess_on_external_memory_is_exact(extmem, gl, sync_mode):
     sched = FrameScheduler(extmem, scene, extmem.make_sync(sync_mode), strict=True)
     target = lambda: gl.framebuffer_size if gl.bind_target() else None  # noqa: E731
     copied = extmem.gpu_bytes_copied
+    rendered = None
     try:
         assert {o.label: o.display_path for o in scene.shared} == {
             "postprocess.rendered": READ_BY_CL, "postprocess.filtered": BUFFER_TEXTURE}
@@ -261,7 +262,7 @@ def test_postprocess_on_external_memory_is_exact(extmem, gl, sync_mode):
             if frame == frames // 2:
                 scene.set_filter("blur")
                 scene.set_blur_radius(3)
-            previous = rendered if frame else None
+            previous = rendered
             rendered = scene.rendered.gl.read()
             rec = sched.run_frame(frame, target)
             assert rec.errors == [] and rec.hazards == [], (frame, rec.errors)

@@ -245,7 +245,7 @@ def _plain_imports_backend():
 
     class PlainImports(ExternalMemory):
         def _create_context(self):
-            self.fds_closed, self.cl_took_fd, self._kept = 0, None, []
+            self.fds_closed, self.cl_took_fd, self._kept, self._pack_staging = 0, None, [], {}
             return cl.Context([self.device])
 
         def _import(self, label, nbytes):

@@ -189,6 +189,7 @@ def _plain_imports_backend():
     class PlainImports(ExternalMemory):
         def _create_context(self):
             self.fds_closed, self.cl_took_fd, self._kept, self.gpu_bytes_copied = 0, None, [], 0
+            self._pack_staging = {}
             return cl.Context([self.device])
 
         def _import(self, label, nbytes):

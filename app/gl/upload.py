@@ -15,6 +15,7 @@ from OpenGL import GL
 
 from app.errors import GlError
 
+GL_PIXEL_PACK_BUFFER, GL_STREAM_COPY = GL.GL_PIXEL_PACK_BUFFER, GL.GL_STREAM_COPY
 READ = GL.GL_MAP_READ_BIT
 WRITE_DISCARD = GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT
 
@@ -100,3 +101,14 @@ def stream_into(buffer, rows: np.ndarray) -> None:
         GL.glBufferSubData(GL.GL_PIXEL_UNPACK_BUFFER, 0, rows.nbytes, rows)
     finally:
         GL.glBindBuffer(GL.GL_PIXEL_UNPACK_BUFFER, 0)
+
+
+def copy_buffer(source: int, target: int, nbytes: int) -> None:
+    """GL copies ``nbytes`` from the start of buffer ``source`` to the start of buffer ``target``."""
+    GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, source)
+    GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, target)
+    try:
+        GL.glCopyBufferSubData(GL.GL_COPY_READ_BUFFER, GL.GL_COPY_WRITE_BUFFER, 0, 0, nbytes)
+    finally:
+        GL.glBindBuffer(GL.GL_COPY_WRITE_BUFFER, 0)
+        GL.glBindBuffer(GL.GL_COPY_READ_BUFFER, 0)

@@ -25,7 +25,7 @@ from app.diagnostics import live
 from app.errors import ClError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
-from app.gl.upload import texture_to_pack_buffer
+from app.gl.upload import GL_PIXEL_PACK_BUFFER, GL_STREAM_COPY, copy_buffer, texture_to_pack_buffer
 from app.sharing.sync import SyncMode, sync_modes
 from app.validate.liveness import REGISTRY
 from app.validate.ownership import OwnershipTracker
@@ -247,16 +247,29 @@ class SharingBackend(abc.ABC):
         """GL's part of the hand-over before the acquire is ordered (a copy into the memory CL reads)."""
         return None
 
-    def _copy_written_textures(self, objects: list[SharedObject]) -> int:
+    def _copy_written_textures(self, objects: list[SharedObject], staging: dict | None = None) -> int:
         """GL's copy of each 2D texture it wrote (rendered into) since CL last saw it into the buffer
         whose texels CL reads (``storage``), for backends that keep texels in buffers; the bytes
-        copied. Buffers, buffer textures and textures CL only writes need nothing."""
+        copied. Buffers, buffer textures and textures CL only writes need nothing.
+
+        ``staging``: {id(obj): GlBuffer} of plain GL buffers to pack the texture into first and copy
+        from buffer to buffer (where packing straight into the storage is not seen by CL in time:
+        NVIDIA's imported memory); the caller owns and releases them."""
         copied = 0
         for obj in objects:
             if (obj.storage is None or not isinstance(obj.gl, GlTexture) or obj.access == "write_only"
                     or obj.synced_generation == obj.gl_generation):
                 continue
-            texture_to_pack_buffer(obj.gl, obj.storage.name, obj.row_pitch)
+            if staging is None:
+                texture_to_pack_buffer(obj.gl, obj.storage.name, obj.row_pitch)
+            else:
+                nbytes = obj.pitch * obj.gl.height
+                buf = staging.get(id(obj))
+                if buf is None:
+                    buf = staging[id(obj)] = GlBuffer(f"{obj.label}.pack", nbytes, target=GL_PIXEL_PACK_BUFFER,
+                                                      usage=GL_STREAM_COPY, owner=self.name)
+                texture_to_pack_buffer(obj.gl, buf.name, obj.row_pitch)
+                copy_buffer(buf.name, obj.storage.name, nbytes)
             obj.synced_generation = obj.gl_generation
             copied += obj.nbytes
         return copied

@@ -209,6 +209,7 @@ class ExternalMemory(SharingBackend):
         self.exporter = shared_exporter(_cl_uuid(self.device))
         self.ext = clext.ExtensionFunctions(self.env.choice.platform)
         self._acquire_call, self._release_call = clext.external_mem_calls(self.ext)  # prepared once
+        self._pack_staging: dict = {}  # id(shared object) -> the GL buffer its rendering is packed into
         self.cl_took_fd = None  # set at the first import: whether CL owns the fd it was given (5.5.2.1)
         self.fds_closed = 0
         self._kept: list = []  # exporter allocations kept when release_exporter is False
@@ -335,7 +336,10 @@ class ExternalMemory(SharingBackend):
         """GL's side of the hand-over of a 2D texture GL wrote (rendered into) that CL reads: a GPU
         copy of the texture into its imported buffer, only where GL changed it since the last copy
         (``gl_generation``). Buffers, buffer textures and write-only textures need nothing."""
-        self.gpu_bytes_copied += self._copy_written_textures(objects)
+        # packed into a plain GL buffer, then copied buffer to buffer into the imported memory: packed
+        # straight into it (glGetTexImage into the imported buffer), CL read the frame before's data
+        # on NVIDIA 580 (H200), with finish and with semaphore sync alike; buffer copies it sees
+        self.gpu_bytes_copied += self._copy_written_textures(objects, staging=self._pack_staging)
 
     def _enqueue_acquire(self, queue, objects, wait_for):
         return self._acquire_call(queue, [o.handover_mem for o in objects], wait_for)
@@ -359,6 +363,12 @@ class ExternalMemory(SharingBackend):
                 "holders": "GL memory object + CL buffer (each import holds a reference to the payload)",
                 "display_paths": {o.label: o.display_path for o in self.objects if o.display_path},
                 "gpu_bytes_copied": self.gpu_bytes_copied}
+
+    def _unshare(self, obj: SharedObject) -> None:
+        staging = self._pack_staging.pop(id(obj), None)
+        if staging is not None:
+            staging.release()
+        super()._unshare(obj)
 
     def _close_extra(self) -> None:
         for vk_buffer, vk_memory in self._kept:

@@ -1,7 +1,7 @@
-"""The README's pictures: each scene with the panel, in a window at 800x600, after 60 frames.
+"""The README's pictures: each scene with the panel, in a window at 800x600, after 800 frames.
 
 Run from the project root with a display, for example
-    xvfb-run -a -s "-screen 0 1280x1024x24" .venv/bin/python docs/make_screenshots.py
+    xvfb-run -a -s "-screen 0 1280x1024x24" .venv/bin/python assets/make_screenshots.py
 It writes assets/screenshots/<scene>.png through ``glshare run --screenshot`` and then keeps the
 smaller of glshare's PNG and Pillow's optimised re-encoding of the same pixels (Pillow comes with
 matplotlib), so that each file stays small. Exits non-zero when a run fails.
@@ -14,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "assets" / "screenshots"
+FRAMES = 800  # a few seconds: the timeline has fitted its span to the steady frame (it shrinks after 6 redraws)
 RUNS = {"particles": [], "image": ["--size", "800x600"], "yuv": ["--size", "800x600"],
         "postprocess": ["--size", "800x600"]}
 
@@ -38,8 +39,8 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     for scene, extra in RUNS.items():
         shot = OUT / f"{scene}.png"
-        cmd = [sys.executable, "-m", "app", "run", "--scene", scene, *extra, "--frames", "60",
-               "--screenshot", str(shot), "--report", "/dev/null"]
+        cmd = [sys.executable, "-m", "app", "run", "--scene", scene, *extra, "--frames", str(FRAMES),
+               "--screenshot", str(shot)]
         res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if res.returncode != 0:
             print(f"{scene}: {res.stderr.strip()}", file=sys.stderr)

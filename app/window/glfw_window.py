@@ -93,6 +93,9 @@ class GlfwWindow:
         glfw.set_mouse_button_callback(self._window, self._on_button)
         glfw.set_scroll_callback(self._window, self._on_scroll)
         glfw.set_char_callback(self._window, self._on_char)
+        # asked once here, then kept by the callback: glfwGetFramebufferSize is a round trip to X
+        # (~56 us a call, several calls a frame: a GPU frame's whole budget is a few hundred)
+        self._framebuffer_size = tuple(glfw.get_framebuffer_size(self._window))
         glfw.set_framebuffer_size_callback(self._window, self._on_framebuffer_size)
 
     def on_input(self, fn) -> None:
@@ -152,13 +155,15 @@ class GlfwWindow:
         self._events.append(KeyEvent(name.lower(), bool(mods & glfw.MOD_SHIFT)))
 
     def _on_framebuffer_size(self, window, width: int, height: int) -> None:
-        """A resize past what GL and X allow that no window manager stopped: shrunk back, one warning."""
+        """Keeps the size; a resize past what GL and X allow that no window manager stopped is
+        shrunk back, with one warning."""
+        self._framebuffer_size = (width, height)
         if width > self.max_size[0] or height > self.max_size[1]:
             glfw.set_window_size(window, *self._clamped((width, height), "the window was resized to"))
 
     @property
     def framebuffer_size(self) -> tuple[int, int]:
-        return tuple(glfw.get_framebuffer_size(self._window))
+        return self._framebuffer_size
 
     def should_close(self) -> bool:
         return bool(glfw.window_should_close(self._window))
@@ -217,6 +222,7 @@ class GlfwWindow:
             glfw.restore_window(self._window)
             glfw.set_window_size(self._window, width, height)
         glfw.poll_events()
+        self._framebuffer_size = tuple(glfw.get_framebuffer_size(self._window))  # X may not have said yet
 
     def set_vsync(self, on: bool) -> None:
         glfw.swap_interval(1 if on else 0)

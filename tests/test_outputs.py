@@ -1,7 +1,8 @@
 """Output paths: checked before any work, written without loss (app/outputs.py).
 
 Everything here happens under pytest's tmp_path: a fifo made with os.mkfifo, symlinks, a socket;
-the only device written is /dev/null (written through, never renamed over).
+devices are nodes made there with os.mknod (the null device's numbers), so that a bug that renamed
+over a device would replace only that node, never /dev/null.
 """
 from __future__ import annotations
 
@@ -96,15 +97,30 @@ def test_fifo_written_through(tmp_path):
     assert _only(tmp_path) == ["pipe"]
 
 
-def test_dev_null_and_a_symlink_to_it_written_through(tmp_path):
-    before = os.stat("/dev/null")
+def _null_node(tmp_path):
+    """A character device with /dev/null's numbers, made under tmp_path (root only; a nodev mount
+    refuses to open it): the output code sees a device, and nothing outside tmp_path is at risk."""
+    node = tmp_path / "null-device"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        with open(node, "wb") as f:
+            f.write(b"probe")
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot make and open a device node under {tmp_path}: {exc}")
+    return node
+
+
+def test_a_device_and_a_symlink_to_it_written_through(tmp_path):
+    node = _null_node(tmp_path)
+    before = os.stat(node)
     link = tmp_path / "null.json"
-    link.symlink_to("/dev/null")
+    link.symlink_to(node)
     check_outputs({"report": link})
     write_text(link, "nothing")
-    after = os.stat("/dev/null")
+    write_text(node, "nothing")
+    after = os.stat(node)
     assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
-    assert link.is_symlink() and _only(tmp_path) == ["null.json"]
+    assert link.is_symlink() and _only(tmp_path) == ["null-device", "null.json"]
 
 
 def test_link_to_an_open_file_is_written_through(tmp_path):
@@ -185,7 +201,8 @@ def test_two_outputs_one_file(tmp_path):
     with pytest.raises(UsageError, match="both write standard output"):
         check_outputs({"report": "-", "trace": "-"})
     check_outputs({"report": real, "trace": tmp_path / "t.json", "screenshot": "-"})
-    check_outputs({"report": "/dev/null", "trace": "/dev/null"})  # a device takes both: nothing to lose
+    node = _null_node(tmp_path)
+    check_outputs({"report": node, "trace": node})  # a device takes both: nothing to lose
 
 
 def test_failed_write_leaves_nothing_and_the_old_file(tmp_path, monkeypatch):

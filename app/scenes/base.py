@@ -135,6 +135,21 @@ class Scene(abc.ABC):
     def teardown(self) -> None:
         """Release CL objects before their GL objects; idempotent."""
 
+    def undo_built(self, built: list) -> None:
+        """Undo what a build recorded, newest first: ("shared", object) through the backend
+        (``destroy``: CL's object before GL's), ("release", thing) by its ``release()``. Sets
+        ``backend`` to None first, so that a second call does nothing."""
+        backend, self.backend = self.backend, None
+        if backend is None:
+            return
+        for kind, thing in reversed(built):
+            if kind == "shared":
+                backend.destroy(thing)
+            else:
+                thing.release()
+        built.clear()
+        self.shared = []
+
     def resize(self, size: tuple[int, int]) -> None:
         """The framebuffer changed size (0 in a dimension when minimized)."""
         return None

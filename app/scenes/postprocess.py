@@ -353,16 +353,7 @@ class PostprocessScene(Scene):
     def teardown(self) -> None:
         """GL objects that use the rendered texture (the FBO) first, then each shared object CL side
         first (``destroy``), in reverse build order; idempotent."""
-        backend, self.backend = self.backend, None
-        if backend is None:
-            return
-        for kind, thing in reversed(self._built):
-            if kind == "shared":
-                backend.destroy(thing)
-            else:
-                thing.release()
-        self._built = []
-        self.shared = []
+        self.undo_built(self._built)
 
     def describe(self) -> str:
         w, h = self.image_size

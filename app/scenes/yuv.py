@@ -214,16 +214,7 @@ class YuvScene(Scene):
 
     def teardown(self) -> None:
         """Plane images, the YUV image and the converter, then each shared object CL side first."""
-        backend, self.backend = self.backend, None
-        if backend is None:
-            return
-        for kind, thing in reversed(self._built):
-            if kind == "shared":
-                backend.destroy(thing)
-            else:
-                thing.release()
-        self._built = []
-        self.shared = []
+        self.undo_built(self._built)
 
     def describe(self) -> str:
         w, h = self.image_size

@@ -147,3 +147,15 @@ def host_copy(probe_env):
 def glshare():
     return run_glshare
 
+
+
+@pytest.fixture(autouse=True)
+def _private_tmpdir(tmp_path_factory, monkeypatch):
+    """Whatever glshare puts in the temporary folder (a failed build's saved copy) lands in a folder
+    of pytest's own (beside the tests' tmp_path, so their listings stay exact), in this process and
+    in the glshare processes it starts, never in /tmp itself."""
+    import tempfile
+
+    folder = tmp_path_factory.mktemp("TMPDIR")
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))

@@ -171,8 +171,10 @@ def test_lifetime_exporter_released_payload_lives(extmem):
     from app.cl.ext import open_fds
 
     n = 1 << 16
+    fds_before = open_fds()
     obj = extmem.create_buffer("lifetime", n * 4)
     try:
+        assert open_fds() == fds_before  # the export's fds are closed once GL and CL imported them
         assert live.count("vk_memory") == 0  # exporter's allocation freed right after the imports
         q = extmem.queue
         ev = extmem.acquire(q, [obj])
@@ -192,7 +194,7 @@ def test_lifetime_exporter_released_payload_lives(extmem):
         assert np.all(back == 3.0)  # CL reads what GL wrote
         lt = extmem.memory_tab()
         assert lt["exporter_released"] and lt["fds_closed"] >= 2  # NVIDIA leaves CL's fd open: glshare closes it
-        assert open_fds() > 0
+        assert open_fds() == fds_before
     finally:
         extmem.destroy(obj)
 

@@ -2,7 +2,7 @@
 cl_khr_semaphore case called with raw pointers, spec, glshare and NVIDIA side by side.
 
 Run there with ``bash .ci/gpu-run.sh`` or ``python -m pytest -m gpu tests/test_lab_gpu.py -s``; the
-lab's JSON and table are written to ``$GLSHARE_LAB_OUT`` (default ``out/``) as lab-nvidia.json /
+lab's JSON and table are written to ``$GLSHARE_LAB_OUT`` (default: the test's tmp_path) as lab-nvidia.json /
 lab-nvidia.txt. What is asserted is what must hold whatever the driver answers: every case that
 may be called was called, none blocked the queue, the validator agrees with the spec; the
 driver's own disagreements are the measurement, recorded, not asserted.
@@ -20,17 +20,17 @@ pytestmark = pytest.mark.gpu
 NOT_GIVEN_TO_A_DRIVER = {("semaphore", "sema_list_null")}  # read through NULL: never called
 
 
-def _out_dir() -> Path:
-    out = Path(os.environ.get("GLSHARE_LAB_OUT", "out"))
+def _out_dir(tmp_path) -> Path:
+    out = Path(os.environ["GLSHARE_LAB_OUT"]) if os.environ.get("GLSHARE_LAB_OUT") else tmp_path
     out.mkdir(parents=True, exist_ok=True)
     return out
 
 
-def test_errors_calls_nvidia_for_every_external_memory_and_semaphore_case(glshare):
+def test_errors_calls_nvidia_for_every_external_memory_and_semaphore_case(glshare, tmp_path):
     res = glshare("errors", "--json", "--cl-device", "NVIDIA", timeout=600)
     assert res.returncode in (0, 1), (res.returncode, res.stderr[-3000:])  # 1: a disagreement, recorded
     data = json.loads(res.stdout)
-    out = _out_dir()
+    out = _out_dir(tmp_path)
     (out / "lab-nvidia.json").write_text(json.dumps(data, indent=2))
     from app.lab.lab import format_text
 

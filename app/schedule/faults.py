@@ -8,7 +8,7 @@ kind does, and how honest it is:
 
 ``enqueue`` (compute phase)
     A real enqueue the driver refuses: a copy past the end of a 4-byte buffer on the backend's own
-    queue (clEnqueueCopyBuffer answers CL_INVALID_VALUE, OpenCL 3.0 section 5.2.3). The frame's
+    queue (clEnqueueCopyBuffer answers CL_INVALID_VALUE, OpenCL 3.0 section 5.2.2, as in app/validate/khr_extracts.txt). The frame's
     kernel is not enqueued; the release still hands the objects back.
 ``out_of_resources`` (compute phase)
     CL_OUT_OF_RESOURCES (-5) as clEnqueueNDRangeKernel would return it; no driver call fails (a

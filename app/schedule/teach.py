@@ -8,8 +8,10 @@ kept out of the statistics). Between the steps the objects belong to whoever the
 them to; while CL owns them GL does not draw them (the screen shows a plain background).
 ``teaching_view`` is the read-only data ``app/ui/teaching.py`` draws: the phase strip, who owns
 each object, what glshare did (the backend's own text, ``SharingBackend.teaching``, and a note of
-its own), and the specification's words for the step, quoted and cited: OpenCL 3.0, section
-5.5.15, as in ../shared/spec/gl-acquire-release.txt.
+its own), and the specification's words for the step, quoted and cited from the rules the backend
+is validated against (``SharingBackend.rule_set``): GL sharing, OpenCL 3.0 section 5.5.15 as in
+../shared/spec/gl-acquire-release.txt; external memory, cl_khr_external_memory's acquire and
+release (5.5.1.1 of app/validate/khr_extracts.txt).
 """
 from __future__ import annotations
 
@@ -18,15 +20,14 @@ import logging
 from dataclasses import dataclass
 from typing import Mapping
 
+from app.schedule.frame import PHASES
 from app.validate.ownership import CL
 
 log = logging.getLogger(__name__)
 
-PHASES = ("acquire", "compute", "release", "render")  # what frame_phases() yields, in order
-STEPS = PHASES  # the strip shown to the user: the timeline's names
+STEPS = PHASES  # the strip shown to the user: the timeline's names, in frame_phases()' order
 STEP_OF_PHASE = {"acquire": 1, "compute": 2, "release": 3, "render": 4}
 NEXT_PHASE = {"render": "acquire", "acquire": "compute", "compute": "release", "release": "render"}
-PHASE_TITLE = {p: p for p in PHASES}
 SPEC_SECTION = "5.5.15"
 SPEC_SOURCE = "../shared/spec/gl-acquire-release.txt"
 
@@ -57,12 +58,39 @@ NOTES: dict[str, str] = {
     "render": "GL drew from the objects it owns; it may also upload into them, or delete them once CL released "
               "its memory objects.",
 }
-SPEC: dict[str, str] = {phase: quote for phase, (quote, _call) in QUOTES.items()}
+# the same steps in cl_khr_external_memory's words (app/validate/khr_extracts.txt, verbatim)
+EXTERNAL_QUOTES: dict[str, tuple[str, str]] = {
+    "acquire": ("Applications must acquire the memory objects that are created using external handles before they "
+                "can be used by any OpenCL commands queued to a command-queue.",
+                "clEnqueueAcquireExternalMemObjectsKHR"),
+    "compute": ("Behavior is undefined if a memory object created from an external memory handle is used by an "
+                "OpenCL command queued to a command-queue without being acquired. This is to guarantee that the "
+                "state of the memory objects is up-to-date and they are accessible to OpenCL.",
+                "clEnqueueAcquireExternalMemObjectsKHR"),
+    "release": ("Applications must release memory objects that were acquired using "
+                "clEnqueueReleaseExternalMemObjectsKHR before using any external memory handles that were specified "
+                "when the memory objects were created or accessing the external memory that these handles represent "
+                "outside of OpenCL, otherwise behavior is undefined.", "clEnqueueReleaseExternalMemObjectsKHR"),
+    "render": ("This is to guarantee that the state of memory objects is up-to-date and that they are accessible "
+               "outside of OpenCL.", "clEnqueueReleaseExternalMemObjectsKHR"),
+}
+# rule set -> (quotes, where they come from)
+SOURCES: dict[str, tuple[dict[str, tuple[str, str]], str]] = {
+    "gl_sharing": (QUOTES, f"OpenCL 3.0, section {SPEC_SECTION}, {{call}} ({SPEC_SOURCE})"),
+    "external_memory": (EXTERNAL_QUOTES, "cl_khr_external_memory, section 5.5.1.1, {call} "
+                                         "(app/validate/khr_extracts.txt)"),
+}
 
 
-def citation(phase: str) -> str:
-    """Where a step's quote comes from: the section of the seed text and the entry point."""
-    return f"OpenCL 3.0, section {SPEC_SECTION}, {QUOTES[phase][1]} ({SPEC_SOURCE})"
+def quote(phase: str, rule_set: str = "gl_sharing") -> str:
+    """The specification's words for a step, from the rules ``rule_set`` names."""
+    return SOURCES.get(rule_set, SOURCES["gl_sharing"])[0][phase][0]
+
+
+def citation(phase: str, rule_set: str = "gl_sharing") -> str:
+    """Where a step's quote comes from: the section of its text and the entry point."""
+    quotes, where = SOURCES.get(rule_set, SOURCES["gl_sharing"])
+    return where.format(call=quotes[phase][1])
 
 
 class TeachingStepper:
@@ -173,15 +201,17 @@ class TeachingView:
 
 
 def teaching_view(st: TeachingStepper, *, frame: int, paused: bool, objects: tuple, backend: str,
-                  does: Mapping[str, str], sync: str, skip) -> TeachingView:
-    """The teaching section's data from the stepper and the owners of the shared objects."""
+                  does: Mapping[str, str], sync: str, skip, rule_set: str = "gl_sharing") -> TeachingView:
+    """The teaching section's data from the stepper and the owners of the shared objects; the quotes
+    are those of ``rule_set``, the rules the backend follows."""
     last = st.last
     step_index = STEP_OF_PHASE[last] if (st.visited or st.mid_frame) else 0
     return TeachingView(
         active=st.active, paused=paused, frame=st.frame if step_index and st.frame is not None else frame,
         mid_frame=st.mid_frame,
-        last=last, last_title=PHASE_TITLE[last], next=st.next_phase,
-        next_title=PHASE_TITLE[st.next_phase], steps=STEPS, step_index=step_index, visited=tuple(st.visited),
-        objects=objects, gl_may_draw=all(o.owner != CL for o in objects), spec=SPEC[last], cite=citation(last),
-        note=NOTES[last], next_spec=SPEC[st.next_phase], next_cite=citation(st.next_phase),
+        last=last, last_title=last, next=st.next_phase,
+        next_title=st.next_phase, steps=STEPS, step_index=step_index, visited=tuple(st.visited),
+        objects=objects, gl_may_draw=all(o.owner != CL for o in objects), spec=quote(last, rule_set),
+        cite=citation(last, rule_set), note=NOTES[last], next_spec=quote(st.next_phase, rule_set),
+        next_cite=citation(st.next_phase, rule_set),
         does=does.get(last, "") if step_index else "", backend=backend, sync=sync, skip=tuple(sorted(skip)))

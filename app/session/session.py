@@ -456,7 +456,7 @@ class Session:
         skip = self.scheduler.skip if self.scheduler is not None else ()
         return teaching_view(self.stepper, frame=self.frame, paused=self.paused, objects=owners,
                              backend=self.backend_name, does=backend.teaching if backend else {},
-                             sync=self.cfg.sync, skip=skip)
+                             sync=self.cfg.sync, skip=skip, rule_set=backend.rule_set if backend else "gl_sharing")
 
     def view(self, *, demos: tuple = (), trace_written: dict | None = None,
              stop: views.StopView | None = None) -> views.SessionView:

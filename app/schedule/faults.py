@@ -8,8 +8,9 @@ kind does, and how honest it is:
 
 ``enqueue`` (compute phase)
     A real enqueue the driver refuses: a copy past the end of a 4-byte buffer on the backend's own
-    queue (clEnqueueCopyBuffer answers CL_INVALID_VALUE, OpenCL 3.0 section 5.2.2, as in app/validate/khr_extracts.txt). The frame's
-    kernel is not enqueued; the release still hands the objects back.
+    queue (clEnqueueCopyBuffer answers CL_INVALID_VALUE, OpenCL 3.0 section 5.2.2, as in
+    app/validate/khr_extracts.txt). The frame's kernel is not enqueued; the release still hands the
+    objects back.
 ``out_of_resources`` (compute phase)
     CL_OUT_OF_RESOURCES (-5) as clEnqueueNDRangeKernel would return it; no driver call fails (a
     device cannot be made to run out of resources on cue), the kernel is not enqueued.

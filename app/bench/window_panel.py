@@ -9,10 +9,9 @@ against glFinish alone, frame by frame, the panel on its own redraw clock) in a 
 
 - ``under``: the scene drawn over the whole window and the panel over it, so its pixels are copied
   into every frame;
-- ``beside``: the scene drawn beside the panel (viewport and scissor right of it, as
-  ``UiHost.scene_viewport`` says), so where the swap keeps the back buffer the panel's pixels stay
-  from one frame to the next and are copied only after a redraw. Until the session applies the
-  viewport itself (``Session.scene_viewport``) this block sets it the same way, and says so.
+- ``beside``: the scene drawn beside the panel (the session's viewport from
+  ``UiHost.scene_viewport``, as a window run does), so where the swap keeps the back buffer the
+  panel's pixels stay from one frame to the next and are copied only after a redraw.
 
 Each block reports the mean process CPU per frame and the model of ``glshare bench``'s
 panel_cost_ms: the copy every frame + a redraw's extra cost x the redraws per frame that panel_hz
@@ -32,32 +31,6 @@ import time
 from pathlib import Path
 
 PARTICLES = 65_536  # the bench's default size, where its panel cell is measured
-
-
-def _scene_rect(rt):
-    """Bind the frame and keep the scene beside the panel: viewport and scissor on the rectangle
-    ``UiHost.scene_viewport`` gives (what ``Session.render_target`` does where it has the hook)."""
-    from OpenGL import GL
-
-    surface, ui = rt.session.surface, rt.ui
-    state: dict = {"rect": None}
-
-    def render_target():
-        if not surface.bind_target():
-            return None
-        fb = tuple(surface.framebuffer_size)
-        rect = ui.scene_viewport(fb)
-        state["rect"] = rect
-        if rect is None:
-            GL.glDisable(GL.GL_SCISSOR_TEST)
-            return fb
-        x, y, w, h = rect
-        GL.glViewport(x, y, w, h)
-        GL.glScissor(x, y, w, h)
-        GL.glEnable(GL.GL_SCISSOR_TEST)
-        return (w, h)
-
-    return render_target, state
 
 
 def _ui_frame(rt, draw: bool, scene_rect):
@@ -139,21 +112,14 @@ def measure(frames: int = 60, size: int = PARTICLES) -> dict:
             rt.tick()
         gaps = sorted(b - a for a, b in zip(starts, starts[1:]))
         loop_frame_ms = gaps[len(gaps) // 2] * 1e3
-        under = _block(rt, frames, lambda: None, loop_frame_ms)
         session = rt.session
-        hooked = hasattr(session, "scene_viewport")
-        if hooked:
-            session.scene_viewport = rt.ui.scene_viewport
-            scene_rect = lambda: getattr(session, "scene_rect", None)  # noqa: E731
-        else:
-            session.render_target, state = _scene_rect(rt)  # what Session.render_target will do
-            scene_rect = lambda: state["rect"]  # noqa: E731
-        beside = _block(rt, frames, scene_rect, loop_frame_ms)
+        beside_viewport, session.scene_viewport = session.scene_viewport, None  # the whole window
+        under = _block(rt, frames, lambda: None, loop_frame_ms)
+        session.scene_viewport = beside_viewport  # as Run sets it for a window
+        beside = _block(rt, frames, lambda: getattr(session, "scene_rect", None), loop_frame_ms)
         return {"surface": rt.session.surface.label, "gl": rt.session.gl_info.renderer, "particles": size,
                 "window": list(rt.session.surface.framebuffer_size), "panel_hz": rt.ui.layer.redraw_hz,
                 "loop_frame_ms": round(loop_frame_ms, 3), "under": under, "beside": beside,
-                "beside_viewport": "Session.scene_viewport" if hooked else
-                "emulated here (Session.render_target does not apply UiHost.scene_viewport yet)",
                 "back_buffer_kept": rt.ui.layer._kept,
                 "what": "process CPU per frame of the UI + glFinish after the scene's GL work finished, against "
                         "glFinish alone, in a window (ms); *_extra_ms: minus the frames without the UI; "

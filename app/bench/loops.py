@@ -134,7 +134,6 @@ class BareLoop:
         self.queue = cl.CommandQueue(rt.session.backend.context, rt.session.choice.device)  # no profiling: a plain queue
         self.frame_index = 0
         self._pbos: dict[int, GlBuffer] = {}
-        self._staging: dict[int, np.ndarray] = {}
         self._kept: list = []  # checked_frame's records
 
     # the hand-over alone: the backend's own enqueue calls, without validation or ownership tracking
@@ -234,9 +233,6 @@ class BareLoop:
 
     def _floor_copy(self, obj) -> int:
         q, gl = self.queue, obj.gl
-        staging = self._staging.get(id(obj))
-        if staging is None:
-            staging = self._staging[id(obj)] = np.zeros(gl.nbytes, np.uint8)
         if gl.kind == "buffer":
             src, _ = cl.enqueue_map_buffer(q, obj.mem, cl.map_flags.READ, 0, (gl.nbytes,), np.uint8,
                                            is_blocking=True)
@@ -250,11 +246,12 @@ class BareLoop:
         dst = mapped_bytes(target, gl.nbytes, GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT)
         flat_src = src.reshape(-1) if src.flags.c_contiguous else src
         t0 = ns()
+        # one memcpy from CL's mapping into GL's, as host_copy's path makes one copy (enqueue_copy into
+        # the mapped GL buffer or pixel-unpack buffer): the fewest a copy through the host can do
         if flat_src.ndim == 1:
-            np.copyto(staging, flat_src)  # CL -> host
+            np.copyto(dst, flat_src)
         else:
-            np.copyto(staging.reshape(src.shape), src)
-        np.copyto(dst, staging)  # host -> GL
+            np.copyto(dst.reshape(src.shape), src)
         spent = ns() - t0
         GL.glUnmapBuffer(target)
         GL.glBindBuffer(target, 0)

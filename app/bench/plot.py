@@ -124,5 +124,5 @@ def render_plot(result: dict) -> np.ndarray:
     return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
 
 
-def write_plot(path: str | Path, result: dict) -> Path:
+def write_plot(path: str | Path, result: dict) -> str:
     return write_png(path, render_plot(result))

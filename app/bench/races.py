@@ -32,8 +32,10 @@ def _where(c: dict) -> str:
 
 def _row(race: str, where: str, backend: str, glshare_ms, baseline: str, baseline_ms, ratio: float, spread,
          what: str, **extra) -> dict:
+    """``ratio`` None: not defined (a baseline of 0); JSON has no infinity."""
     return {"race": race, "at": where, "backend": backend, "glshare_ms": glshare_ms, "baseline": baseline,
-            "baseline_ms": baseline_ms, "ratio": round(float(ratio), 4), "spread": spread, "what": what, **extra}
+            "baseline_ms": baseline_ms, "ratio": None if ratio is None else round(float(ratio), 4), "spread": spread,
+            "what": what, **extra}
 
 
 def race_rows(result: dict) -> list[dict]:
@@ -55,8 +57,8 @@ def race_rows(result: dict) -> list[dict]:
                       and b["size"] == c["size"] and b["backend"] == c["backend"]), None)
         if "copy" in c and floor:
             copy, fl = c["copy"]["ms"]["median"], floor["ms"]["median"]
-            rows.append(_row("memcpy floor", where, c["backend"], copy, "numpy CL -> host -> GL", fl,
-                             copy / fl if fl > 0 else math.inf, [c["copy"]["ms"]["p95"], floor["ms"]["p95"]],
+            rows.append(_row("memcpy floor", where, c["backend"], copy, "one numpy copy CL -> GL", fl,
+                             copy / fl if fl > 0 else None, [c["copy"]["ms"]["p95"], floor["ms"]["p95"]],
                              "host_copy's copy time / the memcpy floor of the same bytes (medians; spread: the "
                              "two p95s)"))
     for c in result["cells"]:
@@ -108,7 +110,7 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
     per_round = max(3, math.ceil(sweep.frames / sweep.rounds))
     rounds = max(3, sweep.rounds + 2)
     z_ms, h_ms, c_ms, ratios = [], [], [], []
-    moved = {}
+    every: dict[str, list[int]] = {"z": [], "h": []}  # bytes moved, every frame of every round
     with Run(cfg(zero_copy), surface=surface) as zr, Run(cfg("host_copy"), surface=surface) as hr:
         for _ in range(sweep.warmup):
             glshare_frame(zr, [])
@@ -129,17 +131,21 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
             z_ms.append(z)
             h_ms.append(h)
             c_ms.append(c)
-            ratios.append(z / (h - c) if h > c else math.inf)
-            moved = {k: int(np.median([rec.bytes_moved for rec in v])) for k, v in records.items()}
+            # a round whose copies took the whole host_copy frame has no ratio (NaN, left out below)
+            ratios.append(z / (h - c) if h > c else math.nan)
+            for k, v in records.items():
+                every[k].extend(rec.bytes_moved for rec in v)
         zr.session.scheduler.finish()
         hr.session.scheduler.finish()
-    ratios_a = np.array(ratios)
+    moved = {k: int(np.median(v)) for k, v in every.items() if v}
+    ratios_a = np.array([r for r in ratios if not math.isnan(r)])
     return {"scene": scene, "size": size_label(scene, size), "backend": zero_copy, "rounds": rounds,
             "frames_per_block": per_round, "zero_copy_frame_ms": round(float(np.median(z_ms)), 4),
             "host_copy_frame_ms": round(float(np.median(h_ms)), 4), "host_copy_copy_ms": round(float(np.median(c_ms)), 4),
             "host_copy_without_copies_ms": round(float(np.median(np.array(h_ms) - np.array(c_ms))), 4),
-            "ratio_median": round(float(np.median(ratios_a)), 4),
-            "ratio_range": [round(float(ratios_a.min()), 4), round(float(ratios_a.max()), 4)],
+            "ratio_median": round(float(np.median(ratios_a)), 4) if ratios_a.size else None,
+            "ratio_range": [round(float(ratios_a.min()), 4), round(float(ratios_a.max()), 4)] if ratios_a.size else None,
+            "rounds_without_a_ratio": len(ratios) - int(ratios_a.size),
             "bytes_moved_per_frame": {zero_copy: moved.get("z", 0), "host_copy": moved.get("h", 0)},
             "what": f"{zero_copy}'s frame / (host_copy's frame - its copies), medians of each round's blocks, "
                     "the median of the rounds' ratios (<= 1: zero-copy is no slower than host_copy would be "

@@ -142,10 +142,13 @@ class YuvImage:
     def create(cls, context: cl.Context, fmt: YuvFormat, width: int, height: int, *,
                flags: int = cl.mem_flags.READ_ONLY, label: str = "yuv image", owner: str = "") -> "YuvImage":
         layout = plane_layout(context, fmt, width, height, flags)
+        y = None
         try:
             y = cl.create_image(context, flags, layout.y_format, shape=layout.y_shape)
             uv = cl.create_image(context, flags, layout.uv_format, shape=layout.uv_shape)
         except cl.Error as exc:
+            if y is not None:
+                y.release()  # the UV plane failed: the Y plane goes with it
             raise ClError.from_pyopencl(exc, f"create {label}") from exc
         return cls(context, layout, y, uv, label=label, owns=True, owner=owner)
 

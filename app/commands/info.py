@@ -90,7 +90,8 @@ def render_text(data: dict) -> str:
     out += ["", "Sync modes:"]
     for s in data["sync_modes"]:
         ok = [n for n, v in s["backends"].items() if v == "available"]
-        out.append(f"  {s['name']:<10} {('with ' + ', '.join(ok)) if ok else 'unavailable: ' + '; '.join(f'{k}: {v}' for k, v in s['backends'].items() if v != 'backend unavailable') or 'no backend'}")
+        why = "; ".join(f"{k}: {v}" for k, v in s["backends"].items() if v != "backend unavailable")
+        out.append(f"  {s['name']:<10} {('with ' + ', '.join(ok)) if ok else 'unavailable: ' + (why or 'no backend')}")
     out += ["", "External-memory handle types (cl_khr_external_memory; import types of the device: "
             f"{', '.join(data['external_memory_import_types']) or 'none'}):"]
     for h in data["external_memory_handle_types"]:

@@ -109,11 +109,20 @@ def _git(*argv: str) -> str:
 
 
 def machine_facts() -> dict:
-    """glshare's version, the commit measured (and whether uncommitted changes were), the machine."""
+    """glshare's version, the commit measured (and whether uncommitted changes were), the machine.
+    ``GLSHARE_COMMIT`` names the commit where the tree is a copy whose .git is not its own (the GPU
+    machine's copy of the working tree): then the commit is taken from it and said to be so."""
+    given = os.environ.get("GLSHARE_COMMIT", "").strip()
+    if given:
+        return {"glshare": __version__, "commit": given, "commit_from": "GLSHARE_COMMIT",
+                "worktree_dirty": None, "machine": _machine()}
     return {"glshare": __version__, "commit": _git("rev-parse", "HEAD"),
-            "worktree_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-            "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
-                        "python": platform.python_version()}}
+            "worktree_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")), "machine": _machine()}
+
+
+def _machine() -> dict:
+    return {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
+            "python": platform.python_version()}
 
 
 def probe_machine(cl_device: str | None, surface) -> dict:

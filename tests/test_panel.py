@@ -59,17 +59,19 @@ def test_phase_history_stats_match_numpy_percentile():
         spans = {k: float(rng.uniform(10, 2000)) for k in ("acquire", "compute", "release", "render")}
         if i % 7:
             spans["panel"] = float(rng.uniform(100, 900))  # some frames without a panel: NaN, left out
-        recs.append(_rec(i, t, spans))
+        rec = _rec(i, t, spans)
+        rec.period_ns = int(rng.uniform(8, 30) * 1e6) if i % 5 else 0  # no period: NaN, left out
+        recs.append(rec)
         t += 10_000_000
-    for rec, nxt in zip(recs[:-1], recs[1:]):
-        hist.push(rec, nxt)
+    for rec in recs:
+        hist.push(rec)
     frames, data = hist.ordered()
-    assert list(frames) == list(range(29, 79))  # oldest first, the newest without a successor left out
+    assert list(frames) == list(range(30, 80))  # oldest first
     stats = hist.stats()
-    pushed = recs[29:79]
+    pushed = recs[30:80]
     for k, name in enumerate(SERIES):
-        if name == "frame":
-            ref = np.full(50, 10.0)  # start to next start, 10 ms apart
+        if name == "frame":  # present to present, the record's own period
+            ref = np.array([r.period_ns / 1e6 if r.period_ns else np.nan for r in pushed])
         else:
             ref = np.array([(r.phases[name][1] - r.phases[name][0]) / 1e6 if name in r.phases else np.nan
                             for r in pushed])
@@ -358,6 +360,43 @@ def test_paused_and_stepped_time_stays_out_of_the_statistics(small_runtime):
     # not a speed check: a frame that counted a pause would hold at least pause_s of it
     assert np.nanmax(t.series["frame"]) < pause_s * 1000 / 2, np.nanmax(t.series["frame"])
     assert t.stats["frame"][1] < pause_s * 1000 / 2
+
+
+def test_the_panel_frame_is_the_records_present_to_present(small_runtime):
+    """The timing plot's and the header's frame is FrameRecord.period_ns (the report's and the
+    overlay's too); the first frame, which has no present before it, is left out."""
+    rt = small_runtime
+    for _ in range(12):
+        rt.tick()
+    model = panel_snapshot(rt)
+    t = model.timing
+    recs = {r.index: r for r in rt.session.history.records}
+    assert len(t.frames) == t.in_stats == 11 and t.left_out == 1 and recs[0].period_ns == 0
+    want = np.array([recs[int(f)].period_ns / 1e6 for f in t.frames])
+    assert want.min() > 0
+    np.testing.assert_allclose(t.series["frame"], want, rtol=0, atol=1e-9)
+    assert t.stats["frame"][0] == pytest.approx(float(np.median(want)), abs=1e-9)
+    assert model.header.frame_ms == t.stats["frame"][0]
+    assert t.stats_of == "particles / host_copy / finish"
+
+
+def test_statistics_start_again_after_a_switch(small_runtime):
+    """A backend switch: the plot and the median / p95 hold the new set-up's frames alone (the frame
+    whose present waited for the switch included)."""
+    rt = small_runtime
+    for _ in range(8):
+        rt.tick()
+    assert panel_snapshot(rt).timing.in_stats == 7
+    rt.controls.request("switch", backend="host_mapped")  # the backend combo: applied after frame 8's draw
+    for _ in range(5):
+        rt.tick()
+    t = panel_snapshot(rt).timing
+    recs = {r.index: r for r in rt.session.history.records}
+    assert recs[8].segment == 0 and recs[9].segment == 1
+    assert t.stats_of == "particles / host_mapped / finish"
+    assert [int(f) for f in t.frames] == [9, 10, 11, 12] and t.in_stats == 4 and t.left_out == 0
+    periods = [recs[i].period_ns / 1e6 for i in range(9, 13)]
+    assert t.stats["frame"][0] == pytest.approx(float(np.median(periods)), abs=1e-9)
 
 
 def test_tab_titles_keep_their_width_as_counts_grow(gl):

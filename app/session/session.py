@@ -321,6 +321,7 @@ class Session:
                 self.idle_render()
             return rec
         rec = self.scheduler.run_frame(self.frame, self.render_target)
+        rec.paused = self.paused  # one frame stepped while paused: out of the statistics
         self.frame += 1
         return rec
 

@@ -77,7 +77,7 @@ class Header:
     in_progress: bool  # ``frame`` is being stepped (teaching) or was abandoned (--strict)
     paused: bool
     teaching: bool
-    frame_ms: float  # median of the whole frame over the statistics' frames
+    frame_ms: float  # median of the whole frame (present to present) over the statistics' frames
     fps: float
     clock_cl_us: float
     clock_gl_us: float
@@ -95,9 +95,10 @@ class Timing:
     stats: Mapping[str, tuple[float, float]]  # (median, p95) ms per SERIES name
     count: int  # frames plotted
     in_stats: int  # frames in the statistics
-    left_out: int  # frames kept out of the statistics: run while paused or stepped
+    left_out: int  # frames of this set-up kept out of them: no present-to-present period, or stepped
     first_kept: int | None  # the oldest and newest frames the timeline can show
     newest_kept: int | None
+    stats_of: str = ""  # "scene / backend / sync": the set-up the plot and the statistics are of
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,15 +336,6 @@ class PanelModel:
 
 
 # -- statistics -----------------------------------------------------------------------------------
-def frame_ms(rec, next_rec=None) -> float:
-    """The whole frame: start to the next frame's start when that one directly follows (the loop
-    period: panel, buffer swap and event polling included), else start to the end of its panel."""
-    if next_rec is not None and next_rec.index == rec.index + 1 and next_rec.start_ns > rec.start_ns:
-        return (next_rec.start_ns - rec.start_ns) / 1e6
-    end = rec.phases.get("panel", (0, rec.end_ns))[1]
-    return (max(end, rec.end_ns) - rec.start_ns) / 1e6
-
-
 class PhaseHistory:
     """The last ``n`` frames' phase durations (ms) in a numpy ring, and their median / p95."""
 
@@ -357,14 +349,17 @@ class PhaseHistory:
         self._stats: dict | None = None
         self._stats_at = 0  # the count the cached statistics were computed at
 
-    def push(self, rec, next_rec=None) -> None:
+    def push(self, rec) -> None:
+        """One frame: its phases and its whole frame, present to present (``FrameRecord.period_ns``;
+        NaN where it has none)."""
         i = self.count % self.n
         col = [np.nan] * len(SERIES)
         for k, name in enumerate(SERIES[:-1]):
             span = rec.phases.get(name)
             if span:
                 col[k] = (span[1] - span[0]) / 1e6
-        col[-1] = frame_ms(rec, next_rec)
+        if rec.period_ns:
+            col[-1] = rec.period_ns / 1e6
         self.data[:, i] = self.data[:, i + self.n] = col
         self.frames[i] = self.frames[i + self.n] = rec.index
         self.count += 1
@@ -658,11 +653,9 @@ class PanelData:
         self._stats_index = -1  # the newest frame pushed into the statistics
         self._findings_index = -1  # the newest frame whose errors and hazards were folded
         self._loop_errors_seen = 0
-        self.left_out = 0  # frames kept out of the statistics
-        self._paused = False
-        self._pause_after: int | None = None
-        self._paused_ranges: list[list[int]] = []  # [first, last] frames run while paused
-        self._no_successor: set[int] = set()  # frames whose successor came after a pause
+        self.left_out = 0  # frames kept out of the statistics (no period, or stepped)
+        self._stats_segment: int | None = None  # the set-up (RunHistory segment) the statistics are of
+        self._stats_of = ""  # "scene / backend / sync" of that segment
         self._hazard_base: dict[str, int] = {}
         self._timeline_key = None
         self._timeline = Timeline(None)
@@ -672,32 +665,15 @@ class PanelData:
         self._lab: LabResults | None = None
 
     # -- ingest --------------------------------------------------------------------------------
-    def _track_pause(self, view, records) -> None:
-        """Frames run while the session was paused (stepped with the arrow key, teaching mode) are
-        kept out of the statistics, and so is the pause itself. The panel redraws in the same loop
-        iteration as a pause or resume command, so at the first redraw that sees the pause the
-        newest record is the last frame before it, and at the first that sees the resume the
-        newest is the first frame after it."""
-        newest = records[-1].index if records else -1
-        if view.paused and not self._paused:
-            self._paused = True
-            self._pause_after = newest
-            self._no_successor.add(newest)
-            self._paused_ranges.append([newest + 1, 1 << 62])
-        elif not view.paused and self._paused:
-            self._paused = False
-            if self._paused_ranges:
-                self._paused_ranges[-1][1] = newest - 1
-            self._no_successor.add(newest - 1)
-
-    def _left_out(self, rec) -> bool:
-        if rec.stepped:
-            return True
-        return any(lo <= rec.index <= hi for lo, hi in self._paused_ranges)
-
     def _ingest(self, records, clock) -> None:
-        """Fold the errors and hazards of every complete record once; push every record that has a
-        successor (so its whole-frame time is known) into the statistics once."""
+        """Fold the errors and hazards of every complete record once; push every presented record
+        into the statistics once.
+
+        The statistics hold the frames of one set-up (a switch starts them again: two backends'
+        frames never share a median) that have a present-to-present period
+        (``FrameRecord.frame_us``): the first frame, the first after a pause, frames stepped while
+        paused or in teaching mode have none and are left out (``left_out``), and so is the time
+        paused. The newest record waits for its present, which gives its period."""
         new = []
         for rec in reversed(records):
             if rec.index <= min(self._stats_index, self._findings_index):
@@ -715,20 +691,25 @@ class PanelData:
                 if clock is not None:
                     clock.observe_frame(rec)
                 self._findings_index = rec.index
-        for rec, nxt in zip(new, new[1:] + [None]):
+        newest = records[-1] if records else None
+        for rec in new:
             if rec.index <= self._stats_index:
                 continue
-            if self._left_out(rec):
-                self.left_out += 1
-            elif nxt is None:
-                break  # the newest: its successor gives its whole-frame time
+            if rec is newest and not rec.presented_ns:
+                break  # its present is still to come
+            if rec.segment != newest.segment:  # a set-up switched away from (the last frame's period
+                self._stats_index = rec.index  # holds the switch): not the statistics of the run now
+                continue
+            if rec.segment != self._stats_segment:  # another set-up: its statistics start again
+                self.history = PhaseHistory(self.history.n)
+                self.left_out = 0
+                self._stats_segment = rec.segment
+                self._stats_of = f"{rec.scene} / {rec.backend} / {rec.sync}"
+            if rec.frame_us is not None:  # a period, at the loop's pace
+                self.history.push(rec)
             else:
-                self.history.push(rec, None if rec.index in self._no_successor or self._left_out(nxt) else nxt)
+                self.left_out += 1
             self._stats_index = rec.index
-        if records:  # forget the bookkeeping of frames no longer kept
-            oldest = records[0].index
-            self._no_successor = {i for i in self._no_successor if i >= oldest - 1}
-            self._paused_ranges = [r for r in self._paused_ranges if r[1] >= oldest]
 
     def _ingest_loop_errors(self, history) -> None:
         new = history.loop_errors_total - self._loop_errors_seen
@@ -808,7 +789,8 @@ class PanelData:
         frames, data = frames[-PLOT_FRAMES:], data[:, -PLOT_FRAMES:]
         return Timing(frames, {name: data[k] for k, name in enumerate(SERIES)}, self.history.stats(),
                       int(data.shape[1]), min(self.history.count, self.history.n), self.left_out,
-                      records[0].index if records else None, records[-1].index if records else None)
+                      records[0].index if records else None, records[-1].index if records else None,
+                      self._stats_of)
 
     @staticmethod
     def _owners(rec, view) -> Owners:
@@ -846,7 +828,6 @@ class PanelData:
         the user picked (None: follow the run). ``tab``: the tab shown (its part is built only then)."""
         history = view.history
         records = history.records
-        self._track_pause(view, records)
         self._ingest(records, view.clock_map)
         self._ingest_loop_errors(history)
         rec, in_progress, was_chosen = self._described(view, records, chosen)

@@ -418,7 +418,10 @@ def _stats(m: PanelModel) -> None:
         dl.add_text((cx, y0 + 2 * line), TEXT, f"{p95:.2f}")
     imgui.dummy((w, 3 * line))
     _hover_tip(f"median and 95th percentile over the last {t.in_stats} frames"
-               + (f"; {t.left_out} frames run while paused or stepped are left out" if t.left_out else ""))
+               + (f" of {t.stats_of}" if t.stats_of else "")
+               + "; frame: present to present"
+               + (f"; {t.left_out} frames without a present-to-present period (the first, the first after "
+                  "a pause, stepped ones) are left out" if t.left_out else ""))
 
 
 # -- the timeline ---------------------------------------------------------------------------------------------

@@ -397,6 +397,17 @@ def test_statistics_start_again_after_a_switch(small_runtime):
     assert [int(f) for f in t.frames] == [9, 10, 11, 12] and t.in_stats == 4 and t.left_out == 0
     periods = [recs[i].period_ns / 1e6 for i in range(9, 13)]
     assert t.stats["frame"][0] == pytest.approx(float(np.median(periods)), abs=1e-9)
+    # the header names the set-up of the frame it describes: the newest, then one before the switch
+    h = panel_snapshot(rt).header
+    assert (h.backend, h.setup_now) == ("host_mapped", "") and h.scene_title == rt.session.scene.describe()
+    rt.ui.state.chosen = 3  # clicked on the plot (or the slider while paused)
+    model = panel_snapshot(rt)
+    rt.ui.state.chosen = None
+    h = model.header
+    assert h.frame == model.timeline.frame == 3 and h.chosen
+    assert (h.scene, h.backend, h.sync) == ("particles", "host_copy", "finish")
+    assert model.timeline.segment == "particles / host_copy / finish"
+    assert h.scene_title == "" and h.setup_now == "particles / host_mapped / finish"
 
 
 def test_tab_titles_keep_their_width_as_counts_grow(gl):

@@ -67,7 +67,7 @@ class ClockInfo:
 
 @dataclass(frozen=True, slots=True)
 class Header:
-    scene: str
+    scene: str  # scene, backend and sync: those ``frame`` ran on (the set-up now before any frame)
     scene_title: str
     backend: str
     sync: str
@@ -77,7 +77,7 @@ class Header:
     in_progress: bool  # ``frame`` is being stepped (teaching) or was abandoned (--strict)
     paused: bool
     teaching: bool
-    frame_ms: float  # median of the whole frame (present to present) over the statistics' frames
+    frame_ms: float  # median of the whole frame (present to present) over the statistics' frames (the set-up now)
     fps: float
     clock_cl_us: float
     clock_gl_us: float
@@ -86,6 +86,9 @@ class Header:
     status: str  # what the last command did, or why it was refused
     stop: StopView | None = None  # the run stopped on a frame (--strict)
     model_error: str = ""
+    # "scene / backend / sync" running now, where ``frame`` ran on an earlier set-up (then scene,
+    # backend and sync are that frame's, and scene_title, which describes the scene now, is "")
+    setup_now: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -836,11 +839,17 @@ class PanelData:
         s = view.setup
         med = timing.stats["frame"][0]
         clock = ClockInfo.of(view.clock)
+        # the header names the set-up of the frame it describes (as the timeline does); the title
+        # is the scene's now (Scene.describe), shown only when that frame is of the set-up now
+        segment = history.segment
+        now = rec is None or segment is None or rec.segment == segment.index
+        scene, backend, sync = (s.scene, s.backend, s.sync) if rec is None else (rec.scene, rec.backend, rec.sync)
         header = Header(
-            s.scene, s.scene_title, s.backend, s.sync, rec.index if rec is not None else None,
+            scene, s.scene_title if now else "", backend, sync, rec.index if rec is not None else None,
             records[-1].index if records else None, was_chosen, in_progress, view.paused, view.teaching.active,
             med, 1000.0 / med if med > 0 else 0.0, clock.cl_uncertainty_us, clock.gl_uncertainty_us,
-            self.errors.total, self.hazards.total, view.status, view.stop)
+            self.errors.total, self.hazards.total, view.status, view.stop,
+            setup_now="" if now else f"{s.scene} / {s.backend} / {s.sync}")
         c = view.controls
         tw = view.trace_written or {}
         controls = ControlsPart(s.scene, s.backend, s.sync, c.scenes, c.backends, c.syncs, c.sizes, c.size, s.vsync,

@@ -222,11 +222,14 @@ def _header(m: PanelModel, state: PanelState, request) -> None:
         tags.append(f"chosen; newest {h.newest}")
     elif h.newest is not None and h.frame is not None and h.newest != h.frame and not h.paused:
         tags.append(f"newest fully timed; run at {h.newest}")
+    if h.setup_now:
+        tags.append(f"an earlier set-up; running now: {h.setup_now}")
     if h.paused:
         tags.append("PAUSED")
     if tags:
         _wrapping_text("(" + ", ".join(tags) + ")", HAZARD if h.stop is not None else (1.0, 0.85, 0.4, 1.0))
-    imgui.text_unformatted(f"{h.frame_ms:.2f} ms/frame ({h.fps:.0f} fps, median)")
+    imgui.text_unformatted(f"{h.frame_ms:.2f} ms/frame ({h.fps:.0f} fps, median"
+                           + (" of the set-up now)" if h.setup_now else ")"))
     _wrapping_text(f"clock CL\u00b1{h.clock_cl_us:.0f} GL\u00b1{h.clock_gl_us:.0f} us", DIM)
     _item_rect(state, "clock")
     _hover_tip("CL device time and GL time are put on the host clock; +/- is how well (Caps tab)")

@@ -410,6 +410,30 @@ def test_statistics_start_again_after_a_switch(small_runtime):
     assert h.scene_title == "" and h.setup_now == "particles / host_mapped / finish"
 
 
+def test_the_timeline_follows_the_clock(small_runtime):
+    """The timeline of a frame is kept while it is shown, and built again when the clock's offsets
+    move (its CL and GL bars are placed by them)."""
+    from app.ui.model import KIND_GL
+
+    rt = small_runtime
+    for _ in range(6):
+        rt.tick()
+    rt.session.finish()  # every profile read: the clock moves no more by itself
+    a = panel_snapshot(rt).timeline
+    assert panel_snapshot(rt).timeline is a  # nothing changed: the same timeline
+    gl = a.kind == KIND_GL
+    assert gl.any()
+    est = rt.session.clock.gl
+    old = est.offset
+    moved = old + 1_000_000 + 2 * est.uncertainty_ns  # a bracket outside the current one: a reset there
+    est.observe(moved, moved, 0)
+    assert est.offset == moved
+    b = panel_snapshot(rt).timeline
+    assert b.frame == a.frame and b is not a
+    np.testing.assert_allclose(b.start[gl] - a.start[gl], (moved - old) / 1e6, atol=1e-9)
+    np.testing.assert_array_equal(b.start[~gl], a.start[~gl])  # the host's bars stay where they were
+
+
 def test_tab_titles_keep_their_width_as_counts_grow(gl):
     """The Errors and Hazards tabs show their counts in a fixed width: no tab moves under the cursor."""
     from app.config import RunConfig

@@ -204,7 +204,10 @@ def test_build_trace_links_release_to_gl_and_waits():
     rec.gl_passes = [("gl render", 1_075_000, 1_090_000)]
     clock = ClockMap()
     clock.gl.observe(0, 0, 0)  # GL clock == host clock
+    clock.observe_frame(rec)  # as the scheduler's harvest does, once per record (RunHistory.on_harvested)
+    before = clock.as_dict()
     trace = build_trace([rec], clock)
+    assert build_trace([rec], clock) == trace and clock.as_dict() == before  # building reads the clock only
     ev = trace["traceEvents"]
     # the queued stamps inside the host phases alone pin the offset down to a few us
     assert abs(clock.cl.offset - off) <= clock.cl.uncertainty_ns <= 5_000
@@ -468,3 +471,27 @@ def test_report_statistics_are_per_set_up(gl):
     assert report["backend"] == "host_mapped" and report["frames_in_statistics"] == s1["frames_in_statistics"]
     for key in ("phases_us", "cl_device_us", "waits_us"):
         assert report[key] == s1[key], key
+
+
+def test_every_harvested_record_tightens_the_clock_once(gl, tmp_path):
+    """The CL clock is observed once per frame, when its profiles are read, whether the panel
+    redraws or not; writing the trace (twice) observes nothing more."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel=False, backend="host_copy")
+    with Run(cfg, surface=gl) as rt:
+        clock = rt.session.clock
+        assert clock.as_dict()["frames_observed"] == 0
+        for _ in range(20):
+            rt.tick()
+        rt.session.finish()  # every profile read
+        frames = rt.session.history.totals["frames"]
+        assert frames == 20 and clock.as_dict()["frames_observed"] == frames
+        samples = clock.cl.samples
+        assert samples >= 2 * frames  # compute and release stamps of every frame (host_copy: acquire on frame 0)
+        rt._write_trace(tmp_path / "a.json")
+        rt._write_trace(tmp_path / "b.json")
+        assert clock.as_dict()["frames_observed"] == frames and clock.cl.samples == samples
+        trace = json.loads((tmp_path / "b.json").read_text())
+        assert trace["otherData"]["clock"]["frames_observed"] == frames

@@ -95,6 +95,7 @@ class Session:
             self._build(self.cfg.scene, self.registry.choose(self.cfg.backend), self.cfg.sync)
             self._stack.callback(self._teardown)
             self.clock = ClockMap.calibrate(self.choice.device, self.backend.queue)
+            self.history.on_harvested = self.clock.observe_frame  # each record's stamps, once
         except BaseException:
             self._stack.close()
             raise

@@ -115,10 +115,9 @@ class _Flows:
 
 def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None) -> dict:
     """The trace-event object for ``records`` (FrameRecords, oldest first); ``meta["switches"]``
-    (RunHistory.switches) become instant events."""
+    (RunHistory.switches) become instant events. Reads ``clock`` and changes nothing: the records'
+    own stamps were observed once, when they were harvested (RunHistory.on_harvested)."""
     clock = clock or ClockMap()
-    for rec in records:
-        clock.observe_frame(rec)  # tighten the CL offset with every frame's queued stamps
     events: list[dict] = [{"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "glshare"}}]
     events += _meta(TID_CPU, "CPU main thread", 0)
     events += _meta(TID_GL, "GL", 1)

@@ -668,7 +668,7 @@ class PanelData:
         self._lab: LabResults | None = None
 
     # -- ingest --------------------------------------------------------------------------------
-    def _ingest(self, records, clock) -> None:
+    def _ingest(self, records) -> None:
         """Fold the errors and hazards of every complete record once; push every presented record
         into the statistics once.
 
@@ -691,8 +691,6 @@ class PanelData:
                     self.errors.add_error(err)
                 for flag in rec.hazards:
                     self.hazards.add_hazard(flag)
-                if clock is not None:
-                    clock.observe_frame(rec)
                 self._findings_index = rec.index
         newest = records[-1] if records else None
         for rec in new:
@@ -776,9 +774,11 @@ class PanelData:
                 gl_note = "timer results not in yet"
         nxt = _find(records, rec.index + 1) if not in_progress else None
         live = {o.label: o.state for o in view.owners} if in_progress else None
+        clock = view.clock_map  # its offsets tighten as records are harvested: the bars move with them
         key = (rec.index, id(rec), in_progress, len(rec.phases), len(rec.cl_profile), len(rec.gl_passes),
                len(rec.owners), len(rec.hazards), len(rec.errors), nxt is not None, current, upcoming,
-               tuple(sorted(live.items())) if live else None, gl_note)
+               tuple(sorted(live.items())) if live else None, gl_note,
+               (clock.cl.offset, clock.gl.offset) if clock is not None else None)
         if key != self._timeline_key:
             stop = view.stop if in_progress and view.stop is not None and view.stop.frame == rec.index else None
             self._timeline = build_timeline(rec, view.clock_map, next_rec=nxt, in_progress=in_progress, live=live,
@@ -831,7 +831,7 @@ class PanelData:
         the user picked (None: follow the run). ``tab``: the tab shown (its part is built only then)."""
         history = view.history
         records = history.records
-        self._ingest(records, view.clock_map)
+        self._ingest(records)
         self._ingest_loop_errors(history)
         rec, in_progress, was_chosen = self._described(view, records, chosen)
         timing = self._timing(records)

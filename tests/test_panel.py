@@ -434,6 +434,37 @@ def test_the_timeline_follows_the_clock(small_runtime):
     np.testing.assert_array_equal(b.start[~gl], a.start[~gl])  # the host's bars stay where they were
 
 
+def test_memory_tab_reads_the_payload_lifetime_now(small_runtime):
+    """The Memory tab's counters are the backend's now, not those of the set-up's first view; each
+    handle type says both how long its handle is valid and how long its memory lives."""
+    from app.ui.panel import draw_panel
+
+    rt = small_runtime
+    rt.tick()
+    now = {"open_fds": 10, "fds_closed": 1}
+
+    def memory_tab():  # external_memory's rows (that backend needs a GPU): counters that move
+        return {"exporter_released": True, "holders": "GL memory object + CL buffer", "fds_closed": now["fds_closed"],
+                "cl_took_fd_ownership": True, "open_fds": now["open_fds"],
+                "display_paths": {"particles.position": "sampled in place"}, "gpu_bytes_copied": 100 * now["open_fds"]}
+
+    rt.session.backend.memory_tab = memory_tab
+    a = panel_snapshot(rt, tab="memory").caps.memory
+    now.update(open_fds=12, fds_closed=3)
+    rt.tick()
+    b = panel_snapshot(rt, tab="memory").caps.memory
+    assert (a.lifetime.open_fds, a.lifetime.fds_closed, a.lifetime.gpu_bytes_copied) == (10, 1, 1000)
+    assert (b.lifetime.open_fds, b.lifetime.fds_closed, b.lifetime.gpu_bytes_copied) == (12, 3, 1200)
+    assert b.handle_types is a.handle_types  # the set-up's table, made once
+    fd = {h.name: h for h in b.handle_types}["OPAQUE_FD"]
+    assert fd.handle_valid_until.startswith("a successful import") and "exporter's allocation" in fd.memory_lives_until
+    rt.ui.state.select = "memory"
+    model = panel_snapshot(rt, tab="memory")
+    for _ in range(2):
+        rt.ui.layer.draw(lambda: draw_panel(model, rt.ui.state, rt.controls.request), force=True)
+    assert rt.ui.state.tab == "memory" and rt.ui.state.failures == 0
+
+
 def test_tab_titles_keep_their_width_as_counts_grow(gl):
     """The Errors and Hazards tabs show their counts in a fixed width: no tab moves under the cursor."""
     from app.config import RunConfig

@@ -216,7 +216,8 @@ class HandleRow:
     nt_handle: bool
     owns_reference: bool
     who_closes: str
-    becomes_invalid_when: str
+    handle_valid_until: str  # how long the handle (fd, NT handle) may be used
+    memory_lives_until: str  # how long the memory behind it lives (who holds references)
     rule: str
     glshare: str
 
@@ -229,6 +230,7 @@ class Lifetime:
     cl_took_fd_ownership: object
     open_fds: object
     display_paths: tuple[tuple[str, str], ...]
+    gpu_bytes_copied: object = None  # bytes copied on the GPU (a texture's packing), this set-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -633,17 +635,19 @@ def _find(records, index: int):
     return None
 
 
-def _memory(mem: Mapping | None) -> MemoryPart | None:
-    if not mem:
+def _lifetime(life: Mapping | None) -> Lifetime | None:
+    """The backend's payload lifetime (SharingBackend.memory_tab), read at each view: its counters move."""
+    if not life:
         return None
-    life = mem.get("lifetime")
-    lifetime = None if not life else Lifetime(
-        bool(life.get("exporter_released")), str(life.get("holders", "")), life.get("fds_closed"),
-        life.get("cl_took_fd_ownership"), life.get("open_fds"), tuple((life.get("display_paths") or {}).items()))
-    rows = tuple(HandleRow(h["hex"], h["name"], bool(h["nt_handle"]), bool(h["owns_reference"]), h["who_closes"],
-                           h["becomes_invalid_when"], h["rule"], h["glshare"]) for h in mem.get("handle_types", ()))
-    return MemoryPart(rows, tuple(mem.get("import_types") or ()), lifetime, mem.get("kmt_note", ""),
-                      mem.get("unavailable", ""))
+    return Lifetime(bool(life.get("exporter_released")), str(life.get("holders", "")), life.get("fds_closed"),
+                    life.get("cl_took_fd_ownership"), life.get("open_fds"),
+                    tuple((life.get("display_paths") or {}).items()), life.get("gpu_bytes_copied"))
+
+
+def _handle_rows(mem: Mapping) -> tuple[HandleRow, ...]:
+    return tuple(HandleRow(h["hex"], h["name"], bool(h["nt_handle"]), bool(h["owns_reference"]), h["who_closes"],
+                           h["handle_valid_until"], h["memory_lives_until"], h["rule"], h["glshare"])
+                 for h in mem.get("handle_types", ()))
 
 
 class PanelData:
@@ -663,7 +667,7 @@ class PanelData:
         self._timeline_key = None
         self._timeline = Timeline(None)
         self._caps_key = None
-        self._memory: MemoryPart | None = None
+        self._handles: tuple[HandleRow, ...] = ()
         self._lab_key = None
         self._lab: LabResults | None = None
 
@@ -811,10 +815,16 @@ class PanelData:
         return Owners(rec.index if rec is not None else None, tuple(rows))
 
     def _caps_part(self, view, ui_caps: Mapping) -> CapsPart:
-        if id(view.caps) != self._caps_key:  # the session keeps one CapsView per set-up
-            self._memory, self._caps_key = _memory(view.caps.memory), id(view.caps)
+        mem = view.caps.memory
+        memory = None
+        if mem:
+            table = mem.get("handle_types")
+            if id(table) != self._caps_key:  # the handle table is the set-up's, made once
+                self._handles, self._caps_key = _handle_rows(mem), id(table)
+            memory = MemoryPart(self._handles, tuple(mem.get("import_types") or ()), _lifetime(mem.get("lifetime")),
+                                mem.get("kmt_note", ""), mem.get("unavailable", ""))
         return CapsPart(view.caps, ClockInfo.of(view.clock), view.gl_timer.sampling,
-                        str(ui_caps.get("panel_refresh", "")), self._memory)
+                        str(ui_caps.get("panel_refresh", "")), memory)
 
     def _lab_part(self, view, lab: Mapping | None) -> LabPart:
         if lab is not None and id(lab) != self._lab_key:

@@ -873,7 +873,9 @@ def _memory(m: PanelModel, request, state: PanelState) -> None:
                                f"exporter's Vulkan allocation {'released' if life.exporter_released else 'kept'} "
                                "after GL and CL imported it")
             imgui.text_wrapped(f"held by: {life.holders}; fds glshare closed: {life.fds_closed}; "
-                               f"CL took its fd: {life.cl_took_fd_ownership}; open fds now: {life.open_fds}")
+                               f"CL took its fd: {life.cl_took_fd_ownership}; open fds now: {life.open_fds}"
+                               + ("" if life.gpu_bytes_copied is None else
+                                  f"; bytes copied on the GPU: {life.gpu_bytes_copied:,}"))
             for label, path in life.display_paths:  # how GL shows each texture
                 imgui.text_colored(DIM if path.startswith("copy") else GREEN, f"{label}: GL draws it by {path}")
             imgui.text_colored(DIM, mem.kmt_note)
@@ -885,7 +887,9 @@ def _memory(m: PanelModel, request, state: PanelState) -> None:
             imgui.text_colored(color, f"{h.hex} {h.name}{'  NT' if h.nt_handle else ''}"
                                       f"  owns ref: {'yes' if h.owns_reference else 'no'}")
             _hover_tip(h.rule)
-            imgui.text_colored(DIM, f"    closes: {h.who_closes}; invalid when {h.becomes_invalid_when}")
+            imgui.text_colored(DIM, f"    closes: {h.who_closes}")
+            imgui.text_colored(DIM, f"    handle valid until {h.handle_valid_until}")
+            imgui.text_colored(DIM, f"    memory lives until {h.memory_lives_until}")
             imgui.text_colored(DIM, f"    {h.glshare}")
 
 

@@ -465,6 +465,20 @@ def test_memory_tab_reads_the_payload_lifetime_now(small_runtime):
     assert rt.ui.state.tab == "memory" and rt.ui.state.failures == 0
 
 
+def test_composite_path_claims_no_skip_it_does_not_make(small_runtime):
+    """The Caps tab's "composited by": a layer copied into every frame (headless, the scene under the
+    panel) is never said to be skipped, even after a probe found that the swap keeps the back buffer."""
+    rt = small_runtime
+    rt.tick()
+    layer = rt.ui.layer
+    layer._kept = True  # what a probe of a copy swap finds
+    copies = layer.composites
+    rt.tick()
+    assert layer.composites == copies + 1  # copied this frame
+    assert layer.composite_path == "glCopyImageSubData"
+    assert panel_snapshot(rt, tab="caps").caps.panel_refresh.endswith("composited by glCopyImageSubData")
+
+
 def test_tab_titles_keep_their_width_as_counts_grow(gl):
     """The Errors and Hazards tabs show their counts in a fixed width: no tab moves under the cursor."""
     from app.config import RunConfig

@@ -68,7 +68,7 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
     last = next((e for e in reversed(segments) if e["statistics"]["frames_kept"]), None)
     stats = last["statistics"] if last is not None else statistics([])
     errors = [e.as_dict() for r in records for e in r.errors] + [e.as_dict() for e in history.loop_errors]
-    hazards = [{"case": h.case, "kind": getattr(h, "kind", ""), "label": h.label, "frame": h.frame,
+    hazards = [{"case": h.case, "kind": h.kind, "label": h.label, "frame": h.frame,
                 "where": h.where, "spec": h.spec} for r in records for h in r.hazards]
     return {
         "schema": SCHEMA,

@@ -296,24 +296,17 @@ class LabResults:
     @classmethod
     def of(cls, r: Mapping) -> "LabResults":
         """From the error lab's result (``app/lab/lab.py``: ``run_lab``)."""
-        s = r.get("summary", {})
+        s = r["summary"]
         cases = tuple(LabCase(
-            c.get("family", "gl_sharing"), c.get("case", ""), c.get("call", ""), c.get("what", ""), c.get("note", ""),
-            tuple(str(x) for x in (c.get("spec_codes") or [c.get("spec_code") or "no code"])), c.get("section", ""),
-            c.get("quote", ""), c.get("deviation", ""), bool(c.get("validator_agrees", c.get("agrees"))),
-            str(c.get("validator_code") or "refused without a code"), bool(c.get("driver_called")),
-            bool(c.get("driver_differs")), str(c.get("driver_code")), c.get("driver_note", ""),
-            tuple(c.get("disagreements", ()))) for c in r.get("cases", []))
-        hazards = tuple(LabHazard(h.get("case", ""), h.get("kind", ""), bool(h.get("flagged")),
-                                  bool(h.get("ok", h.get("flagged") and h.get("strict_raises", True)
-                                             and not h.get("also_flagged"))),
-                                  h.get("spec", "")) for h in r.get("hazards", []))
-        policy = r.get("driver_policy", {})
-        if isinstance(policy, str):
-            policy = {f: policy for f in r.get("families", ["gl_sharing"])}
-        return cls(r.get("implementation", ""), r.get("backend", ""), tuple(policy.items()), cases, hazards,
-                   int(s.get("validator_agrees", 0)), int(s.get("cases", len(cases))), int(s.get("hazards_ok", 0)),
-                   int(s.get("hazards", len(hazards))), bool(s.get("ok")))
+            c["family"], c["case"], c["call"], c["what"], c["note"], tuple(str(x) for x in c["spec_codes"]),
+            c["section"], c["quote"], c["deviation"], bool(c["validator_agrees"]),
+            str(c["validator_code"] or "refused without a code"), bool(c["driver_called"]),
+            bool(c["driver_differs"]), str(c["driver_code"]), c["driver_note"], tuple(c["disagreements"]))
+            for c in r["cases"])
+        hazards = tuple(LabHazard(h["case"], h["kind"], bool(h["flagged"]), bool(h["ok"]), h["spec"])
+                        for h in r["hazards"])
+        return cls(r["implementation"], r["backend"], tuple(r["driver_policy"].items()), cases, hazards,
+                   int(s["validator_agrees"]), int(s["cases"]), int(s["hazards_ok"]), int(s["hazards"]), bool(s["ok"]))
 
 
 @dataclass(frozen=True, slots=True)

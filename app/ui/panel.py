@@ -457,7 +457,7 @@ def _stable_span(state: PanelState, extent: float) -> float:
         state.auto_span, state._small_for, state._small_max = want, 0, 0.0
     else:
         state._small_for += 1
-        state._small_max = max(getattr(state, "_small_max", 0.0), want)
+        state._small_max = max(state._small_max, want)
         if state._small_for >= SHRINK_AFTER:
             state.auto_span, state._small_for, state._small_max = state._small_max, 0, 0.0
     return state.auto_span

@@ -479,6 +479,29 @@ def test_composite_path_claims_no_skip_it_does_not_make(small_runtime):
     assert panel_snapshot(rt, tab="caps").caps.panel_refresh.endswith("composited by glCopyImageSubData")
 
 
+def test_every_scenes_options_are_drawn_in_the_panel(small_runtime):
+    """Each scene's option rows drawn: a widget per row (a button for a text row with a command),
+    inside the panel, under the controls, with nothing failing."""
+    from app.ui.panel import draw_panel
+
+    rt = small_runtime
+    for scene in ("particles", "image", "postprocess", "yuv"):
+        if scene != "particles":
+            assert rt.session.switch(scene=scene)
+        rt.tick()
+        model = panel_snapshot(rt)
+        for _ in range(2):  # ImGui lays a window out over two frames
+            rt.ui.layer.draw(lambda m=model: draw_panel(m, rt.ui.state, rt.controls.request), force=True)
+        rects, (x0, _y0, x1, _y1) = rt.ui.state.rects, rt.ui.state.window
+        opts = model.controls.options
+        assert opts and rt.ui.state.failures == 0, scene
+        for o in opts:
+            r = rects[f"option_{o.name}"]
+            assert x0 <= r[0] < r[2] <= x1 and r[1] >= rects["write_trace"][3], (scene, o.name, r)
+            assert (f"option_{o.name}_button" in rects) == bool(o.button), (scene, o.name)
+    assert rt.controls.pending == []  # drawing requests nothing by itself
+
+
 def test_tab_titles_keep_their_width_as_counts_grow(gl):
     """The Errors and Hazards tabs show their counts in a fixed width: no tab moves under the cursor."""
     from app.config import RunConfig

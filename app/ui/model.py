@@ -192,6 +192,50 @@ class Findings:
 
 
 @dataclass(frozen=True, slots=True)
+class OptionRow:
+    """One of the running scene's own options (``Scene.options()``: a SceneOption), as the panel
+    draws it under the controls: a checkbox ("toggle"), a combo ("choice"; "size": a local work
+    size), a slider from ``low`` to ``high`` ("int"), or its value as text ("text") with a button
+    when it has a command. A change calls ``request(command, value=...)``; a text row's button
+    calls ``request(command)``."""
+
+    name: str
+    title: str
+    kind: str
+    value: bool | int | str
+    command: str  # the controls command (app/session/controls.py); "" for a read-only row
+    choices: tuple[str, ...] = ()  # "choice", "size": what the combo offers, the value among them
+    low: int = 0
+    high: int = 0
+    keys: str = ""  # the keys that change it (the row's tooltip)
+    button: str = ""  # a text row's button ("reset", "animate")
+
+
+BUTTONS = {"reset_camera": "reset", "julia_animate": "animate"}  # a text row's button, by its command
+
+
+def option_rows(options) -> tuple[OptionRow, ...]:
+    """The panel's rows of ``SessionView.scene_options`` (SceneOption rows, plain values)."""
+    rows = []
+    for o in options:
+        kind = o.kind
+        if kind == "toggle":
+            value = bool(o.value)
+        elif kind == "int":
+            value = int(o.value)
+        else:
+            value = str(o.value)
+        choices = tuple(str(c) for c in o.choices)
+        if kind in ("choice", "size") and value not in choices:
+            choices = (value,) + choices  # a value set elsewhere (a key, --local-size 4x4) is shown too
+        low = int(o.low) if o.low is not None else 0
+        high = int(o.high) if o.high is not None else low
+        button = BUTTONS.get(o.command, o.command.replace("_", " ")) if kind == "text" and o.command else ""
+        rows.append(OptionRow(o.name, o.title, kind, value, o.command, choices, low, high, o.keys, button))
+    return tuple(rows)
+
+
+@dataclass(frozen=True, slots=True)
 class ControlsPart:
     scene: str
     backend: str
@@ -207,6 +251,7 @@ class ControlsPart:
     teaching: bool
     trace_path: str  # the absolute path of the last trace written, or ""
     trace_error: str
+    options: tuple[OptionRow, ...] = ()  # the scene's own options, drawn below the controls
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,6 +708,8 @@ class PanelData:
         self._handles: tuple[HandleRow, ...] = ()
         self._lab_key = None
         self._lab: LabResults | None = None
+        self._options_key: tuple | None = None
+        self._options: tuple[OptionRow, ...] = ()
 
     # -- ingest --------------------------------------------------------------------------------
     def _ingest(self, records) -> None:
@@ -855,9 +902,11 @@ class PanelData:
             setup_now="" if now else f"{s.scene} / {s.backend} / {s.sync}")
         c = view.controls
         tw = view.trace_written or {}
+        if view.scene_options != self._options_key:  # the scene's options: rows again when one changed
+            self._options, self._options_key = option_rows(view.scene_options), view.scene_options
         controls = ControlsPart(s.scene, s.backend, s.sync, c.scenes, c.backends, c.syncs, c.sizes, c.size, s.vsync,
                                 s.headless, view.paused, view.teaching.active, str(tw.get("path", "")),
-                                str(tw.get("error", "")))
+                                str(tw.get("error", "")), self._options)
         return PanelModel(
             header=header, timing=timing, timeline=timeline, owners=self._owners(rec, view),
             errors=self.errors.part(), hazards=self.hazards.part(), controls=controls,

@@ -253,16 +253,25 @@ def _wrapping_text(text: str, color) -> None:
         imgui.text_colored(color, text)
 
 
-def _combo(label: str, width: float, current: str, options) -> str | None:
-    """A combo whose unavailable options are greyed out with their reason as a tooltip."""
+def _combo(label: str, width: float, current: str, options, state: PanelState | None = None,
+           name: str = "") -> str | None:
+    """A combo whose unavailable options are greyed out with their reason as a tooltip; with
+    ``state``, where its box (the label beside it left out) and each option of its open list were
+    drawn (``name``, ``name=option``)."""
     imgui.set_next_item_width(width)
     chosen = None
-    if not imgui.begin_combo(label, current):
+    x, y = imgui.get_cursor_screen_pos()
+    opened = imgui.begin_combo(label, current)
+    if state is not None:
+        state.rects[name] = (int(x), int(y), int(x + width), int(y + imgui.get_frame_height()))
+    if not opened:
         _hover_tip(next((o.reason for o in options if o.name == current and o.reason), ""))
         return None
     try:
         for o in options:
             clicked, _ = imgui.selectable(o.name, o.name == current, 0 if o.available else DISABLED)
+            if state is not None:
+                _item_rect(state, f"{name}={o.name}")
             if o.reason and imgui.is_item_hovered(HOVER_DISABLED):
                 tooltip(o.reason if o.available else f"not available: {o.reason}")
             if clicked and o.available and o.name != current:
@@ -331,6 +340,66 @@ def _controls(m: PanelModel, state: PanelState, request) -> None:
     _item_rect(state, "write_trace")
     _hover_tip(f"last written: {c.trace_path}" if c.trace_path else (c.trace_error or "writes a Perfetto trace of "
                                                                      "the kept frames"))
+    _scene_options(c.options, state, request)
+
+
+def _scene_options(options, state: PanelState, request) -> None:
+    """The running scene's own options (``Scene.options()``), below the controls: checkboxes, combos
+    and sliders left to right, a text row (the camera, the Julia constant) on a line of its own with
+    its button. Each change requests its controls command (run after the frame); the keys that
+    step an option are its tooltip."""
+    if not options:
+        return
+    from app.session.views import Choice
+
+    style = imgui.get_style()
+    frame_h = imgui.get_frame_height()
+    pad = 2 * style.frame_padding.x
+    flow = _Flow()
+    for o in options:
+        tip = f"keys: {o.keys}" if o.keys else ""
+        label = f"{o.title}##opt_{o.name}"
+        if o.kind == "toggle":
+            flow.next(frame_h + _label_w(o.title))
+            changed, value = imgui.checkbox(label, bool(o.value))
+            _item_rect(state, f"option_{o.name}")
+            _hover_tip(tip)
+            if changed and o.command:
+                request(o.command, value=bool(value))
+        elif o.kind in ("choice", "size"):
+            width = max(imgui.calc_text_size(ch).x for ch in o.choices) + pad + frame_h + 4
+            flow.next(width + _label_w(o.title))
+            chosen = _combo(label, width, str(o.value), tuple(Choice(ch, True) for ch in o.choices), state,
+                            f"option_{o.name}")
+            _hover_tip(tip)
+            if chosen and o.command:
+                request(o.command, value=chosen)
+        elif o.kind == "int":
+            width = 110
+            flow.next(width + _label_w(o.title))
+            imgui.set_next_item_width(width)
+            x, y = imgui.get_cursor_screen_pos()
+            changed, value = imgui.slider_int(label, int(o.value), o.low, o.high)
+            state.rects[f"option_{o.name}"] = (int(x), int(y), int(x + width), int(y + frame_h))  # the slider alone
+            _hover_tip(tip + (f" ({o.low} .. {o.high})" if tip else f"{o.low} .. {o.high}"))
+            if changed and value != o.value and o.command:
+                request(o.command, value=int(value))
+        else:  # "text": the value, and its button
+            with imgui_ctx.push_text_wrap_pos(0.0):
+                imgui.text_disabled(f"{o.title}:")
+            _item_rect(state, f"option_{o.name}")
+            _hover_tip(tip)
+            _wrapping_text(str(o.value), legend.f4(legend.TEXT_RGB))
+            if o.button and o.command:
+                imgui.same_line()
+                bw = imgui.calc_text_size(o.button).x + pad
+                if imgui.get_content_region_avail().x < bw:
+                    imgui.new_line()
+                if imgui.button(f"{o.button}##opt_{o.name}"):
+                    request(o.command)
+                _item_rect(state, f"option_{o.name}_button")
+                _hover_tip(tip)
+            flow.first = True  # the next option starts a line of its own
 
 
 # -- teaching ------------------------------------------------------------------------------------------

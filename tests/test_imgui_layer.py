@@ -62,16 +62,21 @@ def test_memory_tab_shows_the_handle_table(gl):
         surface.close()
 
 
-def test_merge_rects_joins_only_overlapping_ones():
-    from app.ui.imgui_layer import merge_rects
+def test_disjoint_rects_cover_the_union_exactly():
+    """What the layer copies: the union of the windows' rectangles, no pixel twice, none outside."""
+    from app.ui.imgui_layer import disjoint_rects
 
-    assert merge_rects([]) == []
+    assert disjoint_rects([]) == [] and disjoint_rects([(5, 5, 5, 9)]) == []  # empty ones dropped
     apart = [(0, 0, 10, 10), (20, 0, 30, 10)]
-    assert merge_rects(apart) == apart  # touching nothing: kept as they are
-    assert merge_rects([(0, 0, 10, 10), (10, 0, 20, 10)]) == [(0, 0, 10, 10), (10, 0, 20, 10)]  # edges only
-    # a chain: a overlaps b, b overlaps c, so all three become one box; d stays
-    out = merge_rects([(0, 0, 10, 10), (5, 5, 15, 15), (14, 14, 20, 30), (40, 40, 50, 50)])
-    assert sorted(out) == [(0, 0, 20, 30), (40, 40, 50, 50)]
+    assert disjoint_rects(apart) == apart  # two windows apart never become their bounding box
+    rects = [(0, 0, 10, 10), (5, 5, 15, 15), (14, 14, 20, 30), (40, 40, 50, 50), (0, 0, 4, 4)]
+    out = disjoint_rects(rects)
+    union, cover = np.zeros((60, 60), bool), np.zeros((60, 60), np.int32)
+    for x0, y0, x1, y1 in rects:
+        union[y0:y1, x0:x1] = True
+    for x0, y0, x1, y1 in out:
+        cover[y0:y1, x0:x1] += 1
+    assert cover.max() == 1 and np.array_equal(cover == 1, union)
 
 
 def test_layer_reaches_the_frame_by_the_cheapest_copy(gl):

@@ -349,10 +349,14 @@ def test_a_queue_that_does_not_drain_stops_the_driver_calls(external_lab, monkey
 def test_lab_tab_draws_headless(host_copy, surface):
     """The tab draws from the results alone (no GL or CL call inside); both states."""
     from app.lab.lab import run_lab
+    from app.session.views import DemoView
     from app.ui.imgui_layer import ImGuiLayer
     from app.ui.lab_tab import draw_hazard_demos, draw_lab_tab
+    from app.ui.model import LabPart, LabResults
 
-    results = run_lab(host_copy)
+    results = LabResults.of(run_lab(host_copy))  # as the panel model hands them to the tab
+    part = LabPart("host_copy", False, "", (DemoView("skip_release", "2", "skip the release", True, "x", "frozen frame"),),
+                   (("double_acquire", 2),), results)
     layer = ImGuiLayer(surface)
     try:
         from imgui_bundle import imgui
@@ -363,9 +367,7 @@ def test_lab_tab_draws_headless(host_copy, surface):
             imgui.begin("lab")
             pressed.append(draw_lab_tab(None))
             pressed.append(draw_lab_tab(results))
-            pressed.append(draw_hazard_demos({"backend": "host_copy", "demos": [
-                {"demo": "skip_release", "key": "2", "title": "skip the release", "on": True, "flags": "x",
-                 "effect": "frozen frame"}], "hazard_counts": {"double_acquire": 2}}))
+            pressed.append(draw_hazard_demos(part))
             imgui.end()
 
         surface.bind_target()

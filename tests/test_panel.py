@@ -59,17 +59,19 @@ def test_phase_history_stats_match_numpy_percentile():
         spans = {k: float(rng.uniform(10, 2000)) for k in ("acquire", "compute", "release", "render")}
         if i % 7:
             spans["panel"] = float(rng.uniform(100, 900))  # some frames without a panel: NaN, left out
-        recs.append(_rec(i, t, spans))
+        rec = _rec(i, t, spans)
+        rec.period_ns = int(rng.uniform(8, 30) * 1e6) if i % 5 else 0  # no period: NaN, left out
+        recs.append(rec)
         t += 10_000_000
-    for rec, nxt in zip(recs[:-1], recs[1:]):
-        hist.push(rec, nxt)
+    for rec in recs:
+        hist.push(rec)
     frames, data = hist.ordered()
-    assert list(frames) == list(range(29, 79))  # oldest first, the newest without a successor left out
+    assert list(frames) == list(range(30, 80))  # oldest first
     stats = hist.stats()
-    pushed = recs[29:79]
+    pushed = recs[30:80]
     for k, name in enumerate(SERIES):
-        if name == "frame":
-            ref = np.full(50, 10.0)  # start to next start, 10 ms apart
+        if name == "frame":  # present to present, the record's own period
+            ref = np.array([r.period_ns / 1e6 if r.period_ns else np.nan for r in pushed])
         else:
             ref = np.array([(r.phases[name][1] - r.phases[name][0]) / 1e6 if name in r.phases else np.nan
                             for r in pushed])
@@ -358,6 +360,146 @@ def test_paused_and_stepped_time_stays_out_of_the_statistics(small_runtime):
     # not a speed check: a frame that counted a pause would hold at least pause_s of it
     assert np.nanmax(t.series["frame"]) < pause_s * 1000 / 2, np.nanmax(t.series["frame"])
     assert t.stats["frame"][1] < pause_s * 1000 / 2
+
+
+def test_the_panel_frame_is_the_records_present_to_present(small_runtime):
+    """The timing plot's and the header's frame is FrameRecord.period_ns (the report's and the
+    overlay's too); the first frame, which has no present before it, is left out."""
+    rt = small_runtime
+    for _ in range(12):
+        rt.tick()
+    model = panel_snapshot(rt)
+    t = model.timing
+    recs = {r.index: r for r in rt.session.history.records}
+    assert len(t.frames) == t.in_stats == 11 and t.left_out == 1 and recs[0].period_ns == 0
+    want = np.array([recs[int(f)].period_ns / 1e6 for f in t.frames])
+    assert want.min() > 0
+    np.testing.assert_allclose(t.series["frame"], want, rtol=0, atol=1e-9)
+    assert t.stats["frame"][0] == pytest.approx(float(np.median(want)), abs=1e-9)
+    assert model.header.frame_ms == t.stats["frame"][0]
+    assert t.stats_of == "particles / host_copy / finish"
+
+
+def test_statistics_start_again_after_a_switch(small_runtime):
+    """A backend switch: the plot and the median / p95 hold the new set-up's frames alone (the frame
+    whose present waited for the switch included)."""
+    rt = small_runtime
+    for _ in range(8):
+        rt.tick()
+    assert panel_snapshot(rt).timing.in_stats == 7
+    rt.controls.request("switch", backend="host_mapped")  # the backend combo: applied after frame 8's draw
+    for _ in range(5):
+        rt.tick()
+    t = panel_snapshot(rt).timing
+    recs = {r.index: r for r in rt.session.history.records}
+    assert recs[8].segment == 0 and recs[9].segment == 1
+    assert t.stats_of == "particles / host_mapped / finish"
+    assert [int(f) for f in t.frames] == [9, 10, 11, 12] and t.in_stats == 4 and t.left_out == 0
+    periods = [recs[i].period_ns / 1e6 for i in range(9, 13)]
+    assert t.stats["frame"][0] == pytest.approx(float(np.median(periods)), abs=1e-9)
+    # the header names the set-up of the frame it describes: the newest, then one before the switch
+    h = panel_snapshot(rt).header
+    assert (h.backend, h.setup_now) == ("host_mapped", "") and h.scene_title == rt.session.scene.describe()
+    rt.ui.state.chosen = 3  # clicked on the plot (or the slider while paused)
+    model = panel_snapshot(rt)
+    rt.ui.state.chosen = None
+    h = model.header
+    assert h.frame == model.timeline.frame == 3 and h.chosen
+    assert (h.scene, h.backend, h.sync) == ("particles", "host_copy", "finish")
+    assert model.timeline.segment == "particles / host_copy / finish"
+    assert h.scene_title == "" and h.setup_now == "particles / host_mapped / finish"
+
+
+def test_the_timeline_follows_the_clock(small_runtime):
+    """The timeline of a frame is kept while it is shown, and built again when the clock's offsets
+    move (its CL and GL bars are placed by them)."""
+    from app.ui.model import KIND_GL
+
+    rt = small_runtime
+    for _ in range(6):
+        rt.tick()
+    rt.session.finish()  # every profile read: the clock moves no more by itself
+    a = panel_snapshot(rt).timeline
+    assert panel_snapshot(rt).timeline is a  # nothing changed: the same timeline
+    gl = a.kind == KIND_GL
+    assert gl.any()
+    est = rt.session.clock.gl
+    old = est.offset
+    moved = old + 1_000_000 + 2 * est.uncertainty_ns  # a bracket outside the current one: a reset there
+    est.observe(moved, moved, 0)
+    assert est.offset == moved
+    b = panel_snapshot(rt).timeline
+    assert b.frame == a.frame and b is not a
+    np.testing.assert_allclose(b.start[gl] - a.start[gl], (moved - old) / 1e6, atol=1e-9)
+    np.testing.assert_array_equal(b.start[~gl], a.start[~gl])  # the host's bars stay where they were
+
+
+def test_memory_tab_reads_the_payload_lifetime_now(small_runtime):
+    """The Memory tab's counters are the backend's now, not those of the set-up's first view; each
+    handle type says both how long its handle is valid and how long its memory lives."""
+    from app.ui.panel import draw_panel
+
+    rt = small_runtime
+    rt.tick()
+    now = {"open_fds": 10, "fds_closed": 1}
+
+    def memory_tab():  # external_memory's rows (that backend needs a GPU): counters that move
+        return {"exporter_released": True, "holders": "GL memory object + CL buffer", "fds_closed": now["fds_closed"],
+                "cl_took_fd_ownership": True, "open_fds": now["open_fds"],
+                "display_paths": {"particles.position": "sampled in place"}, "gpu_bytes_copied": 100 * now["open_fds"]}
+
+    rt.session.backend.memory_tab = memory_tab
+    a = panel_snapshot(rt, tab="memory").caps.memory
+    now.update(open_fds=12, fds_closed=3)
+    rt.tick()
+    b = panel_snapshot(rt, tab="memory").caps.memory
+    assert (a.lifetime.open_fds, a.lifetime.fds_closed, a.lifetime.gpu_bytes_copied) == (10, 1, 1000)
+    assert (b.lifetime.open_fds, b.lifetime.fds_closed, b.lifetime.gpu_bytes_copied) == (12, 3, 1200)
+    assert b.handle_types is a.handle_types  # the set-up's table, made once
+    fd = {h.name: h for h in b.handle_types}["OPAQUE_FD"]
+    assert fd.handle_valid_until.startswith("a successful import") and "exporter's allocation" in fd.memory_lives_until
+    rt.ui.state.select = "memory"
+    model = panel_snapshot(rt, tab="memory")
+    for _ in range(2):
+        rt.ui.layer.draw(lambda: draw_panel(model, rt.ui.state, rt.controls.request), force=True)
+    assert rt.ui.state.tab == "memory" and rt.ui.state.failures == 0
+
+
+def test_composite_path_claims_no_skip_it_does_not_make(small_runtime):
+    """The Caps tab's "composited by": a layer copied into every frame (headless, the scene under the
+    panel) is never said to be skipped, even after a probe found that the swap keeps the back buffer."""
+    rt = small_runtime
+    rt.tick()
+    layer = rt.ui.layer
+    layer._kept = True  # what a probe of a copy swap finds
+    copies = layer.composites
+    rt.tick()
+    assert layer.composites == copies + 1  # copied this frame
+    assert layer.composite_path == "glCopyImageSubData"
+    assert panel_snapshot(rt, tab="caps").caps.panel_refresh.endswith("composited by glCopyImageSubData")
+
+
+def test_every_scenes_options_are_drawn_in_the_panel(small_runtime):
+    """Each scene's option rows drawn: a widget per row (a button for a text row with a command),
+    inside the panel, under the controls, with nothing failing."""
+    from app.ui.panel import draw_panel
+
+    rt = small_runtime
+    for scene in ("particles", "image", "postprocess", "yuv"):
+        if scene != "particles":
+            assert rt.session.switch(scene=scene)
+        rt.tick()
+        model = panel_snapshot(rt)
+        for _ in range(2):  # ImGui lays a window out over two frames
+            rt.ui.layer.draw(lambda m=model: draw_panel(m, rt.ui.state, rt.controls.request), force=True)
+        rects, (x0, _y0, x1, _y1) = rt.ui.state.rects, rt.ui.state.window
+        opts = model.controls.options
+        assert opts and rt.ui.state.failures == 0, scene
+        for o in opts:
+            r = rects[f"option_{o.name}"]
+            assert x0 <= r[0] < r[2] <= x1 and r[1] >= rects["write_trace"][3], (scene, o.name, r)
+            assert (f"option_{o.name}_button" in rects) == bool(o.button), (scene, o.name)
+    assert rt.controls.pending == []  # drawing requests nothing by itself
 
 
 def test_tab_titles_keep_their_width_as_counts_grow(gl):

@@ -76,7 +76,9 @@ def test_info_json_names_pocl_and_every_backend(glshare):
     assert table["OPAQUE_WIN32"]["nt_handle"] and table["OPAQUE_WIN32"]["owns_reference"]
     assert "CloseHandle" in table["OPAQUE_WIN32"]["who_closes"]
     assert not table["D3D11_TEXTURE_KMT"]["owns_reference"]
-    assert "destroyed" in table["D3D11_TEXTURE_KMT"]["becomes_invalid_when"]
+    assert "destroyed" in table["D3D11_TEXTURE_KMT"]["handle_valid_until"]
+    assert "resource is destroyed" in table["D3D11_TEXTURE_KMT"]["memory_lives_until"]
+    assert "becomes_invalid_when" not in table["OPAQUE_FD"]  # the one key for the two is gone
     assert not any(h["imported_by_device"] for h in table.values())  # PoCL imports nothing
     assert data["external_memory_lifetime_demo"] is None
     text = glshare("info")

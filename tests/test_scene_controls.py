@@ -248,3 +248,81 @@ def test_cli_takes_the_new_run_options(glshare, tmp_path):
     bad = glshare("run", "--headless", "--frames", "3", "--local-size", "16y16")
     assert bad.returncode == 2 and "--local-size takes WxH" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+# -- the panel's rows of the scenes' options ------------------------------------------------------
+def test_the_panel_rows_carry_each_scenes_options_and_drive_them(gl):
+    """The panel model has a row for every option of each scene, with the scene's values; a command
+    requested from a row, as the panel's checkbox, combo, slider or button requests it, changes
+    the scene, what it renders, and the row."""
+    from support import panel_snapshot
+
+    from app.postprocess import reference
+    from app.session.loop import Run
+    from app.window import MouseEvent
+
+    def rows(rt):
+        return {o.name: o for o in panel_snapshot(rt).controls.options}
+
+    cfg = RunConfig(scene="postprocess", size=(256, 256), headless=True, frames=10_000, local_size=(4, 4))
+    with Run(cfg, surface=gl) as rt:
+        rt.tick()
+        scene, controls = rt.session.scene, rt.controls
+        r = rows(rt)
+        assert list(r) == ["filter", "blur_radius", "camera", "local_size"]
+        f, b, cam, ls = r["filter"], r["blur_radius"], r["camera"], r["local_size"]
+        assert (f.kind, f.value, f.choices, f.command, f.keys) == ("choice", "sobel", ("sobel", "blur"), "set_filter",
+                                                                  "e: next")
+        assert (b.kind, b.value, b.low, b.high, b.command) == ("int", scene.radius, 0, 15, "set_blur_radius")
+        assert (cam.kind, cam.command, cam.button) == ("text", "reset_camera", "reset") and "distance 6.50" in cam.value
+        # a local size set elsewhere (--local-size 4x4) is shown, and offered, though not a preset
+        assert (ls.kind, ls.value, ls.choices[0]) == ("size", "4x4", "4x4") and "driver" in ls.choices
+        controls.request(f.command, value="blur")
+        controls.request(b.command, value=5)
+        rt.tick()
+        assert (scene.filter, scene.radius) == ("blur", 5)
+        rendered = scene.rendered.gl.read()  # what the next frame filters
+        rt.tick()
+        out = scene.out.gl.read()
+        assert np.array_equal(out, reference.box_blur(rendered, 5))  # the frame is the radius-5 blur
+        assert not np.array_equal(out, reference.box_blur(rendered, 2))
+        r = rows(rt)
+        assert (r["filter"].value, r["blur_radius"].value) == ("blur", 5)
+        controls.request(ls.command, value="8x8")
+        controls.mouse(MouseEvent("drag", 40, -10))
+        rt.tick()
+        assert scene.local_size == (8, 8) and rows(rt)["local_size"].value == "8x8"
+        assert rows(rt)["camera"].value != cam.value  # orbited
+        controls.request(cam.command)  # the row's "reset" button
+        rt.tick()
+        assert rows(rt)["camera"].value == cam.value and rt.session.status == "camera reset"
+
+        assert rt.session.switch(scene="particles")
+        rt.tick()
+        r = rows(rt)
+        assert list(r) == ["round_points", "camera", "local_size"]
+        rp = r["round_points"]
+        assert (rp.kind, rp.value, rp.command, rp.keys) == ("toggle", False, "set_round_points", "r")
+        controls.request(rp.command, value=True)  # the checkbox
+        rt.tick()
+        assert rt.session.scene.round_points and rows(rt)["round_points"].value is True
+
+        assert rt.session.switch(scene="image")
+        rt.tick()
+        r = rows(rt)
+        assert list(r) == ["julia_c", "local_size"]
+        jc = r["julia_c"]
+        assert (jc.kind, jc.command, jc.button) == ("text", "julia_animate", "animate") and "(animated)" in jc.value
+        assert "u: animate" in jc.keys
+        controls.key("l")  # steered with a key
+        rt.tick()
+        assert "(steered)" in rows(rt)["julia_c"].value
+        controls.request(jc.command)  # the row's "animate" button
+        rt.tick()
+        assert "(animated)" in rows(rt)["julia_c"].value and rt.session.scene.steered_c is None
+
+        assert rt.session.switch(scene="yuv")
+        rt.tick()
+        colour = rows(rt)["colour"]
+        assert (colour.kind, colour.command, colour.button) == ("text", "", "")  # read only: no button
+        assert rt.session.history.loop_errors == [] and rt.ui.state.failures == 0

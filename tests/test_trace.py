@@ -204,7 +204,10 @@ def test_build_trace_links_release_to_gl_and_waits():
     rec.gl_passes = [("gl render", 1_075_000, 1_090_000)]
     clock = ClockMap()
     clock.gl.observe(0, 0, 0)  # GL clock == host clock
+    clock.observe_frame(rec)  # as the scheduler's harvest does, once per record (RunHistory.on_harvested)
+    before = clock.as_dict()
     trace = build_trace([rec], clock)
+    assert build_trace([rec], clock) == trace and clock.as_dict() == before  # building reads the clock only
     ev = trace["traceEvents"]
     # the queued stamps inside the host phases alone pin the offset down to a few us
     assert abs(clock.cl.offset - off) <= clock.cl.uncertainty_ns <= 5_000
@@ -383,6 +386,7 @@ def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
         rt.tick()
         rt.session.scheduler.finish()
         trace = json.loads(open(rt._write_trace(tmp_path / "owners.json")).read())
+        periods = {r.presented_ns - r.period_ns: r.period_ns for r in rt.session.history.records if r.period_ns}
     threads = _threads(trace)
     events = trace["traceEvents"]
     owner_tid = {name.removeprefix("owner "): tid for tid, name in threads.items() if name.startswith("owner ")}
@@ -403,7 +407,10 @@ def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
     assert {e["args"]["case"] for e in hazards} >= {"gl_use_while_acquired", "double_acquire"}
     assert all(e["tid"] == owner_tid[e["args"]["object"]] and e["s"] == "t" for e in hazards)
     counters = collections.Counter(e["name"] for e in events if e["ph"] == "C")
-    assert counters == {"frame time": 7, "bytes moved": 7}
+    assert counters == {"frame time": 6, "bytes moved": 7}  # the first frame has no present before it
+    # the frame time is the records' present to present, each value from the present before it
+    frame_time = sorted((e["ts"], e["args"]["ms"]) for e in events if e["name"] == "frame time")
+    assert len(periods) == 6 and [ms for _, ms in frame_time] == [round(periods[k] / 1e6, 4) for k in sorted(periods)]
     moved = [e["args"]["bytes"] for e in events if e["name"] == "bytes moved"]
     # what host_copy really copied: both buffers at each release (and GL -> CL too where GL had written
     # them: the start state), nothing where the release was skipped
@@ -411,3 +418,80 @@ def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
     phases = [e for e in events if e["ph"] == "X" and e["cat"] == "cpu.phase" and e["name"] in legend.TRACE_CNAME]
     assert phases and all(e["cname"] == legend.TRACE_CNAME[e["name"]] for e in phases)
     assert trace["otherData"]["legend"] == legend.legend()
+
+
+# -- the report -------------------------------------------------------------------------------------
+def test_report_statistics_are_per_set_up(gl):
+    """Two backends' frames never share a median: each segment has its statistics, the top level
+    is the last set-up's (named), every figure is over the same frames (stepped ones left out), and
+    the period of the frame whose present waited for the switch is in no segment's frame time."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+    from app.trace.report import build_report
+    from app.trace.stats import summary
+
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
+    with Run(cfg, surface=gl) as rt:
+        for _ in range(6):
+            rt.tick()
+        rt.controls.request("switch", backend="host_mapped")  # as the panel's combo: after frame 6's draw
+        for _ in range(5):
+            rt.tick()
+        rt.controls.key("t")  # teaching mode: one frame stepped phase by phase
+        for _ in range(4):
+            rt.controls.key("n")
+            rt.tick()
+        rt.controls.key("t")
+        for _ in range(3):
+            rt.tick()
+        rt.session.finish()
+        report = build_report(rt.session.history, rt.facts())
+        records = list(rt.session.history.records)
+    segs = report["segments"]
+    assert [(s["backend"], s["first_frame"]) for s in segs] == [("host_copy", 0), ("host_mapped", 7)]
+    first = [r for r in records if r.segment == 0]
+    second = [r for r in records if r.segment == 1]
+    assert [r.index for r in first] == list(range(7)) and first[-1].period_ns > 0
+    s0 = segs[0]["statistics"]
+    # frame 0 has no present before it; frame 6's present came after the switch's teardown and build
+    want0 = [r.period_ns / 1e3 for r in first[1:6]]
+    assert s0["frames_in_statistics"] == 7 and s0["frames_with_period"] == 5
+    assert s0["phases_us"]["frame"] == summary(want0)
+    assert s0["phases_us"]["compute"] == summary(r.phase_us("compute") for r in first)
+    stepped = [r for r in second if r.stepped]
+    assert len(stepped) == 1
+    steady = [r for r in second if r.steady]
+    s1 = segs[1]["statistics"]
+    assert s1["frames_in_statistics"] == len(steady) == len(second) - 1
+    cl = [(r.cl_profile["compute"][3] - r.cl_profile["compute"][2]) / 1e3 for r in steady]
+    assert s1["cl_device_us"]["compute"] == summary(cl)  # the stepped frame's kernel left out here too
+    assert s1["waits_us"] == summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in steady)
+    assert s1["phases_us"]["frame"] == summary(r.frame_us for r in steady if r.frame_us is not None)
+    assert report["statistics_of"] == {"index": 1, "scene": "particles", "backend": "host_mapped", "sync": "finish"}
+    assert report["backend"] == "host_mapped" and report["frames_in_statistics"] == s1["frames_in_statistics"]
+    for key in ("phases_us", "cl_device_us", "waits_us"):
+        assert report[key] == s1[key], key
+
+
+def test_every_harvested_record_tightens_the_clock_once(gl, tmp_path):
+    """The CL clock is observed once per frame, when its profiles are read, whether the panel
+    redraws or not; writing the trace (twice) observes nothing more."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel=False, backend="host_copy")
+    with Run(cfg, surface=gl) as rt:
+        clock = rt.session.clock
+        assert clock.as_dict()["frames_observed"] == 0
+        for _ in range(20):
+            rt.tick()
+        rt.session.finish()  # every profile read
+        frames = rt.session.history.totals["frames"]
+        assert frames == 20 and clock.as_dict()["frames_observed"] == frames
+        samples = clock.cl.samples
+        assert samples >= 2 * frames  # compute and release stamps of every frame (host_copy: acquire on frame 0)
+        rt._write_trace(tmp_path / "a.json")
+        rt._write_trace(tmp_path / "b.json")
+        assert clock.as_dict()["frames_observed"] == frames and clock.cl.samples == samples
+        trace = json.loads((tmp_path / "b.json").read_text())
+        assert trace["otherData"]["clock"]["frames_observed"] == frames

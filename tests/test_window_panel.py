@@ -182,3 +182,42 @@ def test_teaching_text_visible_without_scrolling(tmp_path):
     assert t["scroll_y"] == 0 and y0 < block[1] and block[3] <= y1, (block, y1)
     assert lanes[1] < y1 - 60, (lanes, y1)  # and the timeline's first lanes under it
     assert t["current_phase"] == "acquire" and t["header_frame"] == t["timeline_frame"]
+
+
+def test_scene_options_are_rows_of_the_panel(tmp_path):
+    """postprocess in a window: its filter, blur radius, camera and local size are drawn under the
+    controls, inside the panel, at 800x600 (beside the panel) and in a 640x400 window; real clicks
+    on them change the scene (the filter's combo, the slider's middle, the camera's reset, a local
+    size from its combo), and each row then shows the scene's value."""
+    names = ("option_filter", "option_blur_radius", "option_camera", "option_camera_button", "option_local_size")
+    # paused: the header keeps its lines (running, its "newest fully timed" note comes and goes with
+    # the GL timer's sampling and moves what is under it); the commands act all the same
+    d, err = drive(tmp_path, [
+        ["ticks", 10], ["key", "p"], ["ticks", 3], ["dump", "top"],
+        # a combo's list is placed at the redraw after the one that opened it: the mouse moves first
+        ["click", "@option_filter"], ["move", "@option_blur_radius"], ["ticks", 3], ["dump", "open"],
+        ["click", "@option_filter=blur"], ["ticks", 3], ["dump", "blur"],
+        ["click", "@option_blur_radius"], ["ticks", 3], ["dump", "radius"],
+        ["click", "@option_camera_button"], ["ticks", 3], ["dump", "reset"],
+        ["click", "@option_local_size"], ["move", "@option_camera"], ["ticks", 3],
+        ["click", "@option_local_size=8x8"], ["ticks", 3], ["dump", "local"], ["resize", 640, 400], ["ticks", 10], ["shot", "small"], ["dump", "small"]],
+        scene="postprocess", size=[800, 600], trace=str(tmp_path / "trace.json"))  # a click that misses writes here
+    assert "Traceback" not in err, err[-2000:]
+    top = d["top"]
+    assert top["options"] == {"filter": "sobel", "blur_radius": 2, "camera": top["options"]["camera"],
+                              "local_size": "driver"}
+    for name in ("top", "small"):
+        dd = d[name]
+        x0, y0, x1, y1 = window(dd, "glshare")
+        below = dd["rects"]["write_trace"][3]
+        for key in names:
+            r = dd["rects"][key]
+            assert x0 <= r[0] and r[2] <= x1 and below <= r[1], (name, key, r, (x0, x1), below)  # in the panel
+    assert "option_filter=blur" in d["open"]["rects"]  # the combo's list was open
+    assert d["blur"]["options"]["filter"] == "blur" and d["blur"]["status"].startswith("postprocess: box blur")
+    radius = d["radius"]["options"]["blur_radius"]
+    assert 6 <= radius <= 9 and d["radius"]["status"].startswith(f"postprocess: blur radius {radius}")  # 0..15
+    assert d["reset"]["status"] == "camera reset"
+    assert d["local"]["options"]["local_size"] == "8x8" and d["local"]["status"] == "local work size: 8x8"
+    small = d["small"]
+    assert small["fb"] == [640, 400] and small["loop_errors_total"] == 0 and small["panel_failures"] == 0

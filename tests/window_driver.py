@@ -160,7 +160,8 @@ def dump(rt, live) -> dict:
                   "chosen": h.chosen, "in_progress": h.in_progress, "current_phase": t.current_phase,
                   "timeline_names": list(t.names), "timeline_lanes": [lane.name for lane in t.lanes],
                   "hazards_total": model.hazards.total, "errors_total": model.errors.total,
-                  "header_status": h.status, "stop": h.stop.reason if h.stop is not None else ""})
+                  "header_status": h.status, "stop": h.stop.reason if h.stop is not None else "",
+                  "options": {o.name: o.value for o in (model.controls.options if model.controls else ())}})
     return d
 
 

@@ -48,6 +48,7 @@ class FrameRecord:
     owner_labels: tuple[str, ...] = ()
     owners: list[tuple[str, int, tuple[str, ...]]] = field(default_factory=list)
     stepped: bool = False  # run phase by phase (teaching mode): the gaps between phases are the user's
+    paused: bool = False  # run while the session was paused (one frame stepped): the wait before it is the user's
 
     def phase_us(self, name: str) -> float | None:
         span = self.phases.get(name)
@@ -59,10 +60,16 @@ class FrameRecord:
         return (self.end_ns - self.start_ns) / 1e3
 
     @property
+    def steady(self) -> bool:
+        """Run at the loop's own pace, neither stepped in teaching mode nor while paused: the
+        frames whose times the statistics (panel, report) hold."""
+        return not (self.stepped or self.paused)
+
+    @property
     def frame_us(self) -> float | None:
-        """The frame as a user sees it: present to present (None where unknown: the first frame, a
-        frame after a pause, a stepped frame)."""
-        return self.period_ns / 1e3 if self.period_ns else None
+        """The frame as a user sees it: present to present (None where unknown or not the loop's
+        pace: the first frame, a frame after a pause, a frame stepped)."""
+        return self.period_ns / 1e3 if self.period_ns and self.steady else None
 
     @property
     def complete(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from app.schedule.frame import ErrorRecord, FrameRecord
 
@@ -42,6 +42,9 @@ class RunHistory:
     switches: list[dict] = field(default_factory=list)
     loop_errors: list[ErrorRecord] = field(default_factory=list)
     loop_errors_total: int = 0
+    # called once with each record whose CL profiles have all been read (FrameScheduler.harvest):
+    # the session's ClockMap.observe_frame, which tightens the CL clock's offset with its stamps
+    on_harvested: Callable[[FrameRecord], None] | None = None
 
     def __post_init__(self) -> None:
         self.records = collections.deque(maxlen=self.cap)
@@ -69,6 +72,11 @@ class RunHistory:
             totals["hazards"] += len(rec.hazards)
         if self.segments:
             self.segments[-1].frames += 1
+
+    def harvested(self, rec: FrameRecord) -> None:
+        """``rec``'s CL profiles are all read (or failed): hand it to ``on_harvested``, once."""
+        if self.on_harvested is not None:
+            self.on_harvested(rec)
 
     def loop_error(self, err: ErrorRecord) -> None:
         """An error outside a frame (a refused switch, a resize, the panel): kept, the oldest dropped."""

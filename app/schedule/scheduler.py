@@ -265,7 +265,7 @@ class FrameScheduler:
                 rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
             del rec.events[name]
         while pending and not pending[0].events:
-            pending.popleft()
+            self.history.harvested(pending.popleft())
 
     def finish(self) -> None:
         release = getattr(self.faults, "close", None)

@@ -9,6 +9,7 @@ read-only picture of the session the UI and the outputs get.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 from dataclasses import dataclass
@@ -95,6 +96,7 @@ class Session:
             self._build(self.cfg.scene, self.registry.choose(self.cfg.backend), self.cfg.sync)
             self._stack.callback(self._teardown)
             self.clock = ClockMap.calibrate(self.choice.device, self.backend.queue)
+            self.history.on_harvested = self.clock.observe_frame  # each record's stamps, once
         except BaseException:
             self._stack.close()
             raise
@@ -321,6 +323,7 @@ class Session:
                 self.idle_render()
             return rec
         rec = self.scheduler.run_frame(self.frame, self.render_target)
+        rec.paused = self.paused  # one frame stepped while paused: out of the statistics
         self.frame += 1
         return rec
 
@@ -389,7 +392,15 @@ class Session:
         return tuple(out)
 
     def caps(self) -> views.CapsView:
-        """Platform, device, GL, sharing extensions and every backend's verdict (cached per set-up)."""
+        """Platform, device, GL, sharing extensions and every backend's verdict (cached per set-up),
+        with the Memory tab's lifetime of the backend's payload read now (its counters move: fds
+        closed, open fds, bytes copied)."""
+        fixed = self._fixed_caps()
+        life = self.backend.memory_tab() if self.backend is not None else None
+        return dataclasses.replace(fixed, memory={**fixed.memory, "lifetime": life})
+
+    def _fixed_caps(self) -> views.CapsView:
+        """What caps() says that does not change within a set-up (built once per set-up)."""
         key = (self.backend_name, self.cfg.sync, self.cfg.scene)
         if self._caps is not None and key == self._caps_key:
             return self._caps
@@ -403,7 +414,7 @@ class Session:
         types = import_handle_types(choice.device)
         ext_probe = self.registry.probes.get("external_memory")
         memory = {"handle_types": handle_table(types), "import_types": [f"0x{t:04X}" for t in types or []],
-                  "lifetime": self.backend.memory_tab(), "kmt_note": KMT_NOTE,
+                  "lifetime": None, "kmt_note": KMT_NOTE,  # the lifetime: read at each caps()
                   "unavailable": ext_probe.reason if ext_probe is not None and not ext_probe.available else ""}
         sync = tuple(views.Choice(m, not r, r or "") for m, r in
                      ((m, self.backend.sync_unavailable_reason(m)) for m in sync_modes()))
@@ -419,7 +430,7 @@ class Session:
         return self._caps
 
     def controls_view(self) -> views.ControlsView:
-        caps = self.caps()
+        caps = self._fixed_caps()
         cls = scene_class(self.cfg.scene)
         size = cls.size_of(self.cfg)
         if size is None and cls.follows_window:

@@ -16,7 +16,9 @@ timeline has one lane each:
 - ``owner <object>``: one per shared object, who owns it over time (slices named ``GL``, ``CL``,
   ``GL -> CL``, ``CL -> GL``: app/ui/model.py's ``owner_spans`` from the owners sampled at every
   phase boundary), and the hazards flagged on it as instant events;
-- counters ``frame time`` (ms, start to the next frame's start) and ``bytes moved`` (per frame);
+- counters ``frame time`` (ms, present to present: ``FrameRecord.period_ns``, sampled at the
+  previous present so that each value spans the frame it measures; a frame without a period, the
+  first or one after a pause or a step, has no sample) and ``bytes moved`` (per frame);
   switches of scene, backend, sync mode or size as global instant events.
 
 Slices are named as in the panel's legend (app/ui/legend.py): Perfetto colours a slice by its
@@ -38,7 +40,7 @@ import logging
 from app.outputs import write_text
 from app.trace.clock import ClockMap
 from app.ui import legend
-from app.ui.model import WHERE_PHASE, frame_ms, owner_spans
+from app.ui.model import WHERE_PHASE, owner_spans
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +115,9 @@ class _Flows:
 
 def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None) -> dict:
     """The trace-event object for ``records`` (FrameRecords, oldest first); ``meta["switches"]``
-    (RunHistory.switches) become instant events."""
+    (RunHistory.switches) become instant events. Reads ``clock`` and changes nothing: the records'
+    own stamps were observed once, when they were harvested (RunHistory.on_harvested)."""
     clock = clock or ClockMap()
-    for rec in records:
-        clock.observe_frame(rec)  # tighten the CL offset with every frame's queued stamps
     events: list[dict] = [{"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "glshare"}}]
     events += _meta(TID_CPU, "CPU main thread", 0)
     events += _meta(TID_GL, "GL", 1)
@@ -129,7 +130,7 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
     owner_tids: dict[str, int] = {}
     flows = _Flows()
     async_id = 1
-    for i, rec in enumerate(records):
+    for rec in records:
         if rec.backend not in queue_tids:  # one track per backend: its rebuilt queues follow each other
             tid = queue_tids[rec.backend] = TID_CL_BASE + len(queue_tids)
             events += _meta(tid, f"CL queue {rec.backend}", 2 + len(queue_tids))
@@ -142,11 +143,12 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
         end_ns = max([rec.end_ns] + [s[1] for s in rec.phases.values()])
         events.append(_x(f"frame {f}", "cpu.frame", TID_CPU, _us(rec.start_ns, base), (end_ns - rec.start_ns) / 1e3,
                          {"frame": f, "scene": rec.scene, "backend": rec.backend, "sync": rec.sync,
-                          "bytes_moved": rec.bytes_moved, "stepped": rec.stepped}))
-        nxt = records[i + 1] if i + 1 < len(records) else None
+                          "bytes_moved": rec.bytes_moved, "stepped": rec.stepped, "frame_us": rec.frame_us}))
         ts0 = _us(rec.start_ns, base)
-        events.append({"name": "frame time", "ph": "C", "pid": PID, "ts": ts0,
-                       "args": {"ms": round(frame_ms(rec, nxt), 4)}})
+        if rec.frame_us is not None:
+            events.append({"name": "frame time", "ph": "C", "pid": PID,
+                           "ts": max(_us(rec.presented_ns - rec.period_ns, base), 0.0),
+                           "args": {"ms": round(rec.period_ns / 1e6, 4)}})
         events.append({"name": "bytes moved", "ph": "C", "pid": PID, "ts": ts0, "args": {"bytes": rec.bytes_moved}})
         phase_ev = {}
         for name, (s, e) in rec.phases.items():

@@ -21,6 +21,8 @@ How each clock is read:
 - CL, every frame (``observe_frame``): the ``queued`` stamp of each acquire / compute / release
   command falls inside the host phase that enqueued it (FrameRecord.phases), which is one more
   bracket per command for free; on PoCL this alone brings the uncertainty to a few microseconds.
+  Each record is observed once, when the scheduler has read its profiles (RunHistory.on_harvested),
+  whether or not a panel or a trace reads it.
 - GL, ``glGetInteger64v(GL_TIMESTAMP)``: the GL time "after all previous commands have reached the
   GL server" (ARB_timer_query), sampled during the call, so the two host readings around it
   bracket it. It does not wait for the GPU (no glFinish).

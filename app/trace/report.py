@@ -29,20 +29,46 @@ class RunFacts:
     extra: dict = field(default_factory=dict)  # how the run ended, start-up time ...
 
 
+def statistics(records: list, switched_after: bool = False) -> dict:
+    """The statistics of one set-up's kept records: every figure over the same frames, those run at
+    the loop's pace (``FrameRecord.steady``: stepped frames, in teaching mode or while paused, are
+    left out); ``frame`` over those of them with a present-to-present period. ``switched_after``:
+    the set-up ended in a switch, made before its last frame's present (whose period holds the
+    teardown and the next build: left out of ``frame``)."""
+    timed = [r for r in records if r.steady]
+    phases = {p: summary(r.phase_us(p) for r in timed) for p in LOOP_PHASES}
+    phases["work"] = summary(r.work_us for r in timed)  # acquire start -> render end
+    spans_switch = records[-1] if switched_after and records else None
+    periods = [r.frame_us for r in timed if r.frame_us is not None and r is not spans_switch]
+    phases["frame"] = summary(periods)  # present to present
+    cl_us = {}
+    for name in ("acquire", "compute", "release"):
+        cl_us[name] = summary((r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3
+                              for r in timed if name in r.cl_profile)
+    return {"frames_kept": len(records), "frames_in_statistics": len(timed), "frames_with_period": len(periods),
+            "phases_us": phases, "cl_device_us": cl_us,
+            "waits_us": summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in timed)}
+
+
 def build_report(history: RunHistory, facts: RunFacts) -> dict:
+    """The report. Statistics are per set-up (``segments[i].statistics``): two backends' frames never
+    share a median. The top-level ``phases_us``, ``cl_device_us`` and ``waits_us`` are those of the
+    last set-up with kept frames, named by ``statistics_of``."""
     records = list(history.records)  # the run's kept history, every set-up's
     totals = history.totals
     counts = {k: totals[k] for k in ("acquire", "compute", "release")}
-    timed = [r for r in records if not r.stepped]  # teaching mode's stepped frames are out of the statistics
-    phases = {p: summary(r.phase_us(p) for r in timed) for p in LOOP_PHASES}
-    phases["work"] = summary(r.work_us for r in timed)  # acquire start -> render end
-    phases["frame"] = summary(r.frame_us for r in timed)  # present to present
-    cl_us = {}
-    for name in ("acquire", "compute", "release"):
-        spans = [(r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3 for r in records if name in r.cl_profile]
-        cl_us[name] = summary(spans)
+    by_segment: dict[int, list] = {}
+    for r in records:
+        by_segment.setdefault(r.segment, []).append(r)
+    segments = []
+    for k, seg in enumerate(history.segments):
+        entry = seg.as_dict()
+        entry["statistics"] = statistics(by_segment.get(seg.index, []), switched_after=k + 1 < len(history.segments))
+        segments.append(entry)
+    last = next((e for e in reversed(segments) if e["statistics"]["frames_kept"]), None)
+    stats = last["statistics"] if last is not None else statistics([])
     errors = [e.as_dict() for r in records for e in r.errors] + [e.as_dict() for e in history.loop_errors]
-    hazards = [{"case": h.case, "kind": getattr(h, "kind", ""), "label": h.label, "frame": h.frame,
+    hazards = [{"case": h.case, "kind": h.kind, "label": h.label, "frame": h.frame,
                 "where": h.where, "spec": h.spec} for r in records for h in r.hazards]
     return {
         "schema": SCHEMA,
@@ -51,21 +77,25 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         "sync": facts.sync,
         "headless": facts.headless,
         "frames": totals["frames"],
-        "frames_in_statistics": len(timed),
-        "frame_is": "present to present (phases: acquire, compute, release, render, panel, present)",
+        "statistics_of": None if last is None else {k: last[k] for k in ("index", "scene", "backend", "sync")},
+        "frames_in_statistics": stats["frames_in_statistics"],
+        "frames_with_period": stats["frames_with_period"],
+        "frame_is": "present to present (phases: acquire, compute, release, render, panel, present); phases_us, "
+                    "cl_device_us and waits_us over the frames_in_statistics frames of the set-up statistics_of "
+                    "names (stepped frames left out), frame over the frames_with_period of them",
         "size": facts.size,
         "bytes_per_frame": facts.bytes_per_frame,
         "gl": facts.gl,
         "cl": facts.cl,
         "counts": counts,
-        "phases_us": phases,
-        "cl_device_us": cl_us,
-        "waits_us": summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in records),
+        "phases_us": stats["phases_us"],
+        "cl_device_us": stats["cl_device_us"],
+        "waits_us": stats["waits_us"],
         "errors": errors,
         "errors_total": totals["errors"] + history.loop_errors_total,
         "hazards": hazards,
         "switches": history.switches,
-        "segments": [s.as_dict() for s in history.segments],
+        "segments": segments,
         "backends": facts.backends,
         **facts.extra,
     }

@@ -109,7 +109,9 @@ class UiHost:
 
         history = view.history
         records = history.records
-        recent = [r.frame_us / 1e3 for r in itertools.islice(reversed(records), 120) if r.frame_us and not r.stepped]
+        segment = history.segment.index if history.segment is not None else None
+        recent = [r.frame_us / 1e3 for r in itertools.islice(reversed(records), 120)
+                  if r.frame_us is not None and r.segment == segment]  # this set-up's, present to present
         last = history.loop_errors[-1] if history.loop_errors else next(
             (r.errors[-1] for r in itertools.islice(reversed(records), 120) if r.errors), None)
         hazard = next((r.hazards[-1] for r in itertools.islice(reversed(records), 120) if r.hazards), None)

@@ -56,7 +56,7 @@ def default_panel_hz(info) -> float:
     rasterizes on the CPU (``GlInfo.software``): at 5 Hz llvmpipe's ~11 ms redraws cost a 50 fps
     frame about 1.1 ms on average, at 2 Hz about 0.45 ms (glshare bench, panel_cost_ms). Input
     still redraws at once."""
-    return SOFTWARE_PANEL_HZ if getattr(info, "software", False) else PANEL_HZ
+    return SOFTWARE_PANEL_HZ if info.software else PANEL_HZ
 
 
 def _overlaps(a: Rect, b: Rect) -> bool:
@@ -94,26 +94,6 @@ def disjoint_rects(rects: list[Rect]) -> list[Rect]:
             if not pieces:
                 break
         out += pieces
-    return out
-
-
-def merge_rects(rects: list[Rect]) -> list[Rect]:
-    """Replace rectangles that overlap by their bounding box until none overlap (kept for the
-    callers that want boxes; the layer copies ``disjoint_rects``)."""
-    out = list(rects)
-    merged = True
-    while merged:
-        merged = False
-        for i in range(len(out)):
-            for j in range(i + 1, len(out)):
-                a, b = out[i], out[j]
-                if _overlaps(a, b):
-                    out[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
-                    del out[j]
-                    merged = True
-                    break
-            if merged:
-                break
     return out
 
 
@@ -225,7 +205,7 @@ class _Layer:
         live.released("gl_texture", "ui")
         live.released("gl_framebuffer", "ui")
 
-    def measure(self, draw_data=None) -> None:
+    def measure(self) -> None:
         """The rectangles of the ImGui windows drawn this frame (the panel, and any tooltip, popup or
         open combo: the top-level windows, each with its child windows inside it), clipped to the
         layer and made disjoint: only these pixels are ever copied into the frame."""
@@ -312,7 +292,9 @@ class ImGuiLayer:
         self._broken = False  # ImGui could not finish a frame: rebuilt before the next one
         self._fresh = True  # the layer changed since its last full copy into the frame
         self._kept: bool | None = None  # the swap keeps the back buffer: None until probed
+        self._skipping = False  # the last frame's copy was skipped where the kept back buffer held the panel
         self._probe_in = 0
+        self._listening = False  # our input callback is on the window (installed once)
         self._open = True
         self._start_imgui()
 
@@ -326,7 +308,7 @@ class ImGuiLayer:
         io.fonts.tex_max_width = min(io.fonts.tex_max_width or limit[0], limit[0], 8192)
         io.fonts.tex_max_height = min(io.fonts.tex_max_height or limit[1], limit[1], 8192)
         if self.windowed:
-            if not getattr(self, "_listening", False):
+            if not self._listening:
                 # ours first: ImGui's GLFW backend chains the callbacks installed before it
                 self.surface.on_input(self.mark_dirty)
                 self._listening = True
@@ -407,7 +389,7 @@ class ImGuiLayer:
                 with span():
                     data = self._guarded(lambda: self._imgui_frame(build, layer), ("imgui", fb))
                 if data is not None:
-                    layer.measure(data)
+                    layer.measure()
             finally:
                 GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, target)
                 GL.glViewport(0, 0, *fb)
@@ -455,6 +437,7 @@ class ImGuiLayer:
             return
         color = self.surface.color_buffer
         keep = self.windowed and scene_rect is not None and self._kept is not False
+        self._skipping = False
         if keep and not self._fresh:
             if self._kept is None or self._probe_in <= 0:
                 self._kept = self._probe(layer, target)
@@ -463,6 +446,7 @@ class ImGuiLayer:
                     log.info("panel: the swap does not keep the back buffer: the layer is copied every frame")
             self._probe_in -= 1
             if self._kept:
+                self._skipping = True
                 dy = layer.fb_size[1] - layer.size[1]
                 sx0, sy0, sw, sh = scene_rect
                 over = [r for r in rects if _overlaps((r[0], r[1] + dy, r[2], r[3] + dy), (sx0, sy0, sx0 + sw, sy0 + sh))]
@@ -539,7 +523,7 @@ class ImGuiLayer:
         if self._layer is None:
             return "no layer yet"
         path = self._layer.composite_path
-        if self._kept:
+        if self._skipping:
             path += "; skipped while the swap keeps the panel's pixels"
         return path
 

@@ -6,9 +6,6 @@ as the ``run_lab`` command, after the ImGui frame.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import SimpleNamespace
-
 from imgui_bundle import imgui, imgui_ctx
 
 from app.ui import legend
@@ -28,12 +25,8 @@ def _tip(text: str) -> None:
 
 
 def draw_lab_tab(results) -> bool:
-    """Draw the lab's results (``LabResults``, the lab's own dict, or an invitation to run it).
+    """Draw the lab's results (the model's ``LabResults``, or None: an invitation to run it).
     Returns True when "Run" was pressed."""
-    if isinstance(results, Mapping):
-        from app.ui.model import LabResults
-
-        results = LabResults.of(results)
     run = imgui.button("Run the error lab" if results is None else "Run again")
     if results is None:
         imgui.same_line()
@@ -105,10 +98,8 @@ def _cell(row) -> None:
 
 
 def draw_hazard_demos(lab) -> str | None:
-    """The demonstration toggles (``LabPart``, or a dict with the same keys). Returns the name of the
-    demonstration pressed."""
-    if isinstance(lab, Mapping):
-        lab = _lab_part(lab)
+    """The demonstration toggles (the model's ``LabPart``). Returns the name of the demonstration
+    pressed."""
     pressed = None
     imgui.text(f"hazard demonstrations on {lab.backend}")
     if lab.strict:
@@ -130,11 +121,3 @@ def draw_hazard_demos(lab) -> str | None:
             imgui.text_colored(ON, "flagged since the last clear: "
                                + ", ".join(f"{k} {v} times" for k, v in lab.hazard_counts))
     return pressed
-
-
-def _lab_part(d: Mapping):
-    """A LabPart-like object from a dict of the same fields (demos as dicts)."""
-    demos = tuple(SimpleNamespace(**{"effect": "", "flags": "", **x}) for x in d.get("demos", ()))
-    counts = d.get("hazard_counts") or {}
-    return SimpleNamespace(backend=d.get("backend", ""), strict=bool(d.get("strict")), demos=demos,
-                           hazard_counts=tuple(sorted(counts.items())))

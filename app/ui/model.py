@@ -67,7 +67,7 @@ class ClockInfo:
 
 @dataclass(frozen=True, slots=True)
 class Header:
-    scene: str
+    scene: str  # scene, backend and sync: those ``frame`` ran on (the set-up now before any frame)
     scene_title: str
     backend: str
     sync: str
@@ -77,7 +77,7 @@ class Header:
     in_progress: bool  # ``frame`` is being stepped (teaching) or was abandoned (--strict)
     paused: bool
     teaching: bool
-    frame_ms: float  # median of the whole frame over the statistics' frames
+    frame_ms: float  # median of the whole frame (present to present) over the statistics' frames (the set-up now)
     fps: float
     clock_cl_us: float
     clock_gl_us: float
@@ -86,6 +86,9 @@ class Header:
     status: str  # what the last command did, or why it was refused
     stop: StopView | None = None  # the run stopped on a frame (--strict)
     model_error: str = ""
+    # "scene / backend / sync" running now, where ``frame`` ran on an earlier set-up (then scene,
+    # backend and sync are that frame's, and scene_title, which describes the scene now, is "")
+    setup_now: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +98,10 @@ class Timing:
     stats: Mapping[str, tuple[float, float]]  # (median, p95) ms per SERIES name
     count: int  # frames plotted
     in_stats: int  # frames in the statistics
-    left_out: int  # frames kept out of the statistics: run while paused or stepped
+    left_out: int  # frames of this set-up kept out of them: no present-to-present period, or stepped
     first_kept: int | None  # the oldest and newest frames the timeline can show
     newest_kept: int | None
+    stats_of: str = ""  # "scene / backend / sync": the set-up the plot and the statistics are of
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +192,50 @@ class Findings:
 
 
 @dataclass(frozen=True, slots=True)
+class OptionRow:
+    """One of the running scene's own options (``Scene.options()``: a SceneOption), as the panel
+    draws it under the controls: a checkbox ("toggle"), a combo ("choice"; "size": a local work
+    size), a slider from ``low`` to ``high`` ("int"), or its value as text ("text") with a button
+    when it has a command. A change calls ``request(command, value=...)``; a text row's button
+    calls ``request(command)``."""
+
+    name: str
+    title: str
+    kind: str
+    value: bool | int | str
+    command: str  # the controls command (app/session/controls.py); "" for a read-only row
+    choices: tuple[str, ...] = ()  # "choice", "size": what the combo offers, the value among them
+    low: int = 0
+    high: int = 0
+    keys: str = ""  # the keys that change it (the row's tooltip)
+    button: str = ""  # a text row's button ("reset", "animate")
+
+
+BUTTONS = {"reset_camera": "reset", "julia_animate": "animate"}  # a text row's button, by its command
+
+
+def option_rows(options) -> tuple[OptionRow, ...]:
+    """The panel's rows of ``SessionView.scene_options`` (SceneOption rows, plain values)."""
+    rows = []
+    for o in options:
+        kind = o.kind
+        if kind == "toggle":
+            value = bool(o.value)
+        elif kind == "int":
+            value = int(o.value)
+        else:
+            value = str(o.value)
+        choices = tuple(str(c) for c in o.choices)
+        if kind in ("choice", "size") and value not in choices:
+            choices = (value,) + choices  # a value set elsewhere (a key, --local-size 4x4) is shown too
+        low = int(o.low) if o.low is not None else 0
+        high = int(o.high) if o.high is not None else low
+        button = BUTTONS.get(o.command, o.command.replace("_", " ")) if kind == "text" and o.command else ""
+        rows.append(OptionRow(o.name, o.title, kind, value, o.command, choices, low, high, o.keys, button))
+    return tuple(rows)
+
+
+@dataclass(frozen=True, slots=True)
 class ControlsPart:
     scene: str
     backend: str
@@ -203,6 +251,7 @@ class ControlsPart:
     teaching: bool
     trace_path: str  # the absolute path of the last trace written, or ""
     trace_error: str
+    options: tuple[OptionRow, ...] = ()  # the scene's own options, drawn below the controls
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +261,8 @@ class HandleRow:
     nt_handle: bool
     owns_reference: bool
     who_closes: str
-    becomes_invalid_when: str
+    handle_valid_until: str  # how long the handle (fd, NT handle) may be used
+    memory_lives_until: str  # how long the memory behind it lives (who holds references)
     rule: str
     glshare: str
 
@@ -225,6 +275,7 @@ class Lifetime:
     cl_took_fd_ownership: object
     open_fds: object
     display_paths: tuple[tuple[str, str], ...]
+    gpu_bytes_copied: object = None  # bytes copied on the GPU (a texture's packing), this set-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,24 +341,17 @@ class LabResults:
     @classmethod
     def of(cls, r: Mapping) -> "LabResults":
         """From the error lab's result (``app/lab/lab.py``: ``run_lab``)."""
-        s = r.get("summary", {})
+        s = r["summary"]
         cases = tuple(LabCase(
-            c.get("family", "gl_sharing"), c.get("case", ""), c.get("call", ""), c.get("what", ""), c.get("note", ""),
-            tuple(str(x) for x in (c.get("spec_codes") or [c.get("spec_code") or "no code"])), c.get("section", ""),
-            c.get("quote", ""), c.get("deviation", ""), bool(c.get("validator_agrees", c.get("agrees"))),
-            str(c.get("validator_code") or "refused without a code"), bool(c.get("driver_called")),
-            bool(c.get("driver_differs")), str(c.get("driver_code")), c.get("driver_note", ""),
-            tuple(c.get("disagreements", ()))) for c in r.get("cases", []))
-        hazards = tuple(LabHazard(h.get("case", ""), h.get("kind", ""), bool(h.get("flagged")),
-                                  bool(h.get("ok", h.get("flagged") and h.get("strict_raises", True)
-                                             and not h.get("also_flagged"))),
-                                  h.get("spec", "")) for h in r.get("hazards", []))
-        policy = r.get("driver_policy", {})
-        if isinstance(policy, str):
-            policy = {f: policy for f in r.get("families", ["gl_sharing"])}
-        return cls(r.get("implementation", ""), r.get("backend", ""), tuple(policy.items()), cases, hazards,
-                   int(s.get("validator_agrees", 0)), int(s.get("cases", len(cases))), int(s.get("hazards_ok", 0)),
-                   int(s.get("hazards", len(hazards))), bool(s.get("ok")))
+            c["family"], c["case"], c["call"], c["what"], c["note"], tuple(str(x) for x in c["spec_codes"]),
+            c["section"], c["quote"], c["deviation"], bool(c["validator_agrees"]),
+            str(c["validator_code"] or "refused without a code"), bool(c["driver_called"]),
+            bool(c["driver_differs"]), str(c["driver_code"]), c["driver_note"], tuple(c["disagreements"]))
+            for c in r["cases"])
+        hazards = tuple(LabHazard(h["case"], h["kind"], bool(h["flagged"]), bool(h["ok"]), h["spec"])
+                        for h in r["hazards"])
+        return cls(r["implementation"], r["backend"], tuple(r["driver_policy"].items()), cases, hazards,
+                   int(s["validator_agrees"]), int(s["cases"]), int(s["hazards_ok"]), int(s["hazards"]), bool(s["ok"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,15 +379,6 @@ class PanelModel:
 
 
 # -- statistics -----------------------------------------------------------------------------------
-def frame_ms(rec, next_rec=None) -> float:
-    """The whole frame: start to the next frame's start when that one directly follows (the loop
-    period: panel, buffer swap and event polling included), else start to the end of its panel."""
-    if next_rec is not None and next_rec.index == rec.index + 1 and next_rec.start_ns > rec.start_ns:
-        return (next_rec.start_ns - rec.start_ns) / 1e6
-    end = rec.phases.get("panel", (0, rec.end_ns))[1]
-    return (max(end, rec.end_ns) - rec.start_ns) / 1e6
-
-
 class PhaseHistory:
     """The last ``n`` frames' phase durations (ms) in a numpy ring, and their median / p95."""
 
@@ -357,14 +392,17 @@ class PhaseHistory:
         self._stats: dict | None = None
         self._stats_at = 0  # the count the cached statistics were computed at
 
-    def push(self, rec, next_rec=None) -> None:
+    def push(self, rec) -> None:
+        """One frame: its phases and its whole frame, present to present (``FrameRecord.period_ns``;
+        NaN where it has none)."""
         i = self.count % self.n
         col = [np.nan] * len(SERIES)
         for k, name in enumerate(SERIES[:-1]):
             span = rec.phases.get(name)
             if span:
                 col[k] = (span[1] - span[0]) / 1e6
-        col[-1] = frame_ms(rec, next_rec)
+        if rec.period_ns:
+            col[-1] = rec.period_ns / 1e6
         self.data[:, i] = self.data[:, i + self.n] = col
         self.frames[i] = self.frames[i + self.n] = rec.index
         self.count += 1
@@ -635,17 +673,19 @@ def _find(records, index: int):
     return None
 
 
-def _memory(mem: Mapping | None) -> MemoryPart | None:
-    if not mem:
+def _lifetime(life: Mapping | None) -> Lifetime | None:
+    """The backend's payload lifetime (SharingBackend.memory_tab), read at each view: its counters move."""
+    if not life:
         return None
-    life = mem.get("lifetime")
-    lifetime = None if not life else Lifetime(
-        bool(life.get("exporter_released")), str(life.get("holders", "")), life.get("fds_closed"),
-        life.get("cl_took_fd_ownership"), life.get("open_fds"), tuple((life.get("display_paths") or {}).items()))
-    rows = tuple(HandleRow(h["hex"], h["name"], bool(h["nt_handle"]), bool(h["owns_reference"]), h["who_closes"],
-                           h["becomes_invalid_when"], h["rule"], h["glshare"]) for h in mem.get("handle_types", ()))
-    return MemoryPart(rows, tuple(mem.get("import_types") or ()), lifetime, mem.get("kmt_note", ""),
-                      mem.get("unavailable", ""))
+    return Lifetime(bool(life.get("exporter_released")), str(life.get("holders", "")), life.get("fds_closed"),
+                    life.get("cl_took_fd_ownership"), life.get("open_fds"),
+                    tuple((life.get("display_paths") or {}).items()), life.get("gpu_bytes_copied"))
+
+
+def _handle_rows(mem: Mapping) -> tuple[HandleRow, ...]:
+    return tuple(HandleRow(h["hex"], h["name"], bool(h["nt_handle"]), bool(h["owns_reference"]), h["who_closes"],
+                           h["handle_valid_until"], h["memory_lives_until"], h["rule"], h["glshare"])
+                 for h in mem.get("handle_types", ()))
 
 
 class PanelData:
@@ -658,46 +698,29 @@ class PanelData:
         self._stats_index = -1  # the newest frame pushed into the statistics
         self._findings_index = -1  # the newest frame whose errors and hazards were folded
         self._loop_errors_seen = 0
-        self.left_out = 0  # frames kept out of the statistics
-        self._paused = False
-        self._pause_after: int | None = None
-        self._paused_ranges: list[list[int]] = []  # [first, last] frames run while paused
-        self._no_successor: set[int] = set()  # frames whose successor came after a pause
+        self.left_out = 0  # frames kept out of the statistics (no period, or stepped)
+        self._stats_segment: int | None = None  # the set-up (RunHistory segment) the statistics are of
+        self._stats_of = ""  # "scene / backend / sync" of that segment
         self._hazard_base: dict[str, int] = {}
         self._timeline_key = None
         self._timeline = Timeline(None)
         self._caps_key = None
-        self._memory: MemoryPart | None = None
+        self._handles: tuple[HandleRow, ...] = ()
         self._lab_key = None
         self._lab: LabResults | None = None
+        self._options_key: tuple | None = None
+        self._options: tuple[OptionRow, ...] = ()
 
     # -- ingest --------------------------------------------------------------------------------
-    def _track_pause(self, view, records) -> None:
-        """Frames run while the session was paused (stepped with the arrow key, teaching mode) are
-        kept out of the statistics, and so is the pause itself. The panel redraws in the same loop
-        iteration as a pause or resume command, so at the first redraw that sees the pause the
-        newest record is the last frame before it, and at the first that sees the resume the
-        newest is the first frame after it."""
-        newest = records[-1].index if records else -1
-        if view.paused and not self._paused:
-            self._paused = True
-            self._pause_after = newest
-            self._no_successor.add(newest)
-            self._paused_ranges.append([newest + 1, 1 << 62])
-        elif not view.paused and self._paused:
-            self._paused = False
-            if self._paused_ranges:
-                self._paused_ranges[-1][1] = newest - 1
-            self._no_successor.add(newest - 1)
+    def _ingest(self, records) -> None:
+        """Fold the errors and hazards of every complete record once; push every presented record
+        into the statistics once.
 
-    def _left_out(self, rec) -> bool:
-        if rec.stepped:
-            return True
-        return any(lo <= rec.index <= hi for lo, hi in self._paused_ranges)
-
-    def _ingest(self, records, clock) -> None:
-        """Fold the errors and hazards of every complete record once; push every record that has a
-        successor (so its whole-frame time is known) into the statistics once."""
+        The statistics hold the frames of one set-up (a switch starts them again: two backends'
+        frames never share a median) that have a present-to-present period
+        (``FrameRecord.frame_us``): the first frame, the first after a pause, frames stepped while
+        paused or in teaching mode have none and are left out (``left_out``), and so is the time
+        paused. The newest record waits for its present, which gives its period."""
         new = []
         for rec in reversed(records):
             if rec.index <= min(self._stats_index, self._findings_index):
@@ -712,23 +735,26 @@ class PanelData:
                     self.errors.add_error(err)
                 for flag in rec.hazards:
                     self.hazards.add_hazard(flag)
-                if clock is not None:
-                    clock.observe_frame(rec)
                 self._findings_index = rec.index
-        for rec, nxt in zip(new, new[1:] + [None]):
+        newest = records[-1] if records else None
+        for rec in new:
             if rec.index <= self._stats_index:
                 continue
-            if self._left_out(rec):
-                self.left_out += 1
-            elif nxt is None:
-                break  # the newest: its successor gives its whole-frame time
+            if rec is newest and not rec.presented_ns:
+                break  # its present is still to come
+            if rec.segment != newest.segment:  # a set-up switched away from (the last frame's period
+                self._stats_index = rec.index  # holds the switch): not the statistics of the run now
+                continue
+            if rec.segment != self._stats_segment:  # another set-up: its statistics start again
+                self.history = PhaseHistory(self.history.n)
+                self.left_out = 0
+                self._stats_segment = rec.segment
+                self._stats_of = f"{rec.scene} / {rec.backend} / {rec.sync}"
+            if rec.frame_us is not None:  # a period, at the loop's pace
+                self.history.push(rec)
             else:
-                self.history.push(rec, None if rec.index in self._no_successor or self._left_out(nxt) else nxt)
+                self.left_out += 1
             self._stats_index = rec.index
-        if records:  # forget the bookkeeping of frames no longer kept
-            oldest = records[0].index
-            self._no_successor = {i for i in self._no_successor if i >= oldest - 1}
-            self._paused_ranges = [r for r in self._paused_ranges if r[1] >= oldest]
 
     def _ingest_loop_errors(self, history) -> None:
         new = history.loop_errors_total - self._loop_errors_seen
@@ -792,9 +818,11 @@ class PanelData:
                 gl_note = "timer results not in yet"
         nxt = _find(records, rec.index + 1) if not in_progress else None
         live = {o.label: o.state for o in view.owners} if in_progress else None
+        clock = view.clock_map  # its offsets tighten as records are harvested: the bars move with them
         key = (rec.index, id(rec), in_progress, len(rec.phases), len(rec.cl_profile), len(rec.gl_passes),
                len(rec.owners), len(rec.hazards), len(rec.errors), nxt is not None, current, upcoming,
-               tuple(sorted(live.items())) if live else None, gl_note)
+               tuple(sorted(live.items())) if live else None, gl_note,
+               (clock.cl.offset, clock.gl.offset) if clock is not None else None)
         if key != self._timeline_key:
             stop = view.stop if in_progress and view.stop is not None and view.stop.frame == rec.index else None
             self._timeline = build_timeline(rec, view.clock_map, next_rec=nxt, in_progress=in_progress, live=live,
@@ -808,7 +836,8 @@ class PanelData:
         frames, data = frames[-PLOT_FRAMES:], data[:, -PLOT_FRAMES:]
         return Timing(frames, {name: data[k] for k, name in enumerate(SERIES)}, self.history.stats(),
                       int(data.shape[1]), min(self.history.count, self.history.n), self.left_out,
-                      records[0].index if records else None, records[-1].index if records else None)
+                      records[0].index if records else None, records[-1].index if records else None,
+                      self._stats_of)
 
     @staticmethod
     def _owners(rec, view) -> Owners:
@@ -826,10 +855,16 @@ class PanelData:
         return Owners(rec.index if rec is not None else None, tuple(rows))
 
     def _caps_part(self, view, ui_caps: Mapping) -> CapsPart:
-        if id(view.caps) != self._caps_key:  # the session keeps one CapsView per set-up
-            self._memory, self._caps_key = _memory(view.caps.memory), id(view.caps)
+        mem = view.caps.memory
+        memory = None
+        if mem:
+            table = mem.get("handle_types")
+            if id(table) != self._caps_key:  # the handle table is the set-up's, made once
+                self._handles, self._caps_key = _handle_rows(mem), id(table)
+            memory = MemoryPart(self._handles, tuple(mem.get("import_types") or ()), _lifetime(mem.get("lifetime")),
+                                mem.get("kmt_note", ""), mem.get("unavailable", ""))
         return CapsPart(view.caps, ClockInfo.of(view.clock), view.gl_timer.sampling,
-                        str(ui_caps.get("panel_refresh", "")), self._memory)
+                        str(ui_caps.get("panel_refresh", "")), memory)
 
     def _lab_part(self, view, lab: Mapping | None) -> LabPart:
         if lab is not None and id(lab) != self._lab_key:
@@ -846,8 +881,7 @@ class PanelData:
         the user picked (None: follow the run). ``tab``: the tab shown (its part is built only then)."""
         history = view.history
         records = history.records
-        self._track_pause(view, records)
-        self._ingest(records, view.clock_map)
+        self._ingest(records)
         self._ingest_loop_errors(history)
         rec, in_progress, was_chosen = self._described(view, records, chosen)
         timing = self._timing(records)
@@ -855,16 +889,24 @@ class PanelData:
         s = view.setup
         med = timing.stats["frame"][0]
         clock = ClockInfo.of(view.clock)
+        # the header names the set-up of the frame it describes (as the timeline does); the title
+        # is the scene's now (Scene.describe), shown only when that frame is of the set-up now
+        segment = history.segment
+        now = rec is None or segment is None or rec.segment == segment.index
+        scene, backend, sync = (s.scene, s.backend, s.sync) if rec is None else (rec.scene, rec.backend, rec.sync)
         header = Header(
-            s.scene, s.scene_title, s.backend, s.sync, rec.index if rec is not None else None,
+            scene, s.scene_title if now else "", backend, sync, rec.index if rec is not None else None,
             records[-1].index if records else None, was_chosen, in_progress, view.paused, view.teaching.active,
             med, 1000.0 / med if med > 0 else 0.0, clock.cl_uncertainty_us, clock.gl_uncertainty_us,
-            self.errors.total, self.hazards.total, view.status, view.stop)
+            self.errors.total, self.hazards.total, view.status, view.stop,
+            setup_now="" if now else f"{s.scene} / {s.backend} / {s.sync}")
         c = view.controls
         tw = view.trace_written or {}
+        if view.scene_options != self._options_key:  # the scene's options: rows again when one changed
+            self._options, self._options_key = option_rows(view.scene_options), view.scene_options
         controls = ControlsPart(s.scene, s.backend, s.sync, c.scenes, c.backends, c.syncs, c.sizes, c.size, s.vsync,
                                 s.headless, view.paused, view.teaching.active, str(tw.get("path", "")),
-                                str(tw.get("error", "")))
+                                str(tw.get("error", "")), self._options)
         return PanelModel(
             header=header, timing=timing, timeline=timeline, owners=self._owners(rec, view),
             errors=self.errors.part(), hazards=self.hazards.part(), controls=controls,

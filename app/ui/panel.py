@@ -222,11 +222,14 @@ def _header(m: PanelModel, state: PanelState, request) -> None:
         tags.append(f"chosen; newest {h.newest}")
     elif h.newest is not None and h.frame is not None and h.newest != h.frame and not h.paused:
         tags.append(f"newest fully timed; run at {h.newest}")
+    if h.setup_now:
+        tags.append(f"an earlier set-up; running now: {h.setup_now}")
     if h.paused:
         tags.append("PAUSED")
     if tags:
         _wrapping_text("(" + ", ".join(tags) + ")", HAZARD if h.stop is not None else (1.0, 0.85, 0.4, 1.0))
-    imgui.text_unformatted(f"{h.frame_ms:.2f} ms/frame ({h.fps:.0f} fps, median)")
+    imgui.text_unformatted(f"{h.frame_ms:.2f} ms/frame ({h.fps:.0f} fps, median"
+                           + (" of the set-up now)" if h.setup_now else ")"))
     _wrapping_text(f"clock CL\u00b1{h.clock_cl_us:.0f} GL\u00b1{h.clock_gl_us:.0f} us", DIM)
     _item_rect(state, "clock")
     _hover_tip("CL device time and GL time are put on the host clock; +/- is how well (Caps tab)")
@@ -250,16 +253,25 @@ def _wrapping_text(text: str, color) -> None:
         imgui.text_colored(color, text)
 
 
-def _combo(label: str, width: float, current: str, options) -> str | None:
-    """A combo whose unavailable options are greyed out with their reason as a tooltip."""
+def _combo(label: str, width: float, current: str, options, state: PanelState | None = None,
+           name: str = "") -> str | None:
+    """A combo whose unavailable options are greyed out with their reason as a tooltip; with
+    ``state``, where its box (the label beside it left out) and each option of its open list were
+    drawn (``name``, ``name=option``)."""
     imgui.set_next_item_width(width)
     chosen = None
-    if not imgui.begin_combo(label, current):
+    x, y = imgui.get_cursor_screen_pos()
+    opened = imgui.begin_combo(label, current)
+    if state is not None:
+        state.rects[name] = (int(x), int(y), int(x + width), int(y + imgui.get_frame_height()))
+    if not opened:
         _hover_tip(next((o.reason for o in options if o.name == current and o.reason), ""))
         return None
     try:
         for o in options:
             clicked, _ = imgui.selectable(o.name, o.name == current, 0 if o.available else DISABLED)
+            if state is not None:
+                _item_rect(state, f"{name}={o.name}")
             if o.reason and imgui.is_item_hovered(HOVER_DISABLED):
                 tooltip(o.reason if o.available else f"not available: {o.reason}")
             if clicked and o.available and o.name != current:
@@ -328,6 +340,66 @@ def _controls(m: PanelModel, state: PanelState, request) -> None:
     _item_rect(state, "write_trace")
     _hover_tip(f"last written: {c.trace_path}" if c.trace_path else (c.trace_error or "writes a Perfetto trace of "
                                                                      "the kept frames"))
+    _scene_options(c.options, state, request)
+
+
+def _scene_options(options, state: PanelState, request) -> None:
+    """The running scene's own options (``Scene.options()``), below the controls: checkboxes, combos
+    and sliders left to right, a text row (the camera, the Julia constant) on a line of its own with
+    its button. Each change requests its controls command (run after the frame); the keys that
+    step an option are its tooltip."""
+    if not options:
+        return
+    from app.session.views import Choice
+
+    style = imgui.get_style()
+    frame_h = imgui.get_frame_height()
+    pad = 2 * style.frame_padding.x
+    flow = _Flow()
+    for o in options:
+        tip = f"keys: {o.keys}" if o.keys else ""
+        label = f"{o.title}##opt_{o.name}"
+        if o.kind == "toggle":
+            flow.next(frame_h + _label_w(o.title))
+            changed, value = imgui.checkbox(label, bool(o.value))
+            _item_rect(state, f"option_{o.name}")
+            _hover_tip(tip)
+            if changed and o.command:
+                request(o.command, value=bool(value))
+        elif o.kind in ("choice", "size"):
+            width = max(imgui.calc_text_size(ch).x for ch in o.choices) + pad + frame_h + 4
+            flow.next(width + _label_w(o.title))
+            chosen = _combo(label, width, str(o.value), tuple(Choice(ch, True) for ch in o.choices), state,
+                            f"option_{o.name}")
+            _hover_tip(tip)
+            if chosen and o.command:
+                request(o.command, value=chosen)
+        elif o.kind == "int":
+            width = 110
+            flow.next(width + _label_w(o.title))
+            imgui.set_next_item_width(width)
+            x, y = imgui.get_cursor_screen_pos()
+            changed, value = imgui.slider_int(label, int(o.value), o.low, o.high)
+            state.rects[f"option_{o.name}"] = (int(x), int(y), int(x + width), int(y + frame_h))  # the slider alone
+            _hover_tip(tip + (f" ({o.low} .. {o.high})" if tip else f"{o.low} .. {o.high}"))
+            if changed and value != o.value and o.command:
+                request(o.command, value=int(value))
+        else:  # "text": the value, and its button
+            with imgui_ctx.push_text_wrap_pos(0.0):
+                imgui.text_disabled(f"{o.title}:")
+            _item_rect(state, f"option_{o.name}")
+            _hover_tip(tip)
+            _wrapping_text(str(o.value), legend.f4(legend.TEXT_RGB))
+            if o.button and o.command:
+                imgui.same_line()
+                bw = imgui.calc_text_size(o.button).x + pad
+                if imgui.get_content_region_avail().x < bw:
+                    imgui.new_line()
+                if imgui.button(f"{o.button}##opt_{o.name}"):
+                    request(o.command)
+                _item_rect(state, f"option_{o.name}_button")
+                _hover_tip(tip)
+            flow.first = True  # the next option starts a line of its own
 
 
 # -- teaching ------------------------------------------------------------------------------------------
@@ -418,7 +490,10 @@ def _stats(m: PanelModel) -> None:
         dl.add_text((cx, y0 + 2 * line), TEXT, f"{p95:.2f}")
     imgui.dummy((w, 3 * line))
     _hover_tip(f"median and 95th percentile over the last {t.in_stats} frames"
-               + (f"; {t.left_out} frames run while paused or stepped are left out" if t.left_out else ""))
+               + (f" of {t.stats_of}" if t.stats_of else "")
+               + "; frame: present to present"
+               + (f"; {t.left_out} frames without a present-to-present period (the first, the first after "
+                  "a pause, stepped ones) are left out" if t.left_out else ""))
 
 
 # -- the timeline ---------------------------------------------------------------------------------------------
@@ -451,7 +526,7 @@ def _stable_span(state: PanelState, extent: float) -> float:
         state.auto_span, state._small_for, state._small_max = want, 0, 0.0
     else:
         state._small_for += 1
-        state._small_max = max(getattr(state, "_small_max", 0.0), want)
+        state._small_max = max(state._small_max, want)
         if state._small_for >= SHRINK_AFTER:
             state.auto_span, state._small_for, state._small_max = state._small_max, 0, 0.0
     return state.auto_span
@@ -867,7 +942,9 @@ def _memory(m: PanelModel, request, state: PanelState) -> None:
                                f"exporter's Vulkan allocation {'released' if life.exporter_released else 'kept'} "
                                "after GL and CL imported it")
             imgui.text_wrapped(f"held by: {life.holders}; fds glshare closed: {life.fds_closed}; "
-                               f"CL took its fd: {life.cl_took_fd_ownership}; open fds now: {life.open_fds}")
+                               f"CL took its fd: {life.cl_took_fd_ownership}; open fds now: {life.open_fds}"
+                               + ("" if life.gpu_bytes_copied is None else
+                                  f"; bytes copied on the GPU: {life.gpu_bytes_copied:,}"))
             for label, path in life.display_paths:  # how GL shows each texture
                 imgui.text_colored(DIM if path.startswith("copy") else GREEN, f"{label}: GL draws it by {path}")
             imgui.text_colored(DIM, mem.kmt_note)
@@ -879,7 +956,9 @@ def _memory(m: PanelModel, request, state: PanelState) -> None:
             imgui.text_colored(color, f"{h.hex} {h.name}{'  NT' if h.nt_handle else ''}"
                                       f"  owns ref: {'yes' if h.owns_reference else 'no'}")
             _hover_tip(h.rule)
-            imgui.text_colored(DIM, f"    closes: {h.who_closes}; invalid when {h.becomes_invalid_when}")
+            imgui.text_colored(DIM, f"    closes: {h.who_closes}")
+            imgui.text_colored(DIM, f"    handle valid until {h.handle_valid_until}")
+            imgui.text_colored(DIM, f"    memory lives until {h.memory_lives_until}")
             imgui.text_colored(DIM, f"    {h.glshare}")
 
 

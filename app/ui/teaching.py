@@ -45,7 +45,7 @@ def _owner_line(t) -> None:
     imgui.text_unformatted("owners:")
     for o in t.objects:
         imgui.same_line()
-        state = o.state if getattr(o, "state", "") else legend.owner_state(o.owner)
+        state = o.state
         rgb = legend.OWNER_RGB.get(state)
         imgui.text_unformatted(o.label.split(".", 1)[-1])
         imgui.same_line(0, 4)

@@ -83,6 +83,5 @@ def handle_table(import_types: list[int] | None, platform: str = sys.platform) -
             usable = "usable: " + TESTED_IMPORTS[name]
         rows.append({"name": name, "value": value, "hex": f"0x{value:04X}", "nt_handle": nt, "owns_reference": owns,
                      "who_closes": who, "handle_valid_until": handle_until, "memory_lives_until": memory_until,
-                     "becomes_invalid_when": handle_until,  # the old key (the handle's validity), until the panel reads the two
                      "imported_by_device": imported, "rule": RULES[name], "glshare": usable})
     return rows

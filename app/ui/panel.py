@@ -228,6 +228,8 @@ def _header(m: PanelModel, state: PanelState, request) -> None:
         tags.append("PAUSED")
     if tags:
         _wrapping_text("(" + ", ".join(tags) + ")", HAZARD if h.stop is not None else (1.0, 0.85, 0.4, 1.0))
+    else:  # the line stays, empty: the rows below do not move under the cursor as the tags come and go
+        imgui.text_unformatted(" ")
     imgui.text_unformatted(f"{h.frame_ms:.2f} ms/frame ({h.fps:.0f} fps, median"
                            + (" of the set-up now)" if h.setup_now else ")"))
     _wrapping_text(f"clock CL\u00b1{h.clock_cl_us:.0f} GL\u00b1{h.clock_gl_us:.0f} us", DIM)
@@ -356,7 +358,8 @@ def _scene_options(options, state: PanelState, request) -> None:
     frame_h = imgui.get_frame_height()
     pad = 2 * style.frame_padding.x
     flow = _Flow()
-    for o in options:
+    # the widgets first, on shared lines; then each text row on one line with its button
+    for o in sorted(options, key=lambda o: o.kind == "text"):
         tip = f"keys: {o.keys}" if o.keys else ""
         label = f"{o.title}##opt_{o.name}"
         if o.kind == "toggle":
@@ -384,11 +387,13 @@ def _scene_options(options, state: PanelState, request) -> None:
             _hover_tip(tip + (f" ({o.low} .. {o.high})" if tip else f"{o.low} .. {o.high}"))
             if changed and value != o.value and o.command:
                 request(o.command, value=int(value))
-        else:  # "text": the value, and its button
-            with imgui_ctx.push_text_wrap_pos(0.0):
-                imgui.text_disabled(f"{o.title}:")
+        else:  # "text": its title and value on one line (the title's parenthesis goes to the tooltip)
+            short, _, more = o.title.partition(" (")
+            tip = "; ".join(t for t in (more.rstrip(")"), tip) if t)
+            imgui.text_disabled(f"{short}:")  # on a new line: no same_line after the widgets before it
             _item_rect(state, f"option_{o.name}")
             _hover_tip(tip)
+            imgui.same_line()
             _wrapping_text(str(o.value), legend.f4(legend.TEXT_RGB))
             if o.button and o.command:
                 imgui.same_line()

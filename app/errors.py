@@ -129,6 +129,38 @@ class GlError(GlshareError):
         self.name = self.NAMES.get(self.code, f"GL_ERROR(0x{self.code:04X})")
         super().__init__(f"{self.name}{': ' + detail if detail else ''}", where=where)
 
+    @classmethod
+    def from_pyopengl(cls, exc: Exception, where: str) -> "GlError":
+        """Wrap PyOpenGL's ``OpenGL.error.GLError`` (``err``: the glGetError code, ``baseOperation``:
+        the call) with glshare's context."""
+        try:
+            code = int(getattr(exc, "err", 0) or 0)
+        except (TypeError, ValueError):
+            code = 0
+        op = getattr(getattr(exc, "baseOperation", None), "__name__", "")
+        return cls(code, where=where, detail=f"{op} failed" if op else "")
+
+
+def as_glshare_error(exc: BaseException, where: str) -> BaseException:
+    """``exc`` in glshare's error family: a ``pyopencl.Error`` as ClError, PyOpenGL's GLError as
+    GlError, each naming ``where`` (the phase or call); a GlshareError or any other exception is
+    returned as it is. Neither library is imported here: an exception of one that was never
+    imported cannot occur."""
+    import sys
+
+    if isinstance(exc, GlshareError):
+        return exc
+    cl = sys.modules.get("pyopencl")
+    if cl is not None and isinstance(exc, cl.Error):
+        wrapped: GlshareError = ClError.from_pyopencl(exc, where)
+    else:
+        gl_error = sys.modules.get("OpenGL.error")
+        if gl_error is None or not isinstance(exc, gl_error.GLError):
+            return exc
+        wrapped = GlError.from_pyopengl(exc, where)
+    wrapped.__cause__ = exc
+    return wrapped
+
 
 class KernelBuildError(GlshareError):
     """An OpenCL program failed to build: carries the log, the options and the source path."""

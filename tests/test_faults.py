@@ -38,10 +38,10 @@ def test_lost_context_ends_the_run_cleanly(glshare, tmp_path):
     assert res.returncode == 1 and "Traceback" not in res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert lines == ["glshare: error: the run stopped early: the GL context was lost at frame 5 (GL_CONTEXT_LOST, "
-                     "made on purpose by --inject lost_context@5): nothing more can be drawn (stopped at frame 6)"], \
+                     "made on purpose by --inject lost_context@5): nothing more can be drawn (stopped at frame 5)"], \
         res.stderr
     r = json.loads(report.read_text())
-    assert r["stopped"]["how"] == "fault" and r["stopped"]["frame"] == 6 and r["stopped"]["exit_code"] == 1
+    assert r["stopped"]["how"] == "fault" and r["stopped"]["frame"] == 5 and r["stopped"]["exit_code"] == 1
     assert r["frames"] == 6 and [(e["frame"], e["name"], e["code"]) for e in r["errors"]] == [(5, "GL_CONTEXT_LOST",
                                                                                               0x0507)]
     assert shot.stat().st_size > 0 and json.loads(trace.read_text())["otherData"]["frames"] == 6

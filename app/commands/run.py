@@ -73,11 +73,21 @@ def main(args) -> int:
     select_device(cfg.cl_device)  # a device that exists, before the window opens
     from app.session.loop import run
 
-    written, stop = run(cfg)
-    to_stdout = "standard output" in written.values()
-    for kind, where in written.items():
-        print(f"glshare: wrote {kind} {where}", file=sys.stderr if to_stdout else sys.stdout)
+    _, stop, failed = run(cfg, said=_say_outputs)  # said also when the loop raised, before its error
     if stop.exit_code:
         error = "error: " if stop.how in ("strict", "fault", "error") else ""
         print(f"glshare: {error}{stop.message or stop.how} (stopped at frame {stop.frame})", file=sys.stderr)
-    return stop.exit_code
+    return stop.exit_code or (1 if failed else 0)
+
+
+def _say_outputs(written: dict, failed: list) -> None:
+    """One line per output written (stdout, or stderr where an output is stdout), then one line on
+    stderr per output that could not be written."""
+    from app.errors import GlshareError
+
+    to_stdout = "standard output" in written.values()
+    for kind, where in written.items():
+        print(f"glshare: wrote {kind} {where}", file=sys.stderr if to_stdout else sys.stdout)
+    for kind, exc in failed:
+        why = exc.one_line() if isinstance(exc, GlshareError) else f"{type(exc).__name__}: {exc}"
+        print(f"glshare: error: {kind} not written: {why}", file=sys.stderr)

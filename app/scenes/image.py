@@ -80,19 +80,27 @@ class ImageScene(Scene):
         return 4 * size[0] * size[1]
 
     def build(self, backend, size) -> None:
+        """On failure what was built is torn down (``teardown`` takes a partial build) and the error raised."""
         self.backend = backend
+        self.texture = self.quad = self.program = None
+        try:
+            self._build(backend, size)
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _build(self, backend, size) -> None:
         self.follow_window = self.size is None
         self.image_size = tuple(size) if self.follow_window else tuple(self.size)
         if self.follow_window and (self.image_size[0] == 0 or self.image_size[1] == 0):
             self.image_size = self.default_size
-        self.texture = None
         self.quad = ImageQuad("image quad", owner=backend.name)
         self.program, self.lanes = julia_program(backend.context, backend.device, owner=backend.name)
         self._make_texture()
         # -- steering and local size (user controls) --
         self.steered_c: tuple[float, float] | None = None  # None: c follows its animation
         self._last_c = julia_constant(0)
-        self.set_local_size(self.cfg.local_size)
+        self.set_local_size(self.cfg.local_size)  # UsageError past the device's or the kernel's limit
 
     def _make_texture(self) -> None:
         w, h = self.image_size
@@ -140,13 +148,20 @@ class ImageScene(Scene):
         self.quad.draw(self.texture.gl)
 
     def teardown(self) -> None:
+        """The CL image (or buffer) before the GL texture, then the program and the quad; idempotent,
+        and what a failed build got to only."""
         backend, self.backend = self.backend, None
         if backend is None:
             return
-        backend.destroy(self.texture)
+        texture, self.texture = self.texture, None
+        if texture is not None:
+            backend.destroy(texture)
         self.shared = []
-        self.program.release()
-        self.quad.release()
+        program, quad, self.program, self.quad = self.program, self.quad, None, None
+        if program is not None:
+            program.release()
+        if quad is not None:
+            quad.release()
 
     def describe(self) -> str:
         return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8, {self.texture.display_path}"

@@ -102,14 +102,24 @@ class ParticlesScene(Scene):
         return 32 * size  # position + color, float4 each (WORKLOADS.md)
 
     def build(self, backend, size) -> None:
+        """On failure what was built is torn down (``teardown`` takes a partial build) and the error raised."""
         self.backend = backend
+        self.shared, self.cl_only = [], {}
+        self.program = self.gl_program = self.round_program = self.vao = None
+        try:
+            self._build(backend)
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _build(self, backend) -> None:
         n = self.n = self.current_size
         state = initial_state(n, self.cfg.seed)
         self.position = backend.create_buffer("particles.position", n * 16, data=state["position"])
+        self.shared.append(self.position)
         self.color = backend.create_buffer("particles.color", n * 16, data=state["color"])
-        self.shared = [self.position, self.color]
+        self.shared.append(self.color)
         ctx, flags = backend.context, cl.mem_flags
-        self.cl_only = {}
         for key in ("velocity", "start_position", "start_velocity"):
             access = flags.READ_WRITE if key == "velocity" else flags.READ_ONLY
             self.cl_only[key] = cl.Buffer(ctx, access | flags.COPY_HOST_PTR, hostbuf=state[key])
@@ -123,7 +133,7 @@ class ParticlesScene(Scene):
         self.round_program = None  # built the first time round points are drawn
         self.round_points = bool(self.cfg.round_points)
         self.camera = fountain_camera()
-        self.set_local_size(self.cfg.local_size)
+        self.set_local_size(self.cfg.local_size)  # UsageError past the device's or the kernel's limit
         self.vao = GlVertexArray("particles.vao", owner=backend.name)
         self.vao.attribute(0, self.position.gl, 4)
         self.vao.attribute(1, self.color.gl, 4)
@@ -174,21 +184,23 @@ class ParticlesScene(Scene):
         GL.glDisable(GL.GL_BLEND)
 
     def teardown(self) -> None:
+        """Shared buffers CL side first, the CL-only buffers, then the programs and the vertex array;
+        idempotent, and what a failed build got to only."""
         backend, self.backend = self.backend, None
         if backend is None:
             return
-        for obj in self.shared:
+        shared, self.shared = self.shared, []
+        for obj in shared:
             backend.destroy(obj)
-        self.shared = []
-        for buf in self.cl_only.values():
+        cl_only, self.cl_only = self.cl_only, {}
+        for buf in cl_only.values():
             buf.release()
             live.released("cl_buffer", backend.name)
-        self.cl_only = {}
-        self.program.release()
-        self.gl_program.release()
-        if self.round_program is not None:
-            self.round_program.release()
-        self.vao.release()
+        things = (self.program, self.gl_program, self.round_program, self.vao)
+        self.program = self.gl_program = self.round_program = self.vao = None
+        for thing in things:
+            if thing is not None:
+                thing.release()
 
     def describe(self) -> str:
         return f"particles, {self.n:,} points{', round' if self.round_points else ''}"

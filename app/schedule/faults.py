@@ -108,6 +108,7 @@ class FaultPlan:
         self._marker: cl.Event | None = None
         self._gate_frame = -1
         self.stop: str | None = None  # why the run cannot go on (a lost context), else None
+        self.stop_frame: int | None = None  # the frame that failed so (``stop``)
         self.fired: list[dict] = []
 
     @classmethod
@@ -169,6 +170,7 @@ class FaultPlan:
         self._gate_frame = rec.index
 
     def _lost_context(self, rec) -> None:
+        self.stop_frame = rec.index
         self.stop = (f"the GL context was lost at frame {rec.index} (GL_CONTEXT_LOST, made on purpose by "
                      f"--inject lost_context@{rec.index}): nothing more can be drawn")
         raise ContextLost(f"GL_CONTEXT_LOST: the context is gone (as after a GPU reset; --inject "
@@ -212,7 +214,8 @@ class FaultPlan:
                 "fired": list(self.fired), "stop": self.stop}
 
 
-def stop_reason(scheduler) -> str | None:
-    """Why the run must end at this frame boundary (a lost context), or None."""
+def stop_reason(scheduler) -> tuple[str, int] | None:
+    """(why the run must end at this frame boundary, the frame that failed so), or None."""
     plan = getattr(scheduler, "faults", None)
-    return getattr(plan, "stop", None)
+    reason = getattr(plan, "stop", None)
+    return (reason, plan.stop_frame) if reason else None

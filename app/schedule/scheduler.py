@@ -1,8 +1,10 @@
 """The frame scheduler: brackets every frame's CL work with acquire and release, and records it.
 
 Order (per frame): GL -> CL hand-over (sync mode) -> acquire -> compute -> release -> CL -> GL
-hand-over -> GL draw. A failure inside a frame is recorded on its FrameRecord and the loop goes on;
-with ``strict`` it is raised. Profiling of CL events is read once they complete, in batches of
+hand-over -> GL draw. A failure inside a frame is recorded on its FrameRecord (a raw CL or GL error
+as ClError / GlError with its phase) and the loop goes on; ``strict`` raises the findings of the
+modes' kinds (``app/validate/findings.py``: ``stops_on``), and ``strict=True`` every failure.
+Profiling of CL events is read once they complete, in batches of
 ``PROFILE_BATCH`` frames or when the panel or a report asks (``harvest``), so nothing waits just to
 measure and the frame itself stays short.
 """
@@ -16,7 +18,7 @@ import time
 import pyopencl as cl
 from OpenGL import GL
 
-from app.errors import ClError, GlshareError
+from app.errors import ClError, GlshareError, QueueStalled, as_glshare_error
 from app.gl.context import check_gl
 from app.gl.raw import gl_function
 from app.gl.timer import GlTimer
@@ -24,7 +26,7 @@ from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
 from app.sharing.base import SharingBackend, Wrap, instrument_attributes
 from app.sharing.sync import SyncMode
-from app.validate.findings import normalize_strict
+from app.validate.findings import normalize_strict, stops_on
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
@@ -57,7 +59,7 @@ class FrameScheduler:
     def __init__(self, backend: SharingBackend, scene, sync: SyncMode, *, history: RunHistory | None = None,
                  strict: bool | str = False, gl_timer_every: int = 1, frames_in_flight: int = 2) -> None:
         self.backend, self.scene, self.sync = backend, scene, sync
-        self.strict = normalize_strict(strict) != "off"  # a failure of the frame is raised, not only recorded
+        self.strict = strict  # which failures of a frame are raised, not only recorded (the property)
         self.history = history if history is not None else RunHistory()
         if self.history.segment is None or (self.history.segment.scene, self.history.segment.backend,
                                             self.history.segment.sync) != (scene.name, backend.name, sync.name):
@@ -83,6 +85,19 @@ class FrameScheduler:
         self.profile_batch = PROFILE_BATCH
         self._labels_key: tuple = ()
         self._labels: tuple[str, ...] = ()
+
+    @property
+    def strict(self) -> str:
+        """"off", "spec" or "all": the findings a frame raises (``findings.stops_on``); every other
+        failure is recorded on the frame and the loop goes on. Set from a mode name or a bool:
+        True (the Python API's form, the tests') is "all" and raises every failure of a frame too,
+        so that a test sees the error that broke its frame."""
+        return self._strict
+
+    @strict.setter
+    def strict(self, value: bool | str) -> None:
+        self._strict = normalize_strict(value)
+        self._raise_every = value is True
 
     @property
     def records(self) -> collections.deque[FrameRecord]:
@@ -213,20 +228,38 @@ class FrameScheduler:
             t0 = ns()
             if release is not None:
                 release.wait()
-            GL.glClientWaitSync(fence, GL.GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_NS)
-            GL.glDeleteSync(fence)
-            rec.waits.append((f"{self.frames_in_flight} frames in flight", t0, ns()))
+            try:
+                status = GL.glClientWaitSync(fence, GL.GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_NS)
+            finally:
+                GL.glDeleteSync(fence)
+            t1 = ns()
+            rec.waits.append((f"{self.frames_in_flight} frames in flight", t0, t1))
+            if status not in (GL.GL_ALREADY_SIGNALED, GL.GL_CONDITION_SATISFIED):
+                # GL_TIMEOUT_EXPIRED: the fence of an earlier frame's draw did not signal in
+                # GL_TIMEOUT_NS; GL_WAIT_FAILED: an error (OpenGL 4.6 section 4.1.1, ClientWaitSync)
+                # recorded on this frame (as the stall watchdog records one), which goes on
+                what = "timed out" if status == GL.GL_TIMEOUT_EXPIRED else f"failed (status 0x{int(status):04X})"
+                exc = QueueStalled(f"glClientWaitSync on the GL fence of an earlier frame's draw {what} after "
+                                   f"{(t1 - t0) / 1e6:.0f} ms (limit {GL_TIMEOUT_NS / 1e9:.0f} s): the GPU did not "
+                                   "finish that draw", where="frames in flight", name="queue stalled")
+                rec.errors.append(error_record(rec.index, exc, "frames in flight"))
+                log.warning("frame %d: %s", rec.index, exc.one_line())
 
     def _drop_in_flight(self) -> None:
         while self._in_flight:
             GL.glDeleteSync(self._in_flight.popleft()[1])
 
     def _fail(self, rec: FrameRecord, exc: BaseException, phase: str) -> bool:
-        """Record the error on the frame (raise it under ``strict``); False: later CL phases skip."""
-        rec.errors.append(error_record(rec.index, exc, phase))
-        log.debug("frame %d %s failed: %s", rec.index, phase, exc)
-        if self.strict:
-            raise exc
+        """Record the error on the frame, a raw CL or GL error as glshare's (ClError, GlError, naming
+        the phase); raise it where ``strict`` says (a finding of its kinds; True: any failure).
+        False: later CL phases skip."""
+        err = as_glshare_error(exc, phase)
+        rec.errors.append(error_record(rec.index, err, phase))
+        log.debug("frame %d %s failed: %s", rec.index, phase, err)
+        if self._raise_every or stops_on(self._strict, err):
+            if err is exc:
+                raise exc
+            raise err from exc
         return False
 
     # -- profiling ---------------------------------------------------------------------------

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from app.config import parse_local_size
-from app.errors import GlshareError, UsageError
+from app.errors import UsageError
 from app.session.session import Session
 from app.session.views import DemoView
+from app.validate.findings import stops_on
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +133,8 @@ class Controls:
         try:
             return self.run(cmd.name)
         except Exception as exc:  # noqa: BLE001 - a key never stops the loop, except a --strict finding
-            if isinstance(exc, GlshareError) and self.session.cfg.stops_on_findings:
-                raise
+            if stops_on(self.session.cfg.strict, exc):
+                raise  # the loop stops (or pauses) on it
             self.session.record_error(exc, f"key {key}")
             return None
 
@@ -158,7 +159,7 @@ class Controls:
             try:
                 self.run(command, **args)
             except Exception as exc:  # noqa: BLE001
-                if isinstance(exc, GlshareError) and self.session.cfg.stops_on_findings:
+                if stops_on(self.session.cfg.strict, exc):
                     raise  # a --strict finding: the loop stops (or pauses) on it
                 self.session.record_error(exc, f"panel control {command}")
 

@@ -4,9 +4,16 @@ controls and its UI host, and the outputs written from the run history when it e
 Every way a run ends goes through one door: its frames done, a quit command or the window
 closed, Ctrl-C (SIGINT), SIGTERM, and a ``--strict`` stop all end at a frame boundary; the
 session is torn down in reverse order of creation and the report, trace and screenshot of what was
-recorded are written (the report says how and at which frame the run stopped, ``Stop``). Under
-``--strict`` in a window the run pauses on the offending frame instead, the finding shown, and
-ends with exit status 1 when the user quits. The frame a user sees is present to present.
+recorded are written (the report says how and at which frame the run stopped, ``Stop``: for a
+``--strict`` stop and a fault, the frame that failed). Under ``--strict`` in a window the run
+pauses on the offending frame instead, the finding shown, and ends with exit status 1 when the
+user quits. ``--strict`` stops only on findings (``findings.stops_on``); every other error met in
+an iteration (a CL or GL error, a failed reload, a panel that could not be drawn) is recorded, shown
+in the panel, and the loop goes on. The frame a user sees is present to present. A screenshot
+is the last frame presented, read before its present (after a swap the back buffer is undefined):
+the loop reads it in the iteration it knows to be the last (the frames done, a quit, the window
+closing, a fault that ends the run, a signal that came in time); a signal that came after that
+iteration's present gets one more iteration, whose frame is read, then the run ends.
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ from app.session.controls import Controls
 from app.session.reload import poll_sources
 from app.session.session import Session
 from app.session.views import StopView
+from app.validate.findings import stops_on
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
@@ -77,6 +85,9 @@ class Run:
         self.frames_target = cfg.frames if cfg.frames is not None else (
             DEFAULT_HEADLESS_FRAMES if cfg.headless else None)
         self.screenshot_pixels: np.ndarray | None = None
+        self._shot_at = -1  # loop_count of the iteration whose frame screenshot_pixels holds
+        self._extra_for_shot = False  # the one more iteration a late stop gets, for its screenshot
+        self.failed_outputs: list[tuple[str, BaseException]] = []  # (kind, why) of outputs not written
         self.trace_written: dict = {}
         self.stop: Stop | None = None  # set when the run ends (or, in a window, when --strict paused it)
         self.strict_stop: Stop | None = None
@@ -151,10 +162,34 @@ class Run:
         return self.stop
 
     def _should_stop(self) -> Stop | None:
+        stop = self._stop_now()
+        if stop is None or not self.cfg.screenshot or self.session.surface.kind == "headless":
+            return stop
+        if self._shot_at == self.loop_count or self._extra_for_shot or self.session.scheduler is None:
+            return stop
+        if stop.how in ("quit", "window closed", "interrupt", "terminate"):
+            # the last frame presented was not read before its present (a signal after it, a quit
+            # from outside an iteration): one more iteration, read before its present, then the stop
+            self._extra_for_shot = True
+            return None
+        return stop
+
+    def _ending(self, last: bool) -> bool:
+        """Whether this iteration's frame is the run's last one shown: its screenshot is read
+        before its present."""
+        if last or self.controls.close_requested or self._signal:
+            return True
+        s = self.session
+        return s.surface.kind != "headless" and (s.surface.should_close() or self._extra_for_shot
+                                                 or stop_reason(s.scheduler) is not None)
+
+    def _stop_now(self) -> Stop | None:
         frame = self.session.frame
         if self._signal:
             return Stop(self._signal, frame, {"interrupt": "interrupted (Ctrl-C)",
                                               "terminate": "terminated (SIGTERM)"}[self._signal])
+        if self.session.scheduler is None:  # a failed switch whose old set-up could not be rebuilt either
+            return Stop("error", frame, f"no set-up left to run: {self.session.lost or 'it was torn down'}")
         if self.controls.close_requested:
             return self.strict_stop or Stop("quit", frame)
         if self.session.surface.should_close():
@@ -163,7 +198,8 @@ class Run:
             return self.strict_stop
         fault = stop_reason(self.session.scheduler)  # a fault the run cannot go on after (--inject)
         if fault:
-            return Stop("fault", frame, f"the run stopped early: {fault}")
+            reason, failed = fault
+            return Stop("fault", failed, f"the run stopped early: {reason}")
         if self.frames_target is not None and self.loop_count >= self.frames_target:
             return self.strict_stop or Stop("frames", frame)
         return None
@@ -179,11 +215,19 @@ class Run:
         s.status = f"--strict stopped frame {s.frame}: {exc.one_line()}"
         s.paused = True
 
+    def _failed(self, exc: Exception, where: str) -> None:
+        """An error met in a loop iteration: a finding ``--strict`` stops on is a strict stop; any
+        other error is recorded (the panel's Errors tab, the report) and the loop goes on."""
+        if stops_on(self.cfg.strict, exc):
+            self._strict(exc)
+        else:
+            self.session.record_error(exc, where)
+
     def tick(self) -> FrameRecord | None:
         """One loop iteration: poll -> controls -> step -> UI -> present. Returns the record of
         the frame that completed, or None (paused, or a teaching step mid-frame)."""
         session, controls, ui = self.session, self.controls, self.ui
-        strict = self.cfg.stops_on_findings
+        was_paused = session.paused and not session.step_once
         try:
             for ev in session.surface.poll_events():
                 if not (ui is not None and ui.wants_keyboard):
@@ -193,10 +237,8 @@ class Run:
                     controls.mouse(ev)
             was_paused = session.paused and not session.step_once
             rec = session.step()
-        except GlshareError as exc:
-            if not strict:
-                raise
-            self._strict(exc)
+        except Exception as exc:  # noqa: BLE001 - recorded (or a --strict stop); the loop goes on
+            self._failed(exc, "loop step")
             rec, was_paused = None, True
         last = self.frames_target is not None and self.loop_count + 1 >= self.frames_target
         if last and self.cfg.screenshot and ui is not None:
@@ -206,31 +248,40 @@ class Run:
             self.draw_ui(rec)
             check_gl("panel")
         except Exception as exc:  # noqa: BLE001
-            session.loop_error(exc, "panel")
+            self._failed(exc, "panel")
         t1 = ns()
+        # between the panel and the present, in the frame's period but in neither phase (the phase
+        # model has no name for them, app/schedule/frame.py LOOP_PHASES): the panel's queued commands,
+        # the hot-reload poll and the screenshot's read
         try:
             controls.apply()
-        except GlshareError as exc:
-            if not strict:
-                raise
-            self._strict(exc)
-        poll_sources(session)  # hot reload: one clock read, a few stats a second (app/session/reload.py)
+        except Exception as exc:  # noqa: BLE001 - Controls.apply records all but --strict findings
+            self._failed(exc, "panel controls")
+        try:
+            poll_sources(session)  # hot reload: one clock read, a few stats a second (app/session/reload.py)
+        except Exception as exc:  # noqa: BLE001 - a failed rebuild is recorded there; the last good build runs
+            self._failed(exc, "hot reload")
         self.loop_count += 1
-        if last and self.cfg.screenshot:
-            self.screenshot_pixels = session.surface.read_pixels()
-        session.surface.present()
+        if self.cfg.screenshot and self._ending(last):
+            try:  # the back buffer as drawn, before the present leaves it undefined
+                self.screenshot_pixels = session.surface.read_pixels()
+                self._shot_at = self.loop_count
+            except Exception as exc:  # noqa: BLE001 - finish() reports the screenshot as not written
+                self._failed(exc, "screenshot")
         t2 = ns()
+        session.surface.present()
+        t3 = ns()
         if rec is not None:
             rec.phases["panel"] = (t0, t1)
-            rec.phases["present"] = (t1, t2)
-            rec.presented_ns = t2
+            rec.phases["present"] = (t2, t3)
+            rec.presented_ns = t3
             rec.stepped = session.stepper.active
             if self._last_present and not rec.stepped:
-                rec.period_ns = t2 - self._last_present
-            self._last_present = 0 if rec.stepped else t2
+                rec.period_ns = t3 - self._last_present
+            self._last_present = 0 if rec.stepped else t3
             if not self.startup.get("first_frame_presented"):
                 self._mark("first_frame_presented")
-            self._fps(rec, t2)
+            self._fps(rec, t3)
         elif was_paused:
             self._last_present = 0  # the time paused is no frame's
         return rec
@@ -287,7 +338,7 @@ class Run:
             return f"wrote trace {self.trace_written['path']}"
         except Exception as exc:  # noqa: BLE001
             self.trace_written = {"error": f"{type(exc).__name__}: {exc}", "frame": self.session.frame}
-            self.session.loop_error(exc, "write trace")
+            self.session.record_error(exc, "write trace")
             return f"trace not written: {exc}"
 
     def run_lab(self) -> str:
@@ -330,7 +381,9 @@ class Run:
 
     def finish(self) -> dict:
         """Write the screenshot, the report and the trace of what was recorded; returns {kind: where
-        it went}. Runs however the loop ended (an error too), while the GL context is still current."""
+        it went}. Runs however the loop ended (an error too), while the GL context is still current.
+        Every output is attempted: one that cannot be written costs none of the others and raises
+        nothing; it is listed in ``failed_outputs`` as (kind, the error)."""
         from app.trace.png import write_png
         from app.trace.report import build_report, write_report
 
@@ -340,34 +393,45 @@ class Run:
             s.finish()  # the queue drained, every profile read (already done where the loop ended well)
 
         def screenshot():
+            # the last frame presented, read before its present (the loop's last iteration); only a
+            # loop that raised, or a strict stop headless, leaves none: then what the target holds
+            # (headless: the FBO, unchanged by a present; a window: a back buffer kept by a copy
+            # swap on some drivers, undefined on others)
             pixels = self.screenshot_pixels if self.screenshot_pixels is not None else s.surface.read_pixels()
             return write_png(cfg.screenshot, pixels[:, :, :3])
 
         writers = {"screenshot": (cfg.screenshot, screenshot),
                    "report": (cfg.report, lambda: write_report(cfg.report, build_report(s.history, self.facts()))),
                    "trace": (cfg.trace, lambda: self._write_trace(cfg.trace))}
-        failed = []
+        self.failed_outputs = []
         for kind, (path, write) in writers.items():
             if path is None:
                 continue
             try:  # each output on its own: one that cannot be written does not cost the others
                 out[kind] = write()
             except Exception as exc:  # noqa: BLE001
-                failed.append(exc)
-        if failed:
-            raise failed[0]
+                log.debug("%s not written: %s", kind, exc)
+                self.failed_outputs.append((kind, exc))
         return out
 
 
-def run(cfg: RunConfig) -> tuple[dict, Stop]:
+def run(cfg: RunConfig, said=None) -> tuple[dict, Stop, list[tuple[str, BaseException]]]:
     """Run, then write the outputs (also when the loop raised). Returns ({kind: where it went}, how
-    the run stopped)."""
+    the run stopped, [(kind, error) of each output not written]).
+
+    ``said(written, failed)``, where given, is called with the outputs once they are written,
+    however the loop ended: when the loop raised, before its error goes on up (that error, not an
+    output's, is the one raised)."""
     with Run(cfg) as r:
         try:
             stop = r.loop()
         except BaseException as exc:
             r.stop = Stop("error", r.session.frame, str(exc))
-            r.finish()
+            written = r.finish()
+            if said is not None:
+                said(written, r.failed_outputs)
             raise
         written = r.finish()
-    return written, stop
+        if said is not None:
+            said(written, r.failed_outputs)
+    return written, stop, r.failed_outputs

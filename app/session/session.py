@@ -2,9 +2,10 @@
 -> backend -> scene -> scheduler (an ExitStack), and the switches between set-ups.
 
 A switch of scene, backend, sync mode or size tears down the scene and the backend (CL objects
-before GL objects) and builds the new set-up; on failure the old one is rebuilt and the refusal is
-recorded. ``step()`` runs one frame (or, in teaching mode, one phase of it); ``view()`` is the
-read-only picture of the session the UI and the outputs get.
+before GL objects) and builds the new set-up; on failure what the new one built is torn down, the
+old one is rebuilt (at its own size) and the refusal is recorded, then raised where ``--strict``
+stops on it (a finding). ``step()`` runs one frame (or, in teaching mode, one phase of it);
+``view()`` is the read-only picture of the session the UI and the outputs get.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pyopencl as cl
 
 from app.cl.device import CL_SHARING_EXTENSIONS, select_device
 from app.config import RunConfig
-from app.errors import GlshareError, SharingUnavailable
+from app.errors import GlshareError, SharingUnavailable, as_glshare_error
 from app.gl.context import check_gl, gl_info
 from app.gl.timer import default_every
 from app.scenes import scene_class, scene_classes
@@ -32,9 +33,11 @@ from app.sharing.base import ProbeEnv
 from app.sharing.registry import Registry, backend_class
 from app.sharing.sync import sync_modes
 from app.trace.clock import ClockMap
+from app.validate.findings import stops_on
 from app.window import open_surface
 
 log = logging.getLogger(__name__)
+_KEEP = object()  # Session._switch: the scene's size stays as it is
 
 @dataclass(frozen=True)
 class SwitchOutcome:
@@ -44,6 +47,10 @@ class SwitchOutcome:
 
     def __bool__(self) -> bool:
         return self.ok
+
+
+def _one_line(exc: BaseException) -> str:
+    return exc.one_line() if isinstance(exc, GlshareError) else f"{type(exc).__name__}: {exc}"
 
 
 def window_size_for(cfg: RunConfig) -> tuple[int, int]:
@@ -76,6 +83,7 @@ class Session:
         self.paused = False
         self.step_once = False
         self.status = ""
+        self.lost = ""  # why the session has no set-up left (a switch that failed, and so did the rebuild)
         self._last_size = (0, 0)
         self._caps_key = None
         self._caps: views.CapsView | None = None
@@ -114,25 +122,49 @@ class Session:
         size = self.sizes.get(scene)
         cfg = self.cfg.with_(scene=scene, backend=backend, sync=sync, size=size if cls.accepts(size) else None)
         new_backend = self.registry.open(backend, strict=self.cfg.strict)
+        strategy = new_scene = scheduler = None
+        segments = len(self.history.segments)
         try:
             strategy = new_backend.make_sync(sync)
             new_scene = cls(cfg)
             new_scene.build(new_backend, self._scene_size())
             check_gl(f"build {scene} on {backend}")
+            self.history.begin_segment(scene, backend, sync, self.frame)
+            # a trace gets every frame's GL passes; else software GL times one frame in a few (gl/timer.py)
+            every = 1 if self.cfg.trace else default_every(self.gl_info.renderer)
+            scheduler = FrameScheduler(new_backend, new_scene, strategy, history=self.history,
+                                       strict=self.cfg.strict, gl_timer_every=every,
+                                       frames_in_flight=self.cfg.frames_in_flight)
+            new_scene.pass_timer = lambda name, s=scheduler: s.gl_timer.span(s.current, name)
+            scheduler.faults = FaultPlan.for_config(cfg, new_backend)  # --inject: None when no fault is asked for
         except BaseException:
-            new_backend.close()
+            del self.history.segments[segments:]
+            self._undo_build(new_backend, new_scene, strategy, scheduler)
             raise
-        self.backend, self.scene = new_backend, new_scene
-        self.history.begin_segment(scene, backend, sync, self.frame)
-        # a trace gets every frame's GL passes; else software GL times one frame in a few (gl/timer.py)
-        every = 1 if self.cfg.trace else default_every(self.gl_info.renderer)
-        self.scheduler = FrameScheduler(new_backend, new_scene, strategy, history=self.history,
-                                        strict=self.cfg.strict, gl_timer_every=every,
-                                        frames_in_flight=self.cfg.frames_in_flight)
-        new_scene.pass_timer = lambda name, s=self.scheduler: s.gl_timer.span(s.current, name)
-        self.scheduler.faults = FaultPlan.for_config(cfg, new_backend)  # --inject: None when no fault is asked for
+        self.backend, self.scene, self.scheduler = new_backend, new_scene, scheduler
         self.cfg = cfg
         self._last_size = self._scene_size()
+
+    @staticmethod
+    def _undo_build(backend, scene, strategy, scheduler) -> None:
+        """What a failed ``_build`` made, in reverse: the scheduler (its sync mode with it) or the
+        sync mode alone, the scene (its teardown is idempotent and takes a partial build: CL objects
+        before GL objects), then the backend. Errors here are logged, never raised: the build's own
+        error is the one that counts."""
+        steps = [("queue finish", backend.queue.finish)]
+        if scheduler is not None:
+            steps.append(("scheduler", scheduler.close))
+        elif strategy is not None:
+            steps.append(("sync mode", strategy.close))
+        if scene is not None:
+            steps.append(("scene teardown", scene.teardown))
+        steps.append(("backend", backend.close))
+        for what, undo in steps:
+            try:
+                undo()
+            except Exception as exc:  # noqa: BLE001 - the build's error is raised, not this one
+                log.warning("undoing a failed build: %s: %s", what, exc)
+        gc.collect()  # the failed set-up's CL context goes now, as a teardown's does
 
     def _teardown(self) -> None:
         """Reverse build order; CL memory objects before their GL objects (scene.teardown). Objects
@@ -176,16 +208,25 @@ class Session:
                sync: str | None = None) -> SwitchOutcome:
         """Re-create resources for a new scene / backend / sync mode; on failure keep the old set-up.
 
-        Refusals are recorded (panel, report) and returned, not raised, unless ``strict``.
+        Refusals are recorded (panel, report) and returned, not raised, unless ``--strict`` stops
+        on them (a finding: ``findings.stops_on``); the old set-up is running again either way.
+
+        Raises:
+            GlshareError: the new set-up failed and the old one could not be rebuilt either (the
+                session then has no set-up; the loop ends).
         """
+        return self._switch(scene=scene, backend=backend, sync=sync)
+
+    def _switch(self, *, scene: str | None = None, backend: str | None = None, sync: str | None = None,
+                size=_KEEP, what: str = "") -> SwitchOutcome:
+        """``switch``; ``size``: the new scene's size (``set_size``), kept only where the new set-up builds."""
         old = (self.cfg.scene, self.backend_name, self.cfg.sync)
         note = ""
-        if sync:
-            self.requested_sync = sync
-        elif backend:
+        asked_sync = sync
+        if not sync and backend:
             sync, note = self._sync_for(backend, old[2])
         new = (scene or old[0], backend or old[1], sync or old[2])
-        what = "scene" if scene else "backend" if backend else "sync"
+        what = what or ("scene" if scene else "backend" if backend else "sync")
         try:
             if scene:
                 scene_class(scene)
@@ -200,12 +241,23 @@ class Session:
         if self.scheduler is not None:
             self.scheduler.finish()
         self._teardown()
+        sizes = dict(self.sizes)
+        if size is not _KEEP:
+            self.sizes[new[0]] = size
         try:
             self._build(*new)
         except Exception as exc:  # noqa: BLE001 - fall back to what ran before
-            outcome = self._refused(exc, what)
-            self._build(*old)
-            return outcome
+            self.sizes = sizes  # the old set-up at the size it had, not the one that failed
+            try:
+                self._build(*old)
+            except Exception as again:  # noqa: BLE001 - nothing left to run: said, and raised
+                self.record_error(exc, f"switch {what}")
+                self.lost = (f"{what}: {' / '.join(new)} failed ({_one_line(exc)}) and the set-up before it, "
+                             f"{' / '.join(old)}, could not be rebuilt: {_one_line(again)}")
+                raise GlshareError(self.lost, where=f"switch {what}") from again
+            return self._refused(exc, what)  # recorded once; raised only where --strict stops on it
+        if asked_sync:
+            self.requested_sync = asked_sync  # the user's choice, once it ran (backend switches keep it)
         self.history.switches.append({"frame": self.frame, "what": what,
                                       "from": dict(zip(("scene", "backend", "sync"), old)),
                                       "to": dict(zip(("scene", "backend", "sync"), new))})
@@ -218,21 +270,18 @@ class Session:
         """A new workload size for the scene (a count, (W, H), or None for its default), rebuilt like
         a switch; on failure the old size is rebuilt and the error recorded."""
         scene = self.cfg.scene
-        old = self.sizes.get(scene)
-        self.sizes[scene] = size
-        outcome = self.switch(scene=scene)
+        outcome = self._switch(scene=scene, size=size, what="size")
         if outcome.ok:
-            self.history.switches[-1]["what"] = "size"
             return SwitchOutcome(True, "size", f"size: {scene_class(scene).size_label(size)}")
-        self.sizes[scene] = old
-        if self.cfg.size != old:
-            self.switch(scene=scene)
         return outcome
 
     def _refused(self, exc: BaseException, what: str) -> SwitchOutcome:
-        self.loop_error(exc, f"switch {what}")
-        message = f"{what} refused: {exc.one_line() if isinstance(exc, GlshareError) else exc}"
+        """A refused switch, the old set-up running: recorded once, then raised where --strict stops on it."""
+        self.record_error(exc, f"switch {what}")
+        message = f"{what} refused: {_one_line(exc)}"
         self.status = message
+        if stops_on(self.cfg.strict, exc):
+            raise exc
         return SwitchOutcome(False, what, message)
 
     def next_choice(self, what: str) -> str:
@@ -248,16 +297,18 @@ class Session:
         return options[(i + 1) % len(options)]
 
     def record_error(self, exc: BaseException, where: str) -> ErrorRecord:
-        """An error outside a frame, kept in the history (panel, report)."""
-        rec = error_record(self.frame, exc, where)
+        """An error outside a frame, kept in the history (panel, report); a raw CL or GL error as
+        glshare's (ClError, GlError)."""
+        rec = error_record(self.frame, as_glshare_error(exc, where), where)
         self.history.loop_error(rec)
         log.warning("%s: %s", where, rec.message)
         return rec
 
     def loop_error(self, exc: BaseException, where: str) -> ErrorRecord:
-        """``record_error``, then raised again under ``--strict``."""
+        """``record_error``, then raised again where ``--strict`` stops on it (a finding of the
+        mode's kinds, ``findings.stops_on``); any other error is only recorded: the loop goes on."""
         rec = self.record_error(exc, where)
-        if self.cfg.stops_on_findings:
+        if stops_on(self.cfg.strict, exc):
             raise exc
         return rec
 

@@ -11,6 +11,8 @@ Strict modes (``OwnershipTracker.strict``, ``FrameScheduler``): ``"off"`` record
 raises nothing; ``"spec"`` (the CLI's ``--strict``) raises spec violations only; ``"all"``
 (``--strict=all``) raises advice too. ``True`` means ``"all"`` and ``False`` ``"off"``: the
 Python API's boolean always raised every flag, and tests written against it keep that meaning.
+Only findings stop a run (``stops_on``): a failure that is not one (a CL or GL error, a failed
+build or reload, a fault made on purpose) is recorded and the loop goes on, in every mode.
 """
 from __future__ import annotations
 
@@ -70,3 +72,18 @@ def raises(strict: object, kind: str) -> bool:
     """Whether a finding of ``kind`` is raised under ``strict`` (any form ``normalize_strict`` takes)."""
     mode = normalize_strict(strict)
     return mode == "all" or (mode == "spec" and kind == SPEC)
+
+
+def is_finding(exc: BaseException) -> bool:
+    """Whether ``exc`` is a finding of the validator or the tracker (ValidationError, SpecViolation,
+    HazardError), as opposed to a failure (a CL or GL error, a failed build, a fault made on purpose)."""
+    from app.errors import HazardError, SpecViolation, ValidationError
+
+    return isinstance(exc, (ValidationError, SpecViolation, HazardError))
+
+
+def stops_on(strict: object, exc: BaseException) -> bool:
+    """Whether ``--strict`` (``strict``, any form ``normalize_strict`` takes) stops the run on ``exc``:
+    a finding whose kind the mode raises ("spec": spec violations; "all": advice too). Every other
+    error is recorded and the loop goes on, whatever the mode."""
+    return is_finding(exc) and raises(strict, getattr(exc, "kind", SPEC))

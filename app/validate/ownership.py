@@ -212,56 +212,79 @@ class OwnershipTracker:
     def state(self, obj) -> Ownership:
         return self.states[id(obj)]
 
-    def _flag(self, case: str, label: str, where: str) -> None:
+    def _flag(self, case: str, label: str, where: str, first: HazardError | None) -> HazardError | None:
+        """Record a finding; returns the error to raise once the call's bookkeeping is done: ``first``
+        where there is one already, else this finding's HazardError where ``strict`` raises its kind,
+        else None. The transitions raise only after every object's state is updated: the driver
+        acquired or released them all, and a teardown must not hand them over a second time."""
         h = self.hazards[case]
         flag = HazardFlag(case, label, self.frame, h.spec, where, h.kind, h.consequence, h.source, h.reasoning)
         self.flags.append(flag)
         del self.flags[:-256]
         self.counts[case] = self.counts.get(case, 0) + 1
-        if raises(self._strict, h.kind):
-            raise HazardError(case, label, h.spec, where=where, kind=h.kind)
+        if first is None and raises(self._strict, h.kind):
+            return HazardError(case, label, h.spec, where=where, kind=h.kind)
+        return first
 
     # -- transitions ------------------------------------------------------------------------
     def acquired(self, objects, queue) -> None:
+        """Every object in ``objects`` is CL's now; then the first finding that ``strict`` raises."""
+        err = None
         for obj in objects:
             st = self.states.get(id(obj))
             if st is None:
                 continue
             if st.owner == CL:
-                self._flag("double_acquire", st.label, "acquire")
+                err = self._flag("double_acquire", st.label, "acquire", err)
             st.owner, st.since_frame, st.queue = CL, self.frame, queue
             st.acquires += 1
+        if err is not None:
+            raise err
 
     def released(self, objects, queue) -> None:
+        """Every object in ``objects`` is GL's now; then the first finding that ``strict`` raises."""
+        err = None
         for obj in objects:
             st = self.states.get(id(obj))
             if st is None:
                 continue
             if st.owner != CL:
-                self._flag("release_without_acquire", st.label, "release")
+                err = self._flag("release_without_acquire", st.label, "release", err)
             elif st.queue is not None and queue is not st.queue and queue != st.queue:
-                self._flag("release_on_other_queue", st.label, "release")
+                err = self._flag("release_on_other_queue", st.label, "release", err)
             st.owner, st.since_frame, st.queue = GL, self.frame, None
             st.releases += 1
+        if err is not None:
+            raise err
 
     # -- uses -------------------------------------------------------------------------------
     def cl_use(self, objects, where: str = "kernel") -> None:
+        """Every use flagged (one flag per object), then the first finding that ``strict`` raises."""
+        err = None
         for obj in objects:
             st = self.states.get(id(obj))
             if st is not None and st.owner != CL:
-                self._flag("use_without_acquire", st.label, where)
+                err = self._flag("use_without_acquire", st.label, where, err)
+        if err is not None:
+            raise err
 
     def gl_use(self, objects, where: str = "draw") -> None:
+        """Every use flagged (one flag per object), then the first finding that ``strict`` raises."""
+        err = None
         for obj in objects:
             st = self.states.get(id(obj))
             if st is not None and st.owner == CL:
-                self._flag("gl_use_while_acquired", st.label, where)
+                err = self._flag("gl_use_while_acquired", st.label, where, err)
+        if err is not None:
+            raise err
 
     def gl_delete(self, obj, where: str = "glDelete") -> None:
         """Called before a GL object that is still shared is deleted."""
         st = self.states.get(id(obj))
         if st is not None:
-            self._flag("delete_gl_while_shared", st.label, where)
+            err = self._flag("delete_gl_while_shared", st.label, where, None)
+            if err is not None:
+                raise err
 
     def owner_of(self, obj) -> str | None:
         st = self.states.get(id(obj))

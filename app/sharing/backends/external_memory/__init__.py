@@ -41,9 +41,11 @@ copy: CL's side already holds it (``synced_generation``).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
+from typing import NoReturn
 
 import pyopencl as cl
 from OpenGL import GL
@@ -51,7 +53,7 @@ from OpenGL import GL
 from app.cl import ext as clext
 from app.cl.formats import cl_image_format
 from app.diagnostics import live
-from app.errors import ClError, GlError, SharingUnavailable
+from app.errors import ClError, SharingUnavailable, as_glshare_error
 from app.gl.context import check_gl
 from app.gl.objects import (
     BUFFER_TEXTURE_FORMATS,
@@ -121,6 +123,14 @@ def display_path(internal_format: int, texel_size: int, width: int, height: int,
     return BUFFER_TEXTURE if refusal is None else f"copy into texture: {refusal}"
 
 
+def _reraise(exc: Exception, where: str) -> NoReturn:
+    """Raise ``exc`` again, a raw CL or GL error as glshare's (``as_glshare_error``) naming ``where``."""
+    err = as_glshare_error(exc, where)
+    if err is exc:
+        raise exc
+    raise err from exc
+
+
 def _gl_fn(name: str):
     from OpenGL.GL.EXT import memory_object, memory_object_fd, semaphore, semaphore_fd
 
@@ -134,11 +144,23 @@ class GlMemoryObject:
     """A GL memory object holding an imported payload (GL_EXT_memory_object)."""
 
     def __init__(self, label: str, fd: int, size: int) -> None:
+        """Takes ``fd``: GL owns it after a successful import; on a failure it is closed here and
+        the memory object deleted, then the error raised (GlError)."""
         self.label = label
         name = GL.GLuint()
-        _gl_fn("glCreateMemoryObjectsEXT")(1, ctypes.byref(name))
-        self.name = name.value
-        _gl_fn("glImportMemoryFdEXT")(self.name, size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, fd)  # GL now owns fd
+        try:
+            _gl_fn("glCreateMemoryObjectsEXT")(1, ctypes.byref(name))
+            check_gl(f"glCreateMemoryObjectsEXT({label})")
+            _gl_fn("glImportMemoryFdEXT")(name.value, size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, fd)
+            check_gl(f"glImportMemoryFdEXT({label})")
+        except Exception as exc:
+            # GL_EXT_memory_object_fd: only a successful import transfers the fd to GL
+            close_fd(fd)
+            if name.value:
+                with contextlib.suppress(Exception):
+                    _gl_fn("glDeleteMemoryObjectsEXT")(1, (GL.GLuint * 1)(name.value))
+            _reraise(exc, f"glImportMemoryFdEXT({label})")
+        self.name = name.value  # GL owns fd now
         live.created("gl_memory_object", "external_memory")
 
     def release(self) -> None:
@@ -222,24 +244,24 @@ class ExternalMemory(SharingBackend):
         vk_buffer, vk_memory, alloc = self.exporter.allocate(nbytes)
         fd = self.exporter.memory_fd(vk_memory)
         try:
-            memobj = GlMemoryObject(label, os.dup(fd), alloc)
+            memobj = GlMemoryObject(label, os.dup(fd), alloc)  # closes its dup itself where the import fails
             name = GL.GLuint()
-            GL.glCreateBuffers(1, ctypes.byref(name))
-            _gl_fn("glNamedBufferStorageMemEXT")(name.value, nbytes, memobj.name, 0)
             try:
+                GL.glCreateBuffers(1, ctypes.byref(name))
+                _gl_fn("glNamedBufferStorageMemEXT")(name.value, nbytes, memobj.name, 0)
                 check_gl(f"GL import of {label}")
-            except GlError:
-                GL.glDeleteBuffers(1, [name.value])
+                cl_fd = os.dup(fd)
+                try:
+                    mem = clext.import_memory_fd(self.context, self.device, cl_fd, nbytes, cl.mem_flags.READ_WRITE)
+                except cl.Error as exc:
+                    close_fd(cl_fd)  # a failed import leaves the fd the application's
+                    raise ClError.from_pyopencl(exc, f"clCreateBufferWithProperties({label})") from exc
+            except Exception as exc:
+                if name.value:
+                    with contextlib.suppress(Exception):
+                        GL.glDeleteBuffers(1, [name.value])
                 memobj.release()
-                raise
-            cl_fd = os.dup(fd)
-            try:
-                mem = clext.import_memory_fd(self.context, self.device, cl_fd, nbytes, cl.mem_flags.READ_WRITE)
-            except cl.Error as exc:
-                GL.glDeleteBuffers(1, [name.value])
-                memobj.release()
-                close_fd(cl_fd)
-                raise ClError.from_pyopencl(exc, f"clCreateBufferWithProperties({label})") from exc
+                _reraise(exc, f"GL import of {label}")
             # cl_khr_external_memory 5.5.2.1 (OPAQUE_FD): "importing memory from a file descriptor
             # transfers ownership of the file descriptor from the application to the OpenCL
             # implementation. The application must not perform any operations on the file
@@ -406,11 +428,20 @@ class SemaphoreSync(SyncMode):
         return None
 
     def __init__(self, backend: ExternalMemory) -> None:
+        """On a failure whatever was made (Vulkan semaphores, CL and GL imports) is released, then
+        the error raised."""
         super().__init__(backend)
         self._vk: list = []
-        self.gl_done_gl, self.gl_done_cl = self._make("gl_done")
-        self.cl_done_gl, self.cl_done_cl = self._make("cl_done")
-        check_gl("semaphore import")
+        self._cl_sems: list = []  # what close() releases, however far __init__ got
+        self._gl_sems: list[int] = []
+        self.gl_done_gl = self.cl_done_gl = 0
+        try:
+            self.gl_done_gl, self.gl_done_cl = self._make("gl_done")
+            self.cl_done_gl, self.cl_done_cl = self._make("cl_done")
+            check_gl("semaphore import")
+        except BaseException:
+            self.close()
+            raise
         # resolved once, called with prepared arrays every frame (app/gl/raw.py)
         self._signal, self._wait = gl_function("glSignalSemaphoreEXT"), gl_function("glWaitSemaphoreEXT")
         self._flush = gl_function("glFlush")
@@ -421,23 +452,51 @@ class SemaphoreSync(SyncMode):
         self._gl_done_list, self._cl_done_list = [self.gl_done_cl], [self.cl_done_cl]
 
     def _make(self, label: str):
+        """One Vulkan semaphore imported by CL (a dup of its fd) and by GL (the fd itself); what was
+        made is listed for ``close`` as it is made, and ``fd`` is closed here unless GL took it."""
         b = self.backend
         vk_sem, fd = b.exporter.semaphore()
         self._vk.append(vk_sem)
+        gl_took_fd = False
+        try:
+            cl_sem = self._import_cl(fd, label)
+            name = GL.GLuint()
+            _gl_fn("glGenSemaphoresEXT")(1, ctypes.byref(name))
+            check_gl(f"glGenSemaphoresEXT({label})")
+            self._gl_sems.append(name.value)
+            live.created("gl_semaphore", "external_memory")
+            _gl_fn("glImportSemaphoreFdEXT")(name.value, GL_HANDLE_TYPE_OPAQUE_FD_EXT, fd)
+            check_gl(f"glImportSemaphoreFdEXT({label})")
+            gl_took_fd = True  # GL_EXT_semaphore_fd: a successful import transfers the fd to GL
+        except Exception as exc:
+            _reraise(exc, f"semaphore import ({label})")
+        finally:
+            if not gl_took_fd:
+                close_fd(fd)
+        return name.value, cl_sem
+
+    def _import_cl(self, fd: int, label: str):
+        """CL's import of a dup of ``fd`` (clCreateSemaphoreWithPropertiesKHR, OPAQUE_FD)."""
+        b = self.backend
         cl_fd = os.dup(fd)
         try:
             cl_sem = clext.Semaphore(b.ext, b.context, b.device, cl_fd, label)
         except cl.Error as exc:
-            close_fd(fd)
-            close_fd(cl_fd)
+            close_fd(cl_fd)  # a failed import leaves the fd the application's
             raise ClError.from_pyopencl(exc, f"clCreateSemaphoreWithPropertiesKHR({label})") from exc
-        close_fd(cl_fd)
         REGISTRY.created(cl_sem, b.context, label=label, kind="semaphore")  # live for the validator
-        name = GL.GLuint()
-        _gl_fn("glGenSemaphoresEXT")(1, ctypes.byref(name))
-        _gl_fn("glImportSemaphoreFdEXT")(name.value, GL_HANDLE_TYPE_OPAQUE_FD_EXT, fd)  # GL owns fd now
-        live.created("gl_semaphore", "external_memory")
-        return name.value, cl_sem
+        self._cl_sems.append(cl_sem)
+        # cl_khr_external_semaphore, "File Descriptor Handle Types" (OpenCL-Docs
+        # ext/cl_khr_external_semaphore.asciidoc @02e16e6): "For these extensions, importing a
+        # semaphore payload from a file descriptor transfers ownership of the file descriptor from
+        # the application to the OpenCL implementation. The application must not perform any
+        # operations on the file descriptor after a successful import." The dup is CL's, as the
+        # memory import's is (5.5.2.1): glshare closes it only where the implementation keeps the
+        # imported fd (KEEPS_IMPORTED_FD, measured for memory imports on NVIDIA; for semaphores
+        # the GPU run's fd counts, tests/test_gpu.py, are the check)
+        if any(key in b.env.choice.platform.name.lower() for key in KEEPS_IMPORTED_FD):
+            b.fds_closed += close_fd(cl_fd)
+        return cl_sem
 
     def _buffers(self):
         """The GL buffers backed by imported memory (what the semaphore operations name), as a
@@ -464,14 +523,16 @@ class SemaphoreSync(SyncMode):
         self._wait(self.cl_done_gl, n, bufs, 0, None, self._layouts)
 
     def close(self) -> None:
-        for cl_sem in (self.gl_done_cl, self.cl_done_cl):
+        """Idempotent; releases what a partial ``__init__`` made too."""
+        cl_sems, self._cl_sems = self._cl_sems, []
+        for cl_sem in cl_sems:
             REGISTRY.released(cl_sem)
             cl_sem.release()
-        for name in (self.gl_done_gl, self.cl_done_gl):
-            if name:
-                _gl_fn("glDeleteSemaphoresEXT")(1, (GL.GLuint * 1)(name))
-                live.released("gl_semaphore", "external_memory")
+        names, self._gl_sems = self._gl_sems, []
+        for name in names:
+            _gl_fn("glDeleteSemaphoresEXT")(1, (GL.GLuint * 1)(name))
+            live.released("gl_semaphore", "external_memory")
         self.gl_done_gl = self.cl_done_gl = 0
-        for sem in self._vk:
+        vk, self._vk = self._vk, []
+        for sem in vk:
             self.backend.exporter.destroy_semaphore(sem)
-        self._vk = []

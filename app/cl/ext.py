@@ -26,14 +26,10 @@ cl_ulong = ctypes.c_uint64
 
 # cl_khr_external_memory handle types (cl_external_memory_handle_type_khr)
 CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR = 0x2060
-CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR = 0x2067
 CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR = 0x204F
 CL_MEM_DEVICE_HANDLE_LIST_KHR = 0x2051
-CL_DEVICE_HANDLE_LIST_END_KHR = 0
 # cl_khr_semaphore / cl_khr_external_semaphore
-CL_DEVICE_SEMAPHORE_TYPES_KHR = 0x204C
 CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR = 0x204D
-CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR = 0x204E
 CL_SEMAPHORE_TYPE_KHR = 0x203D
 CL_SEMAPHORE_TYPE_BINARY_KHR = 1
 CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR = 0x2055
@@ -177,16 +173,6 @@ def external_mem_calls(ext: ExtensionFunctions) -> tuple[MemObjectsCall, MemObje
     """(acquire, release) for one backend: prepared calls of cl_khr_external_memory's two entry points."""
     return (MemObjectsCall(ext.clEnqueueAcquireExternalMemObjectsKHR, "clEnqueueAcquireExternalMemObjectsKHR"),
             MemObjectsCall(ext.clEnqueueReleaseExternalMemObjectsKHR, "clEnqueueReleaseExternalMemObjectsKHR"))
-
-
-def enqueue_acquire_external(ext: ExtensionFunctions, queue, mems, wait_for=None) -> cl.Event:
-    return MemObjectsCall(ext.clEnqueueAcquireExternalMemObjectsKHR, "clEnqueueAcquireExternalMemObjectsKHR")(
-        queue, mems, wait_for)
-
-
-def enqueue_release_external(ext: ExtensionFunctions, queue, mems, wait_for=None) -> cl.Event:
-    return MemObjectsCall(ext.clEnqueueReleaseExternalMemObjectsKHR, "clEnqueueReleaseExternalMemObjectsKHR")(
-        queue, mems, wait_for)
 
 
 class Semaphore:

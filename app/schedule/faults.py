@@ -109,7 +109,6 @@ class FaultPlan:
         self._gate_frame = -1
         self.stop: str | None = None  # why the run cannot go on (a lost context), else None
         self.stop_frame: int | None = None  # the frame that failed so (``stop``)
-        self.fired: list[dict] = []
 
     @classmethod
     def for_config(cls, cfg, backend) -> "FaultPlan | None":
@@ -125,7 +124,6 @@ class FaultPlan:
             return
         for kind in kinds:
             if KINDS[kind] == phase:
-                self.fired.append({"fault": f"{kind}@{rec.index}", "phase": phase})
                 log.info("frame %d: fault %s made on purpose", rec.index, kind)
                 getattr(self, f"_{kind}")(rec)
 
@@ -208,10 +206,6 @@ class FaultPlan:
     def close(self) -> None:
         """Let a stalled queue go (a teardown in the middle of a stalled frame)."""
         self._open_gate()
-
-    def as_dict(self) -> dict:
-        return {"faults": [f"{k}@{n}" for n, ks in sorted(self._by_frame.items()) for k in ks],
-                "fired": list(self.fired), "stop": self.stop}
 
 
 def stop_reason(scheduler) -> tuple[str, int] | None:

@@ -63,8 +63,6 @@ DEMOS: tuple[Demo, ...] = (
          "gl_use_while_acquired on postprocess.rendered every frame (GL draws into an object CL holds)"),
 )
 JULIA_STEP = 0.01  # how far one key press moves the Julia constant
-STRICT_TEXT = ("With --strict the first flag is raised (HazardError): the run stops with "
-               "'glshare: error: <phase>: <case> on <object>: <spec sentence>' and exit status 1.")
 
 COMMANDS: tuple[Command, ...] = (
     Command("quit", "quit", ("escape", "q")),
@@ -122,7 +120,6 @@ class Controls:
         self.close_requested = False
         self.sync_before_none = "finish"
         self.deletes = 0
-        self.last_demo = ""
 
     # -- input ---------------------------------------------------------------------------------
     def key(self, key: str) -> str | None:
@@ -379,7 +376,6 @@ class Controls:
     def _skip(self, phase: str) -> str:
         sched = self.session.scheduler
         sched.skip ^= {phase}
-        self.last_demo = f"skip_{phase}"
         log.info("hazard demo: skip %s", sorted(sched.skip))
         return f"hazard demo: {'skipping' if phase in sched.skip else 'no longer skipping'} the {phase}"
 
@@ -391,7 +387,6 @@ class Controls:
 
     def _do_demo_sync_none(self) -> str:
         s = self.session
-        self.last_demo = "sync_none"
         skip = set(s.scheduler.skip)
         if s.cfg.sync != "none":
             self.sync_before_none = s.cfg.sync
@@ -406,7 +401,6 @@ class Controls:
         """A scratch shared buffer deleted GL-first: flags delete_gl_while_shared on the frame about
         to run (its record carries the flag). Raises HazardError under strict."""
         s = self.session
-        self.last_demo = "wrong_delete_order"
         backend = s.backend
         obj = backend.create_buffer("demo.delete_order", 256)
         backend.tracker.frame = s.frame
@@ -425,7 +419,6 @@ class Controls:
         scene, refusal = self._scene_with("unordered_render", "hazard demo", "postprocess")
         if refusal:
             return refusal
-        self.last_demo = "unordered_render"
         scene.unordered_render = not scene.unordered_render
         sched = s.scheduler
         if scene.unordered_render and sched is not None and scene.pass_timer is None:

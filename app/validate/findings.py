@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SPEC, ADVICE = "spec", "advice"
-KINDS = (SPEC, ADVICE)
 STRICT_MODES = ("off", "spec", "all")
 
 # what breaking a rule leads to, in the words the texts use
@@ -33,7 +32,6 @@ HAZARD = "allowed by the specification; glshare advises against it"
 # opencl_architecture.asciidoc); the seed texts keep their own numbers (the seed's 5.5.15 is
 # 5.5.13 when counted from the same source: rendered versions differ, the titles do not).
 SEED_GL = "OpenCL 3.0 API, ../shared/spec/gl-acquire-release.txt"
-SEED_NT = "OpenCL 3.0 API, ../shared/spec/external-memory-nt-handles.txt"
 SEED_AMD = "cl_amd_planar_yuv, ../shared/spec/cl_amd_planar_yuv.txt"
 KHR_RUNTIME = "OpenCL API, KhronosGroup/OpenCL-Docs api/opencl_runtime_layer.asciidoc @1fb076b"
 KHR_ARCH = "OpenCL API, KhronosGroup/OpenCL-Docs api/opencl_architecture.asciidoc @1fb076b"

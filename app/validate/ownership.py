@@ -293,7 +293,3 @@ class OwnershipTracker:
     def flagged(self, case: str) -> int:
         """How many times ``case`` was flagged."""
         return self.counts.get(case, 0)
-
-    def snapshot(self) -> list[dict]:
-        return [{"label": s.label, "owner": s.owner, "since_frame": s.since_frame,
-                 "acquires": s.acquires, "releases": s.releases} for s in self.states.values()]

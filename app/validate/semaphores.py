@@ -28,7 +28,6 @@ from app.validate.liveness import REGISTRY, ObjectRegistry
 from app.validate.spec import NULL, Rule, check_wait_list, rule_error
 
 SECTION = ("5.13.6", "Waiting On and Signaling Semaphores")
-CALLS = ("wait", "signal")
 ENTRY_POINTS = {"wait": "clEnqueueWaitSemaphoresKHR", "signal": "clEnqueueSignalSemaphoresKHR"}
 
 

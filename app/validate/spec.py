@@ -56,7 +56,6 @@ from app.validate.liveness import REGISTRY, ObjectRegistry
 
 NULL = None  # a C NULL pointer, as opposed to an empty list
 
-CALLS = ("acquire", "release")
 ENTRY_POINTS = {"acquire": "clEnqueueAcquireGLObjects", "release": "clEnqueueReleaseGLObjects"}
 NOOP = "CL_SUCCESS_NOOP"  # CL_SUCCESS, nothing enqueued: 5.5.15's "does nothing"
 EMPTY = "CL_SUCCESS_EMPTY"  # CL_SUCCESS for a command with no objects that still completes an event

@@ -94,6 +94,19 @@ def preserve_current_context():
                 GLX.glXMakeCurrent(*saved)
 
 
+def gl_max_framebuffer(limit: int | None = None) -> tuple[int, int]:
+    """The largest framebuffer GL draws on the current context: GL_MAX_VIEWPORT_DIMS,
+    GL_MAX_RENDERBUFFER_SIZE and GL_MAX_TEXTURE_SIZE (the panel's layer is a texture of the
+    framebuffer's size), and ``limit`` (a window system's own, such as X's) where given."""
+    from OpenGL import GL
+
+    vw, vh = (int(v) for v in GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS))
+    side = min(int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE)), int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_SIZE)))
+    if limit is not None:
+        side = min(side, limit)
+    return min(vw, side), min(vh, side)
+
+
 def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 

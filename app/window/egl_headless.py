@@ -184,11 +184,11 @@ class EglSurface:
 
     @property
     def max_size(self) -> tuple[int, int]:
-        """The largest FBO GL draws here (cached: the context does not change)."""
+        """The largest FBO GL draws here, the panel's layer included (cached: the context does not change)."""
         if self._max_size is None:
-            vw, vh = (int(v) for v in GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS))
-            rb = int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE))
-            self._max_size = (min(vw, rb), min(vh, rb))
+            from app.window import gl_max_framebuffer
+
+            self._max_size = gl_max_framebuffer()
         return self._max_size
 
     def _free_fbo(self) -> None:

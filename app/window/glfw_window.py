@@ -30,12 +30,10 @@ X_MAX_SIDE = 16384
 
 
 def gl_max_framebuffer() -> tuple[int, int]:
-    """The largest framebuffer GL draws here: GL_MAX_VIEWPORT_DIMS, GL_MAX_RENDERBUFFER_SIZE and
-    GL_MAX_TEXTURE_SIZE (the panel's layer is a texture of the window's size), and X's limit."""
-    vw, vh = (int(v) for v in GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS))
-    side = min(int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE)), int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_SIZE)),
-               X_MAX_SIDE)
-    return min(vw, side), min(vh, side)
+    """The largest framebuffer GL and X draw here (``app.window.gl_max_framebuffer`` within X's limit)."""
+    from app.window import gl_max_framebuffer as gl_limit
+
+    return gl_limit(X_MAX_SIDE)
 
 
 def _no_display_message(error, said: str) -> str:
@@ -83,7 +81,6 @@ class GlfwWindow:
         glfw.swap_interval(1 if vsync else 0)
         self._events: list[KeyEvent] = []
         self._input_listeners: list = []
-        self._resized = True
         self._dragging = False  # the left button is held (pressed over the window)
         self._cursor: tuple[float, float] | None = None
         self._drag = [0.0, 0.0]  # summed since the last mouse_events()

@@ -395,7 +395,7 @@ class ExternalMemory(SharingBackend):
     def _close_extra(self) -> None:
         for vk_buffer, vk_memory in self._kept:
             self.exporter.free(vk_buffer, vk_memory)
-        self._kept = []  # the exporter itself is the process's (vulkan_export.shared_exporter)
+        self._kept = []  # the exporter itself is the process's (vulkan.shared_exporter)
 
 
 class SemaphoreSync(SyncMode):

@@ -279,17 +279,23 @@ def _panel_model(alone: dict, panel: dict) -> dict | None:
         "composite_path": alone.get("composite_path")}}
 
 
+def _external_finish_cell(run: Run) -> dict | str:
+    """external_memory's finish cell at 64 MiB, or why there is none."""
+    if "external_memory" not in run.backends:
+        return NO_EXTERNAL_MEMORY
+    ext = run.zero_copy_cell("external_memory", "finish")
+    return ext if ext is not None else "no external_memory x finish cell at 64 MiB"
+
+
 class ExternalMemoryFrameMs(Ratio):
     name, op, limit = "external_memory_frame_ms", "<=", 0.2
     what = ("external_memory's frame with finish sync, sustained (frames back to back from idle to idle: "
             "glFinish wait for GL's previous draw, acquire, kernel, release, clFinish, the scene's draw)")
 
     def measure(self, run: Run) -> Measured | str:
-        if "external_memory" not in run.backends:
-            return NO_EXTERNAL_MEMORY
-        ext = run.zero_copy_cell("external_memory", "finish")
-        if ext is None:
-            return "no external_memory x finish cell at 64 MiB"
+        ext = _external_finish_cell(run)
+        if isinstance(ext, str):
+            return ext
         phases = ext.get("phases_us", {})
         others = {(c["scene"], c["backend"], c["sync"]): c for c in run.at_zero_copy}
         return Measured(_sustained(ext), f"{ext['scene']} {ext['size']}, finish", {
@@ -306,11 +312,9 @@ class SemaphoreVsFinish(Ratio):
             "little: the drained time counts the GPU's backlog too")
 
     def measure(self, run: Run) -> Measured | str:
-        if "external_memory" not in run.backends:
-            return NO_EXTERNAL_MEMORY
-        ext = run.zero_copy_cell("external_memory", "finish")
-        if ext is None:
-            return "no external_memory x finish cell at 64 MiB"
+        ext = _external_finish_cell(run)
+        if isinstance(ext, str):
+            return ext
         sem = run.zero_copy_cell("external_memory", "semaphore", scene=ext["scene"])
         if sem is None:
             return "no external_memory x semaphore cell at 64 MiB"

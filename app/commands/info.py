@@ -24,7 +24,7 @@ def gather(selector: str | None) -> dict:
     from app.sharing.backends.external_memory import import_handle_types
     from app.sharing.backends.external_memory.handles import handle_table
     from app.sharing.base import ProbeEnv
-    from app.sharing.registry import Registry, backend_class
+    from app.sharing.registry import Registry
     from app.sharing.sync import sync_modes
     from app.window import open_surface
 
@@ -33,15 +33,10 @@ def gather(selector: str | None) -> dict:
     try:
         info = gl_info()
         registry = Registry(ProbeEnv(choice, surface, info))
-        sync = []
-        for mode in sync_modes():
-            per = {}
-            for name in registry.order:
-                if not registry.probes[name].available:
-                    per[name] = "backend unavailable"
-                    continue
-                per[name] = backend_class(name).sync_refusal(registry.env, mode) or "available"
-            sync.append({"name": mode, "backends": per})
+        verdicts = {name: registry.sync_verdicts(name) for name in registry.order if registry.probes[name].available}
+        sync = [{"name": mode, "backends": {name: (verdicts[name][mode] or "available") if name in verdicts
+                                            else "backend unavailable" for name in registry.order}}
+                for mode in sync_modes()]
         import_types = import_handle_types(choice.device)
         lifetime = None
         if registry.probes["external_memory"].available:

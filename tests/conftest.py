@@ -143,6 +143,15 @@ def host_copy(probe_env):
     backend.close()
 
 
+@pytest.fixture(scope="module")
+def cl_ctx(device_choice):
+    """A plain CL context and queue on the chosen device (the CL helpers' tests)."""
+    import pyopencl as cl
+
+    context = cl.Context([device_choice.device])
+    return context, cl.CommandQueue(context)
+
+
 @pytest.fixture
 def glshare():
     return run_glshare

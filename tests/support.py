@@ -17,6 +17,17 @@ def run_glshare(*args: str, env: dict | None = None, timeout: float = 240, cwd: 
                           capture_output=True, text=True, timeout=timeout)
 
 
+def assert_within_1lsb(got, ref, what: str, exact_share: float = 0.99) -> None:
+    """At most 1 LSB anywhere, and at least ``exact_share`` of the values exact (a float32 kernel,
+    or FFmpeg's own conversion, may round the other way)."""
+    import numpy as np
+
+    assert got.shape == ref.shape, (what, got.shape, ref.shape)
+    diff = np.abs(got.astype(np.int16) - ref.astype(np.int16))
+    assert diff.max() <= 1, f"{what}: max diff {diff.max()} at {np.unravel_index(diff.argmax(), diff.shape)}"
+    assert (diff == 0).mean() >= exact_share, f"{what}: only {(diff == 0).mean():.4f} exact"
+
+
 def panel_snapshot(run, tab: str | None = None):
     """The panel's model (``app.ui.model.PanelModel``) of ``run`` (a ``Run``) as the UI host builds it
     at a redraw; ``tab``: as if that tab were shown."""

@@ -12,11 +12,11 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-import pyopencl as cl
 import pytest
 
 av = pytest.importorskip("av")
 from av.video.reformatter import ColorRange, Interpolation  # noqa: E402
+from support import assert_within_1lsb  # noqa: E402
 
 from app.cli import main as cli_main  # noqa: E402
 from app.diagnostics import live  # noqa: E402
@@ -95,19 +95,6 @@ def ffmpeg_rgb(path: Path, index: int, matrix: str, range_: str) -> np.ndarray:
                                      src_color_range=AV_RANGE[range_], dst_color_range=ColorRange.JPEG)
                 return rgb.to_ndarray()
     raise AssertionError(f"{path} has no frame {index}")
-
-
-def assert_within_1(got: np.ndarray, ref: np.ndarray, what: str, exact_share: float) -> None:
-    assert got.shape == ref.shape, (what, got.shape, ref.shape)
-    diff = np.abs(got.astype(np.int16) - ref.astype(np.int16))
-    assert diff.max() <= 1, f"{what}: max diff {diff.max()} at {np.unravel_index(diff.argmax(), diff.shape)}"
-    assert (diff == 0).mean() >= exact_share, f"{what}: only {(diff == 0).mean():.4f} exact"
-
-
-@pytest.fixture(scope="module")
-def cl_ctx(device_choice):
-    context = cl.Context([device_choice.device])
-    return context, cl.CommandQueue(context)
 
 
 # -- planes and colour tags ---------------------------------------------------------------------------
@@ -248,7 +235,7 @@ def test_cl_conversion_matches_ffmpeg(tmp_path, cl_ctx, pix_fmt, matrix, range_,
             f = video.frame(index)
             got = convert_frame(context, queue, video.fmt, f.y, f.uv, video.matrix, video.range_)
             assert (got[..., 3] == 255).all()
-            assert_within_1(got[..., :3], ffmpeg_rgb(path, index, matrix, range_),
+            assert_within_1lsb(got[..., :3], ffmpeg_rgb(path, index, matrix, range_),
                             f"{pix_fmt} {matrix} {range_} frame {index}", exact_share)
 
 
@@ -262,11 +249,11 @@ def test_convert_cli_takes_a_video_frame(tmp_path, capsys):
     assert "frame 2 of v.mkv" in said and "bt709 (stream) limited (stream)" in said
     got = np.load(out)
     assert got.shape == (H, W, 3)
-    assert_within_1(got, ffmpeg_rgb(path, 2, "bt709", "limited"), "convert --frame 2", 0.99)
+    assert_within_1lsb(got, ffmpeg_rgb(path, 2, "bt709", "limited"), "convert --frame 2", 0.99)
     # --matrix / --range override the stream's
     out601 = tmp_path / "f0.npy"
     assert cli_main(["convert", "--matrix", "bt601", "--range", "full", str(path), str(out601)]) == 0
-    assert_within_1(np.load(out601), ffmpeg_rgb(path, 0, "bt601", "full"), "convert overridden", 0.99)
+    assert_within_1lsb(np.load(out601), ffmpeg_rgb(path, 0, "bt601", "full"), "convert overridden", 0.99)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f0.npy", "f2.npy", "v.mkv"]
 
 

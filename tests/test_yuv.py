@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pyopencl as cl
 import pytest
+from support import assert_within_1lsb
 
 from app.cli import main as cli_main
 from app.config import RunConfig
@@ -22,20 +23,6 @@ from app.yuv.formats import FORMATS, P010, frame_nbytes, pack, reference_rgb, rg
 from app.yuv.pattern import CLIP_FRAMES, CLIP_SIZE, clip_bytes, clip_path, pattern_codes, pattern_frame
 
 CASES = list(itertools.product(("nv12", "p010"), ("bt601", "bt709"), ("limited", "full")))
-
-
-def assert_close(got: np.ndarray, ref: np.ndarray, what: str, exact_share: float = 0.99) -> None:
-    """At most 1 LSB anywhere, and nearly every pixel exact (a float32 kernel may round the other way)."""
-    assert got.shape == ref.shape, (what, got.shape, ref.shape)
-    diff = np.abs(got.astype(np.int16) - ref.astype(np.int16))
-    assert diff.max() <= 1, f"{what}: max diff {diff.max()} at {np.unravel_index(diff.argmax(), diff.shape)}"
-    assert (diff == 0).mean() >= exact_share, f"{what}: only {(diff == 0).mean():.4f} exact"
-
-
-@pytest.fixture(scope="module")
-def cl_ctx(device_choice):
-    context = cl.Context([device_choice.device])
-    return context, cl.CommandQueue(context)
 
 
 # -- the reference ----------------------------------------------------------------------------------
@@ -112,14 +99,14 @@ def test_kernel_matches_reference(cl_ctx, name, matrix, range_):
     y, uv = pattern_frame(fmt, 64, 36, 11)
     got = convert_frame(context, queue, fmt, y, uv, matrix, range_)
     assert (got[..., 3] == 255).all()
-    assert_close(got[..., :3], reference_rgb(fmt, y, uv, matrix, range_), f"pattern {name} {matrix} {range_}")
+    assert_within_1lsb(got[..., :3], reference_rgb(fmt, y, uv, matrix, range_), f"pattern {name} {matrix} {range_}")
     # random words over the whole range (P010's ignored low bits included)
     rng = np.random.default_rng(3)
     top = np.iinfo(fmt.dtype).max
     y = rng.integers(0, top + 1, (20, 30), dtype=np.int64).astype(fmt.dtype)
     uv = rng.integers(0, top + 1, (10, 15, 2), dtype=np.int64).astype(fmt.dtype)
     got = convert_frame(context, queue, fmt, y, uv, matrix, range_)
-    assert_close(got[..., :3], reference_rgb(fmt, y, uv, matrix, range_), f"random {name} {matrix} {range_}")
+    assert_within_1lsb(got[..., :3], reference_rgb(fmt, y, uv, matrix, range_), f"random {name} {matrix} {range_}")
 
 
 @pytest.mark.parametrize("name,matrix,range_", CASES[::3])
@@ -156,7 +143,7 @@ def test_buffer_kernel_matches_reference(cl_ctx, name, matrix, range_):
         for b in (y_buf, uv_buf, out_buf):
             b.release()
     assert (got[:, :w, 3] == 255).all()
-    assert_close(got[:, :w, :3], reference_rgb(fmt, y, uv, matrix, range_), f"buffers {name} {matrix} {range_}")
+    assert_within_1lsb(got[:, :w, :3], reference_rgb(fmt, y, uv, matrix, range_), f"buffers {name} {matrix} {range_}")
 
 
 # -- the scene -----------------------------------------------------------------------------------------
@@ -189,7 +176,7 @@ def test_scene_on_every_available_backend(probe_env, gl, name):
                 assert scene.shown_frame == frame
                 got = scene.out.gl.read()
                 ref = reference_rgb(fmt, *pattern_frame(fmt, *size, frame), scene.matrix, scene.range_)
-                assert_close(got[..., :3], ref, f"{backend_name} {name} frame {frame}")
+                assert_within_1lsb(got[..., :3], ref, f"{backend_name} {name} frame {frame}")
             scheduler.finish()
             assert scene.bytes_per_frame == sum(o.nbytes for o in scene.shared)
             assert scene.bytes_per_frame == 64 * 36 * 3 // 2 * fmt.word_bytes + 64 * 36 * 4  # Y + UV + RGBA8
@@ -224,7 +211,7 @@ def test_headless_screenshot_matches_reference(glshare, tmp_path, name):
     outside = np.ones((h, w), bool)
     outside[:rows.max() + 1, :cols.max() + 1] = False
     assert outside.sum() >= w * (h - 120)
-    assert_close(px[outside], ref[outside], f"screenshot {name}")
+    assert_within_1lsb(px[outside], ref[outside], f"screenshot {name}")
 
 
 def test_failed_build_leaves_nothing(probe_env, gl, monkeypatch):
@@ -264,7 +251,7 @@ def test_convert_cli_writes_the_reference(glshare, tmp_path, name, suffix, matri
     got = np.load(out) if suffix == ".npy" else read_png(out)
     assert got.dtype == np.uint8 and got.shape == (h, w, 3)
     fmt = FORMATS[name]
-    assert_close(got, reference_rgb(fmt, *pattern_frame(fmt, w, h, 1), matrix, range_), f"convert {name}")
+    assert_within_1lsb(got, reference_rgb(fmt, *pattern_frame(fmt, w, h, 1), matrix, range_), f"convert {name}")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([src.name, out.name])  # no temp file left
 
 

@@ -15,6 +15,7 @@ import pytest
 
 av = pytest.importorskip("av")
 from av.video.reformatter import ColorRange, Interpolation  # noqa: E402
+from support import assert_within_1lsb  # noqa: E402
 
 from app.config import RunConfig  # noqa: E402
 from app.diagnostics import live  # noqa: E402
@@ -68,13 +69,6 @@ def _ffmpeg_rgb(path: Path, matrix: str, range_: str) -> list[np.ndarray]:
                 for f in container.decode(video=0)]
 
 
-def _assert_within_1(got: np.ndarray, ref: np.ndarray, what: str, exact_share: float) -> None:
-    assert got.shape == ref.shape, (what, got.shape, ref.shape)
-    diff = np.abs(got.astype(np.int16) - ref.astype(np.int16))
-    assert diff.max() <= 1, f"{what}: max diff {diff.max()} at {np.unravel_index(diff.argmax(), diff.shape)}"
-    assert (diff == 0).mean() >= exact_share, f"{what}: only {(diff == 0).mean():.4f} exact"
-
-
 # swscale's 10-bit full range is off by a fraction of a code: tests/test_video.py measured 0.744 exact
 CASES = [("yuv420p", "bt709", "limited", NV12, 0.99), ("yuv420p10le", "bt601", "full", P010, 0.7)]
 
@@ -101,7 +95,7 @@ def test_scene_plays_the_video_and_loops(host_copy, gl, tmp_path, pix_fmt, matri
             assert scene.shown_video_index == frame % N
             got = scene.out.gl.read()
             assert (got[..., 3] == 255).all()
-            _assert_within_1(got[..., :3], refs[frame % N], f"{pix_fmt} loop frame {frame}", exact_share)
+            assert_within_1lsb(got[..., :3], refs[frame % N], f"{pix_fmt} loop frame {frame}", exact_share)
             # Matroska records no frame count: "?" until decoding first reached the end (staging frame N)
             count = N if frame >= N - 1 else "?"
             assert f"frame {frame % N + 1}/{count}" in scene.describe()
@@ -137,7 +131,7 @@ def test_pause_keeps_the_frame_and_step_moves_one(gl, tmp_path):
         rt.controls.key("right")  # one frame
         rec = rt.tick()
         assert rec is not None and rec.errors == [] and scene.shown_video_index == 2
-        _assert_within_1(scene.out.gl.read()[..., :3], refs[2], "stepped frame", 0.99)
+        assert_within_1lsb(scene.out.gl.read()[..., :3], refs[2], "stepped frame", 0.99)
         assert "frame 3/?" in rt.session.view().setup.scene_title  # the counter reaches the panel (no count yet)
 
 
@@ -149,7 +143,7 @@ def test_headless_run_screenshot_is_ffmpegs_frame(glshare, tmp_path):
     assert res.returncode == 0, res.stderr
     got = read_png(shot)
     assert got.shape == (H, W, 3)  # the surface opened at the video's size: 1:1
-    _assert_within_1(got, _ffmpeg_rgb(path, "bt709", "limited")[2], "screenshot of frame 2", 0.99)
+    assert_within_1lsb(got, _ffmpeg_rgb(path, "bt709", "limited")[2], "screenshot of frame 2", 0.99)
 
 
 def test_bad_video_options_are_one_line(glshare, tmp_path):

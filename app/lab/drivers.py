@@ -113,10 +113,6 @@ def listed_extensions(platform: cl.Platform, device: cl.Device) -> set[str]:
     return set(device.extensions.split()) | set(platform.extensions.split())
 
 
-def lists_gl_sharing(platform: cl.Platform, device: cl.Device) -> bool:
-    return bool(listed_extensions(platform, device) & set(EXTENSIONS["gl_sharing"]))
-
-
 def no_call_reason(impl: Implementation, platform: cl.Platform, device: cl.Device, backend_name: str,
                    family: str = "gl_sharing") -> str | None:
     """Why no entry point of ``family`` may be called here, or None (then case by case)."""

@@ -51,7 +51,10 @@ WINDOW_FLAGS = int(imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_saved_sett
                    | imgui.WindowFlags_.no_bring_to_front_on_focus)
 PLOT_FLAGS = int(implot.Flags_.no_menus | implot.Flags_.no_box_select | implot.Flags_.no_mouse_text
                  | implot.Flags_.no_legend)
-OWN_TABLE = int(imgui.TableFlags_.borders_inner_h | imgui.TableFlags_.sizing_stretch_prop)
+# columns as wide as their contents, every frame (proportional weights are fixed the first time the
+# table is drawn, from whatever its cells held then: the owner columns could stay a few pixels wide);
+# the object column takes what is left
+OWN_TABLE = int(imgui.TableFlags_.borders_inner_h | imgui.TableFlags_.sizing_fixed_fit)
 TAB_BAR = int(imgui.TabBarFlags_.fitting_policy_scroll)
 DISABLED = int(imgui.SelectableFlags_.disabled)
 HOVER_DISABLED = int(imgui.HoveredFlags_.allow_when_disabled)
@@ -822,7 +825,7 @@ def _ownership(m: PanelModel, request, state: PanelState) -> None:
     with imgui_ctx.begin_table("##own", cols, OWN_TABLE) as table:
         if not table:
             return
-        imgui.table_setup_column("object")
+        imgui.table_setup_column("object", imgui.TableColumnFlags_.width_stretch)
         imgui.table_setup_column("now")
         for b, _ in bounds:
             imgui.table_setup_column("start" if b == "start" else f"{b[:3]}.")

@@ -51,3 +51,61 @@ def test_modes_that_wait_are_not_bounded(host_copy, surface):
         sched.close()
         scene.teardown()
     assert [name for r in recs for name, _, _ in r.waits] == ["glFinish", "clFinish"] * 3
+
+
+@pytest.mark.parametrize("slots", [2, 3])
+def test_image_frames_rotate_over_copies(host_copy, surface, slots):
+    """With copies of the shared texture (Scene.max_slots), frame n computes and draws copy n % slots:
+    each copy holds the image of the last frame that used it, and every frame shows its own image."""
+    import numpy as np
+
+    from app.scenes.image import ImageScene, julia_reference
+
+    w, h = surface.framebuffer_size
+    scene = ImageScene(RunConfig(scene="image", size=(w, h)))
+    scene.slots = slots
+    scene.build(host_copy, surface.framebuffer_size)
+    sched = FrameScheduler(host_copy, scene, NoWaitSync(host_copy), strict=True, frames_in_flight=slots)
+    target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
+    frames = 2 * slots + 1
+    shown, recs = [], []
+    try:
+        labels = [t.label for t in scene.textures]
+        for f in range(frames):
+            recs.append(sched.run_frame(f, target))
+            host_copy.queue.finish()
+            shown.append(surface.read_pixels())
+        sched.finish()
+        held = [t.gl.read() for t in scene.textures]
+    finally:
+        sched.close()
+        scene.teardown()
+    assert labels == [f"image.julia[{i}]" for i in range(slots)]
+    assert [r.slot for r in recs] == [f % slots for f in range(frames)]
+    assert [r.owner_labels for r in recs] == [(labels[f % slots],) for f in range(frames)]
+    assert all(r.errors == [] for r in recs)
+    for f, pixels in enumerate(shown):  # each frame shows its own constant's image (<= 2 % off by > 1 LSB)
+        d = np.abs(pixels.astype(int) - julia_reference(w, h, f).astype(int)).max(-1)
+        assert (d > 1).mean() < 0.02, (f, (d > 1).mean())
+    last = {f % slots: f for f in range(frames)}  # the last frame that wrote each copy
+    for i, pixels in enumerate(held):
+        d = np.abs(pixels.astype(int) - julia_reference(w, h, last[i]).astype(int)).max(-1)
+        assert (d > 1).mean() < 0.02, (i, last[i])
+    assert scene.textures == [] and scene.shared == []  # teardown destroyed every copy
+
+
+def test_slots_only_where_the_mode_runs_ahead_and_the_scene_allows(host_copy):
+    """Session._build: copies = --frames-in-flight where the sync mode bounds the run-ahead and the
+    scene allows copies; one set of objects otherwise."""
+    from app.session.session import Session
+
+    def slots(scene, sync, n):
+        s = Session.__new__(Session)
+        return s._slots_for(scene, sync, n)
+
+    from app.scenes.image import ImageScene
+
+    assert slots(ImageScene, NoWaitSync(host_copy), 4) == 4
+    assert slots(ImageScene, NoWaitSync(host_copy), 99) == ImageScene.max_slots
+    assert slots(ImageScene, host_copy.make_sync("finish"), 4) == 1
+    assert slots(ParticlesScene, NoWaitSync(host_copy), 4) == 1  # each frame reads the one before

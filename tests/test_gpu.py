@@ -44,21 +44,25 @@ def test_probes_on_nvidia(nvidia_env):
     assert reg.choose("auto") == "external_memory"
 
 
-def _run_pixels(surface, scene, size, backend, sync, frames=20):
+def _run_pixels(surface, scene, size, backend, sync, frames=20, frames_in_flight=2, every=None):
     """Run ``frames`` frames; returns (pixels, CPU waits, what GL showed: each shared object's
-    display_path and the live GL texture counts of the backend)."""
+    display_path and the live GL texture counts of the backend). ``every``: a list that gets each
+    frame's pixels, read after the frame."""
     from app.session.loop import Run
 
     cfg = RunConfig(scene=scene, size=size, backend=backend, sync=sync, headless=True, overlay=False,
-                    frames=10_000, seed=7, cl_device="NVIDIA", strict=True)
+                    frames=10_000, seed=7, cl_device="NVIDIA", strict=True, frames_in_flight=frames_in_flight)
     with Run(cfg, surface=surface) as rt:
         for _ in range(frames):
             rec = rt.tick()
             assert rec.errors == [], rec.errors
+            if every is not None:
+                every.append(rt.session.surface.read_pixels())
         rt.session.scheduler.finish()
         waits = [w for r in rt.session.scheduler.records for w in r.waits]
         px = rt.session.surface.read_pixels()
-        shown = {"display_paths": {o.label: o.display_path for o in rt.session.scene.shared},
+        shown = {"display_paths": {o.label: o.display_path for o in rt.session.backend.objects},
+                 "slots": [r.slot for r in rt.session.scheduler.records],
                  "gl_texture": live.count("gl_texture", owner=backend),
                  "gl_buffer_texture": live.count("gl_buffer_texture", owner=backend)}
     return px, waits, shown
@@ -103,8 +107,10 @@ def test_image_buffer_texture_matches_host_copy(gl, size, sync):
         px, waits, shown = _run_pixels(surface, "image", size, "external_memory", sync)
     finally:
         surface.close()
-    assert shown["display_paths"] == {"image.julia": "buffer texture"}, shown
-    assert shown["gl_texture"] == 0 and shown["gl_buffer_texture"] == 1, shown
+    # with semaphores the image is kept in one copy per frame in flight (2 by default)
+    labels = ["image.julia"] if sync == "finish" else ["image.julia[0]", "image.julia[1]"]
+    assert shown["display_paths"] == dict.fromkeys(labels, "buffer texture"), shown
+    assert shown["gl_texture"] == 0 and shown["gl_buffer_texture"] == len(labels), shown
     assert ref_shown["display_paths"] == {"image.julia": "2D texture"} and ref_shown["gl_texture"] == 1  # the 2D path
     assert ref[..., :3].std() > 1
     diff = np.abs(px.astype(int) - ref.astype(int))
@@ -112,6 +118,33 @@ def test_image_buffer_texture_matches_host_copy(gl, size, sync):
     if sync == "semaphore":
         # no glFinish / clFinish: the only CPU wait is the bound on frames in flight (2 by default)
         assert {w[0] for w in waits} <= {"2 frames in flight"}, waits
+
+
+@pytest.mark.parametrize("frames_in_flight", [1, 3, 6])
+def test_image_copies_in_flight_show_every_frame(gl, frames_in_flight):
+    """Semaphores with N copies of the image (frames in flight): frame n computes and draws copy
+    n % N, CL waiting only for GL's draw of that copy N frames before. Every frame shows its own
+    image (host_copy's frame, within 1 LSB), read after each frame and, pipelined, after the last."""
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((256, 192))
+    ref_each, px_each = [], []
+    try:
+        _run_pixels(surface, "image", (256, 192), "host_copy", "finish", frames=14, every=ref_each)
+        _, waits, shown = _run_pixels(surface, "image", (256, 192), "external_memory", "semaphore", frames=14,
+                                      frames_in_flight=frames_in_flight, every=px_each)
+        ref_last, _, _ = _run_pixels(surface, "image", (256, 192), "host_copy", "finish", frames=40)
+        px_last, _, _ = _run_pixels(surface, "image", (256, 192), "external_memory", "semaphore", frames=40,
+                                    frames_in_flight=frames_in_flight)
+    finally:
+        surface.close()
+    assert shown["slots"] == [f % frames_in_flight for f in range(14)]
+    assert len(shown["display_paths"]) == frames_in_flight and shown["gl_buffer_texture"] == frames_in_flight
+    for f, (px, ref) in enumerate(zip(px_each, ref_each)):
+        assert np.abs(px.astype(int) - ref.astype(int)).max() <= 1, f
+    assert ref_last[..., :3].std() > 1
+    assert np.abs(px_last.astype(int) - ref_last.astype(int)).max() <= 1
+    assert {w[0] for w in waits} <= {f"{frames_in_flight} frames in flight"}, waits
 
 
 def _counter_frames(backend, sync_mode: str, frames: int):

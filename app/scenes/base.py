@@ -55,6 +55,11 @@ class Scene(abc.ABC):
     follows_window: ClassVar[bool] = False  # without --size the image is the framebuffer's size
     panel_sizes: ClassVar[tuple[str, ...]] = ("256x256", "512x512", "1024x1024", "2048x2048")
     registry: ClassVar[dict[str, type["Scene"]]] = {}
+    # Frames in flight on copies of the shared objects ("slots"): a scene whose frames do not read
+    # each other's results (every frame's image computed from nothing) and whose shared objects GL
+    # only reads may keep up to this many copies; frame n then uses copy n % slots, so that CL
+    # writes one while GL still draws another. 1: one set of objects, every frame in turn.
+    max_slots: ClassVar[int] = 1
 
     def __init_subclass__(cls, **kw) -> None:
         super().__init_subclass__(**kw)
@@ -112,7 +117,9 @@ class Scene(abc.ABC):
         self.cfg = cfg
         self.size = self.size_of(cfg)  # None: the default (or the window's size for follows_window)
         self.backend: SharingBackend | None = None
-        self.shared: list[SharedObject] = []  # acquired and released every frame
+        self.shared: list[SharedObject] = []  # acquired and released every frame (the slot's, with slots)
+        self.slots = 1  # copies of the shared objects (set before ``build``; at most ``max_slots``)
+        self.slot = 0  # the copy the frame in progress uses (``use_slot``)
         self.camera = None  # an app.scenes.camera.OrbitCamera where the scene has one
         self.local_size: LocalSize | None = None  # None: the driver chooses (set_local_size checks it)
         # times GL commands as one pass of the frame in progress: ``pass_timer(name)`` gives a
@@ -134,6 +141,12 @@ class Scene(abc.ABC):
     @abc.abstractmethod
     def teardown(self) -> None:
         """Release CL objects before their GL objects; idempotent."""
+
+    def use_slot(self, slot: int) -> None:
+        """Make copy ``slot`` (0 .. ``slots`` - 1) the one the next frame computes and draws: its
+        objects become ``shared``. Scenes with ``max_slots`` > 1 override it."""
+        if slot != 0:
+            raise ValueError(f"the {self.name} scene keeps one set of shared objects (slot {slot} asked)")
 
     def undo_built(self, built: list) -> None:
         """Undo what a build recorded, newest first: ("shared", object) through the backend

@@ -73,6 +73,7 @@ class ImageScene(Scene):
     size_kind = "image"
     default_size = (512, 512)
     follows_window = True
+    max_slots = 8  # each frame's image is computed from nothing and GL only draws it
     panel_sizes = ("window", "256x256", "512x512", "1024x1024", "2048x2048")
 
     @classmethod
@@ -83,6 +84,7 @@ class ImageScene(Scene):
         """On failure what was built is torn down (``teardown`` takes a partial build) and the error raised."""
         self.backend = backend
         self.texture = self.quad = self.program = None
+        self.textures = []
         try:
             self._build(backend, size)
         except BaseException:
@@ -103,11 +105,17 @@ class ImageScene(Scene):
         self.set_local_size(self.cfg.local_size)  # UsageError past the device's or the kernel's limit
 
     def _make_texture(self) -> None:
+        """The shared texture, one per slot (frames in flight on copies: ``Scene.max_slots``), and the
+        kernel's arguments that stay; slot 0 is the one in use."""
         w, h = self.image_size
-        self.texture = tex = self.backend.create_texture("image.julia", w, h, access="write_only", drawn_by_quad=True)
+        for i in range(self.slots):
+            label = "image.julia" if self.slots == 1 else f"image.julia[{i}]"
+            self.textures.append(self.backend.create_texture(label, w, h, access="write_only", drawn_by_quad=True))
+        self.texture = tex = self.textures[0]
         self.shared = [tex]
         self._global_size = julia_global_size(w, h, self.lanes)
-        # the arguments that stay are set once; each frame sets only the constant (cr, ci)
+        # the arguments that stay are set once (every slot's texture has the same size and pitch);
+        # each frame sets only the constant (cr, ci), and the memory object where the slot changed
         if tex.is_image:
             self._kernel_name = "julia"
             self.kernel.set_arg(0, tex.mem)
@@ -119,6 +127,22 @@ class ImageScene(Scene):
             self.kernel.set_arg(2, np.int32(h))
             self.kernel.set_arg(3, np.int32(tex.row_pitch // 4))
             self._c_index = 4
+        self.slot = 0
+
+    def use_slot(self, slot: int) -> None:
+        """Frame n computes and draws texture ``slot`` (n % slots): the kernel writes it from now on."""
+        if slot == self.slot:
+            return
+        self.texture = tex = self.textures[slot]
+        self.shared = [tex]
+        self.kernel.set_arg(0, tex.mem)
+        self.slot = slot
+
+    def _destroy_textures(self) -> None:
+        textures, self.textures = self.textures, []
+        self.texture, self.shared = None, []
+        for tex in textures:
+            self.backend.destroy(tex)  # CL image released before the GL texture is deleted
 
     @property
     def kernel(self):
@@ -132,7 +156,7 @@ class ImageScene(Scene):
     def resize(self, size) -> None:
         if not self.follow_window or size[0] == 0 or size[1] == 0 or tuple(size) == self.image_size:
             return  # minimized: keep the last image until there are pixels again
-        self.backend.destroy(self.texture)  # CL image released before the GL texture is deleted
+        self._destroy_textures()
         self.image_size = tuple(size)
         self._make_texture()
 
@@ -142,7 +166,7 @@ class ImageScene(Scene):
         kernel.set_arg(i, np.float32(cr))
         kernel.set_arg(i + 1, np.float32(ci))
         global_size, local = self.launch(self._global_size)
-        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
+        return kernel.enqueue(queue, global_size, local, wait_for)
 
     def render(self, size) -> None:
         self.quad.draw(self.texture.gl)
@@ -150,13 +174,10 @@ class ImageScene(Scene):
     def teardown(self) -> None:
         """The CL image (or buffer) before the GL texture, then the program and the quad; idempotent,
         and what a failed build got to only."""
-        backend, self.backend = self.backend, None
-        if backend is None:
+        if self.backend is None:
             return
-        texture, self.texture = self.texture, None
-        if texture is not None:
-            backend.destroy(texture)
-        self.shared = []
+        self._destroy_textures()
+        self.backend = None
         program, quad, self.program, self.quad = self.program, self.quad, None, None
         if program is not None:
             program.release()
@@ -164,7 +185,8 @@ class ImageScene(Scene):
             quad.release()
 
     def describe(self) -> str:
-        return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8, {self.texture.display_path}"
+        slots = f", {self.slots} copies (frames in flight)" if self.slots > 1 else ""
+        return f"image (Julia set), {self.image_size[0]}x{self.image_size[1]} RGBA8, {self.texture.display_path}{slots}"
 
     # -- the user's controls: steering the constant, the local work size --------------------------
     def constant(self, frame: int) -> tuple[float, float]:

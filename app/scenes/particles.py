@@ -157,7 +157,7 @@ class ParticlesScene(Scene):
 
     def compute(self, queue, frame, wait_for):
         global_size, local = self.launch((self.n,))
-        return cl.enqueue_nd_range_kernel(queue, self.kernel, global_size, local, wait_for=wait_for)
+        return self.kernel.enqueue(queue, global_size, local, wait_for)
 
     def _points_program(self) -> Program:
         if not self.round_points:

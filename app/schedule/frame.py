@@ -47,6 +47,7 @@ class FrameRecord:
     # the order of owner_labels), boundary one of BOUNDARIES; owner "gl", "cl", or "" (not tracked)
     owner_labels: tuple[str, ...] = ()
     owners: list[tuple[str, int, tuple[str, ...]]] = field(default_factory=list)
+    slot: int = 0  # the copy of the shared objects it used (frames in flight on copies: Scene.max_slots)
     stepped: bool = False  # run phase by phase (teaching mode): the gaps between phases are the user's
     paused: bool = False  # run while the session was paused (one frame stepped): the wait before it is the user's
 

@@ -71,6 +71,9 @@ class FrameScheduler:
         # phase, inside its error handling, so an injected failure is recorded like a real one
         self.faults = None
         self._gl_error = gl_function("glGetError")
+        # the frames-in-flight fences, every frame: straight through ctypes (app/gl/raw.py)
+        self._fence, self._client_wait = gl_function("glFenceSync"), gl_function("glClientWaitSync")
+        self._delete_sync = gl_function("glDeleteSync")
         # frames whose GPU work may still run, (release event, GL fence after the draw), where the sync
         # mode has no CPU wait per frame: at most ``frames_in_flight`` of them (1: each frame waits
         # for the one before)
@@ -118,6 +121,10 @@ class FrameScheduler:
         it to the end is exactly ``run_frame``."""
         backend, scene, queue = self.backend, self.scene, self.backend.queue
         rec = FrameRecord(frame, scene.name, backend.name, self.sync.name, self.segment)
+        if scene.slots > 1:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
+            rec.slot = slot = frame % scene.slots
+            scene.use_slot(slot)
+            self.sync.use_slot(slot)
         self.current = rec
         backend.tracker.frame = frame
         # the tracker's state objects are changed in place by acquire and release: looked up once a
@@ -200,7 +207,7 @@ class FrameScheduler:
                     check_gl(f"render {scene.name}", code)
             self.sync.after_gl_use(rec.waits)
             if self.sync.bounded_run_ahead:
-                self._in_flight.append((rec.events.get("release"), GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
+                self._in_flight.append((rec.events.get("release"), self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
@@ -229,9 +236,9 @@ class FrameScheduler:
             if release is not None:
                 release.wait()
             try:
-                status = GL.glClientWaitSync(fence, GL.GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_NS)
+                status = self._client_wait(fence, GL.GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_NS)
             finally:
-                GL.glDeleteSync(fence)
+                self._delete_sync(fence)
             t1 = ns()
             rec.waits.append((f"{self.frames_in_flight} frames in flight", t0, t1))
             if status not in (GL.GL_ALREADY_SIGNALED, GL.GL_CONDITION_SATISFIED):
@@ -247,7 +254,7 @@ class FrameScheduler:
 
     def _drop_in_flight(self) -> None:
         while self._in_flight:
-            GL.glDeleteSync(self._in_flight.popleft()[1])
+            self._delete_sync(self._in_flight.popleft()[1])
 
     def _fail(self, rec: FrameRecord, exc: BaseException, phase: str) -> bool:
         """Record the error on the frame, a raw CL or GL error as glshare's (ClError, GlError, naming

@@ -127,7 +127,12 @@ class Session:
         try:
             strategy = new_backend.make_sync(sync)
             new_scene = cls(cfg)
+            # frames in flight on copies of the scene's shared objects, where the sync mode lets the
+            # CPU run ahead and the scene allows copies (Scene.max_slots): CL writes one while GL
+            # still draws another, instead of each frame waiting on the GPU for the one before
+            new_scene.slots = self._slots_for(cls, strategy, self.cfg.frames_in_flight)
             new_scene.build(new_backend, self._scene_size())
+            strategy.set_slots(new_scene.slots)
             check_gl(f"build {scene} on {backend}")
             self.history.begin_segment(scene, backend, sync, self.frame)
             # a trace gets every frame's GL passes; else software GL times one frame in a few (gl/timer.py)
@@ -144,6 +149,14 @@ class Session:
         self.backend, self.scene, self.scheduler = new_backend, new_scene, scheduler
         self.cfg = cfg
         self._last_size = self._scene_size()
+
+    @staticmethod
+    def _slots_for(scene_cls, strategy, frames_in_flight: int) -> int:
+        """Copies of the scene's shared objects: one per frame in flight where the sync mode lets the
+        CPU run ahead and the scene allows copies (``Scene.max_slots``), else one."""
+        if not strategy.bounded_run_ahead:
+            return 1
+        return max(1, min(scene_cls.max_slots, int(frames_in_flight)))
 
     @staticmethod
     def _undo_build(backend, scene, strategy, scheduler) -> None:
@@ -320,11 +333,13 @@ class Session:
             return None
         from OpenGL import GL
 
+        from app.gl.raw import gl_function
+
         fb = tuple(self.surface.framebuffer_size)
         rect = self.scene_viewport(fb) if self.scene_viewport is not None else None
         self.scene_rect = rect
         if rect is None:
-            GL.glDisable(GL.GL_SCISSOR_TEST)
+            gl_function("glDisable")(GL.GL_SCISSOR_TEST)  # every frame: straight through ctypes
             return fb
         x, y, w, h = rect
         GL.glScissor(x, y, w, h)

@@ -184,6 +184,7 @@ class SharingBackend(abc.ABC):
         live.created("cl_context", self.name)
         self._queue = ComputeQueue(self.context, self.device, f"{self.name} queue", owner=self.name)
         self.objects: list[SharedObject] = []
+        self.objects_version = 0  # changes whenever ``objects`` does (what per-frame caches key on)
         # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
         self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
         self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set)
@@ -328,6 +329,7 @@ class SharingBackend(abc.ABC):
             REGISTRY.created(obj.handover, self.context, label=f"{obj.label} (hand-over buffer)")
         live.created(obj.live_kind, self.name)
         self.objects.append(obj)
+        self.objects_version += 1
         self.tracker.add(obj)
         return obj
 
@@ -385,6 +387,7 @@ class SharingBackend(abc.ABC):
         if obj not in self.objects:
             return
         self.objects.remove(obj)
+        self.objects_version += 1
         self.tracker.remove(obj)
         self._unshare(obj)
         live.released(obj.live_kind, self.name)

@@ -51,6 +51,15 @@ class SyncMode:
     def after_gl_use(self, waits: list) -> None:
         return None
 
+    def set_slots(self, slots: int) -> None:
+        """The scene keeps ``slots`` copies of its shared objects (``Scene.max_slots``), frame n using
+        copy n % slots. A mode that orders each frame on the CPU needs nothing per copy."""
+        return None
+
+    def use_slot(self, slot: int) -> None:
+        """The frame about to run uses copy ``slot`` of the shared objects."""
+        return None
+
     def close(self) -> None:
         return None
 

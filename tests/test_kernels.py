@@ -20,3 +20,42 @@ def test_build_failure_carries_its_context(host_copy, tmp_path, monkeypatch):
     assert "undefined_name" in err.log
     assert pathlib.Path(err.saved_copy).read_text().startswith("__kernel void k")
     assert "broken.cl" in err.one_line() and "-DX=1" in err.one_line()
+
+
+def test_prepared_arguments_and_launch_match_pyopencl(cl_ctx, tmp_path, monkeypatch):
+    """RecordingKernel.set_arg (clSetKernelArg through ctypes for numpy scalars and memory objects)
+    and .enqueue (a prepared clEnqueueNDRangeKernel) compute what pyopencl's own calls compute,
+    record the arguments for a reload, and a bad argument is the driver's error, not a crash."""
+    import numpy as np
+    import pyopencl as cl
+
+    import app.cl.programs as kernels
+
+    ctx, queue = cl_ctx
+    (tmp_path / "axpb.cl").write_text(
+        "__kernel void axpb(__global float* out, __global const int* x, float a, int b, uint c) {\n"
+        "  size_t i = get_global_id(0); out[i] = a * (float)x[i] + (float)b + (float)c; }\n")
+    monkeypatch.setattr(kernels, "KERNELS_DIR", tmp_path)
+    prog = kernels.KernelProgram(ctx, "axpb.cl")
+    x = np.arange(64, dtype=np.int32)
+    xb = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 64 * 4)
+    try:
+        k = prog.kernel("axpb")
+        for i, v in enumerate((out, xb, np.float32(2.5), np.int32(-7), np.uint32(3))):
+            k.set_arg(i, v)
+        ev = k.enqueue(queue, (64,), None, None)
+        got = np.empty(64, np.float32)
+        cl.enqueue_copy(queue, got, out, wait_for=[ev])
+        assert isinstance(ev, cl.Event) and ev.command_execution_status == cl.command_execution_status.COMPLETE
+        assert np.array_equal(got, 2.5 * x - 7 + 3)
+        k.set_arg(2, np.float32(-1.0))  # a changed scalar, launched again with a wait list and a local size
+        ev2 = k.enqueue(queue, (64,), (16,), [ev])
+        cl.enqueue_copy(queue, got, out, wait_for=[ev2])
+        assert np.array_equal(got, -1.0 * x - 7 + 3)
+        assert [type(v).__name__ for v in k.args.values()] == ["Buffer", "Buffer", "float32", "int32", "uint32"]
+        with pytest.raises(cl.Error) as exc:
+            k.set_arg(9, np.float32(1.0))  # no argument 9: CL_INVALID_ARG_INDEX from the driver
+        assert exc.value.code == -49
+    finally:
+        prog.release()

@@ -264,9 +264,9 @@ def test_a_gl_fence_that_times_out_is_recorded_as_a_stall(host_copy, gl, monkeyp
             self.name = "test-no-wait"
 
     statuses = iter([GL.GL_ALREADY_SIGNALED, GL.GL_TIMEOUT_EXPIRED])
-    monkeypatch.setattr(scheduler_mod.GL, "glClientWaitSync", lambda fence, flags, timeout: next(statuses))
     scene, target = _scene_and_target(host_copy, gl)
     sched = scheduler_mod.FrameScheduler(host_copy, scene, NoWait(host_copy), strict="spec", frames_in_flight=1)
+    monkeypatch.setattr(sched, "_client_wait", lambda fence, flags, timeout: next(statuses))
     try:
         recs = [sched.run_frame(f, target) for f in range(3)]
     finally:

@@ -169,6 +169,103 @@ class MemObjectsCall:
         return cl.Event.from_int_ptr(self._out.value, retain=False)
 
 
+@lru_cache(maxsize=1)
+def _core_calls():
+    """clSetKernelArg and clEnqueueNDRangeKernel with their argument types declared once."""
+    lib = libopencl()
+    set_arg = lib.clSetKernelArg
+    set_arg.restype, set_arg.argtypes = cl_int, [vp, cl_uint, ctypes.c_size_t, vp]
+    nd = lib.clEnqueueNDRangeKernel
+    nd.restype = cl_int
+    nd.argtypes = [vp, vp, cl_uint, vp, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t),
+                   cl_uint, ctypes.POINTER(vp), ctypes.POINTER(vp)]
+    return set_arg, nd
+
+
+CL_EVENT_CONTEXT = 0x11D4
+CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3
+
+
+class EventInfo:
+    """clGetEventInfo of an event's context and execution status through ctypes with prepared
+    output buffers (the validator asks both of every event in a wait list, every frame)."""
+
+    def __init__(self) -> None:
+        fn = libopencl().clGetEventInfo
+        fn.restype, fn.argtypes = cl_int, [vp, cl_uint, ctypes.c_size_t, vp, vp]
+        self._fn = fn
+        self._ptr, self._status = vp(), cl_int()
+        self._ptr_ref, self._status_ref = ctypes.byref(self._ptr), ctypes.byref(self._status)
+
+    def context(self, event_ptr: int) -> int | None:
+        """The event's cl_context handle, or None where the driver refuses the query."""
+        if self._fn(event_ptr, CL_EVENT_CONTEXT, ctypes.sizeof(vp), self._ptr_ref, None):
+            return None
+        return self._ptr.value
+
+    def status(self, event_ptr: int) -> int | None:
+        """CL_EVENT_COMMAND_EXECUTION_STATUS (negative: the command failed), or None where refused."""
+        if self._fn(event_ptr, CL_EVENT_COMMAND_EXECUTION_STATUS, 4, self._status_ref, None):
+            return None
+        return self._status.value
+
+
+@lru_cache(maxsize=1)
+def event_info() -> EventInfo:
+    return EventInfo()
+
+
+# numpy scalar types a kernel argument is set from by value, and their C types
+_SCALAR_CTYPES = {"float32": ctypes.c_float, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
+                  "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float64": ctypes.c_double}
+
+
+def set_kernel_arg(kernel_ptr: int, index: int, value) -> bool:
+    """clSetKernelArg straight through ctypes for a numpy scalar or a memory object (one call, no
+    per-call type inference); False for any other value, which the caller hands to pyopencl.
+    Raises a pyopencl-style error (``cl.LogicError`` with the CL status) on a failure."""
+    set_arg = _core_calls()[0]
+    ctype = _SCALAR_CTYPES.get(getattr(getattr(value, "dtype", None), "name", ""))
+    if ctype is not None and getattr(value, "ndim", 1) == 0:
+        arg = ctype(value)
+        err = set_arg(kernel_ptr, index, ctypes.sizeof(ctype), ctypes.byref(arg))
+    elif isinstance(value, cl.MemoryObjectHolder):
+        arg = vp(value.int_ptr)
+        err = set_arg(kernel_ptr, index, ctypes.sizeof(vp), ctypes.byref(arg))
+    else:
+        return False
+    if err:
+        _raise(err, "clSetKernelArg", f"{cl_error_name(err)}: argument {index}")
+    return True
+
+
+class NDRangeCall:
+    """clEnqueueNDRangeKernel with its arguments prepared: the size arrays kept while the sizes are
+    the same, the wait list and the event out reused; returns the command's event."""
+
+    def __init__(self) -> None:
+        self._key: tuple = ()
+        self._sizes: tuple = (0, None, None)
+        self._waits = WaitList()
+        self._out = vp()
+        self._out_ref = ctypes.byref(self._out)
+
+    def __call__(self, queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size=None,
+                 wait_for=None) -> cl.Event:
+        key = (tuple(global_size), tuple(local_size) if local_size else None)
+        if key != self._key:
+            g, local = key
+            self._key = key
+            self._sizes = (len(g), (ctypes.c_size_t * len(g))(*g),
+                           (ctypes.c_size_t * len(local))(*local) if local else None)
+        dims, g_arr, l_arr = self._sizes
+        n, evs = self._waits.fill(wait_for)
+        err = _core_calls()[1](queue.int_ptr, kernel.int_ptr, dims, None, g_arr, l_arr, n, evs, self._out_ref)
+        if err:
+            _raise(err, "clEnqueueNDRangeKernel")
+        return cl.Event.from_int_ptr(self._out.value, retain=False)
+
+
 def external_mem_calls(ext: ExtensionFunctions) -> tuple[MemObjectsCall, MemObjectsCall]:
     """(acquire, release) for one backend: prepared calls of cl_khr_external_memory's two entry points."""
     return (MemObjectsCall(ext.clEnqueueAcquireExternalMemObjectsKHR, "clEnqueueAcquireExternalMemObjectsKHR"),

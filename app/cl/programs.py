@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyopencl as cl
 
+from app.cl.ext import NDRangeCall, set_kernel_arg
 from app.config import KERNELS_DIR
 from app.diagnostics import live
 from app.errors import ClError, KernelBuildFailed, KernelNameError
@@ -41,10 +42,19 @@ class RecordingKernel(cl.Kernel):
     def __init__(self, program: cl.Program, name: str) -> None:
         super().__init__(program, name)
         self.args: dict[int, object] = {}
+        self._ptr = self.int_ptr
+        self._enqueue = NDRangeCall()
 
     def set_arg(self, index: int, value) -> None:
-        super().set_arg(index, value)
+        """A numpy scalar or a memory object goes straight to clSetKernelArg (app/cl/ext.py: a
+        frame sets its changing scalars this way); anything else through pyopencl."""
+        if not set_kernel_arg(self._ptr, index, value):
+            super().set_arg(index, value)
         self.args[index] = value
+
+    def enqueue(self, queue: cl.CommandQueue, global_size, local_size=None, wait_for=None) -> cl.Event:
+        """clEnqueueNDRangeKernel through a prepared call (``NDRangeCall``); the command's event."""
+        return self._enqueue(queue, self, global_size, local_size, wait_for)
 
     def set_args(self, *values) -> None:
         super().set_args(*values)

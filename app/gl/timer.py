@@ -75,6 +75,9 @@ class GlTimer:
             if (major, minor) < (3, 3):
                 self.reason = f"GL {major}.{minor} has no timer queries (core in 3.3)"
                 return
+            from app.gl.raw import gl_function
+
+            self._query_counter = gl_function("glQueryCounter")  # twice a timed pass: straight through ctypes
             names = [int(q) for q in GL.glGenQueries(2 * slots)]
             self._all = names
             self._free = [(names[2 * i], names[2 * i + 1]) for i in range(slots)]
@@ -104,7 +107,7 @@ class GlTimer:
         if self._free:
             pair = self._free.pop()
             try:
-                self._gl.glQueryCounter(pair[0], GL_TIMESTAMP)
+                self._query_counter(pair[0], GL_TIMESTAMP)
             except Exception as exc:  # noqa: BLE001
                 self._disable(exc)
                 pair = None
@@ -115,7 +118,7 @@ class GlTimer:
         finally:
             if pair is not None and self.enabled:
                 try:
-                    self._gl.glQueryCounter(pair[1], GL_TIMESTAMP)
+                    self._query_counter(pair[1], GL_TIMESTAMP)
                     self._pending.append((rec, name, pair[0], pair[1]))
                 except Exception as exc:  # noqa: BLE001
                     self._disable(exc)

@@ -50,6 +50,7 @@ from typing import Any, Callable, Iterable
 
 import pyopencl as cl
 
+from app.cl.ext import event_info
 from app.errors import CL_CODES, SpecViolation, ValidationError
 from app.validate.findings import ERROR_CODE, KHR_APPENDIX_A, KHR_RUNTIME, SEED_GL, UNDEFINED, Source
 from app.validate.liveness import REGISTRY, ObjectRegistry
@@ -273,14 +274,18 @@ def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | 
         if not (isinstance(e, cl.Event) and e.int_ptr):
             v._fail("wait_list_invalid_event", call, "a NULL event" if e is None else f"not an event: {type(e).__name__}")
     ctx = v.sharing_context.int_ptr
+    info = event_info()  # clGetEventInfo through prepared ctypes calls: asked of every event, every frame
     for e in events:
-        if e.get_info(cl.event_info.CONTEXT).int_ptr != ctx:
+        got = info.context(e.int_ptr)
+        if got is None:
+            v._fail("wait_list_invalid_event", call, "the driver refuses clGetEventInfo on it")
+        if got != ctx:
             v._fail("wait_list_other_context", call, "an event of another context")
     if failed_events:
         for e in events:
-            if e.command_execution_status < 0:
-                v._fail("wait_list_failed_event", call, f"an event whose execution status is "
-                                                        f"{e.command_execution_status}")
+            status = info.status(e.int_ptr)
+            if status is not None and status < 0:
+                v._fail("wait_list_failed_event", call, f"an event whose execution status is {status}")
 
 
 def rule_error(rule: str, call: str, rules: dict[str, Rule] | None = None,

@@ -14,6 +14,7 @@ import numpy as np
 from OpenGL import EGL, GL
 
 from app.errors import GlshareError
+from app.gl.raw import gl_function
 from app.window import KeyEvent
 
 log = logging.getLogger(__name__)
@@ -218,12 +219,12 @@ class EglSurface:
     def bind_target(self) -> bool:
         if not self._fbo:
             return False
-        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, self._fbo)
-        GL.glViewport(0, 0, *self._size)
+        gl_function("glBindFramebuffer")(GL.GL_FRAMEBUFFER, self._fbo)  # every frame: straight through ctypes
+        gl_function("glViewport")(0, 0, *self._size)
         return True
 
     def present(self) -> None:
-        GL.glFlush()
+        gl_function("glFlush")()
 
     def read_pixels(self) -> np.ndarray:
         w, h = self._size

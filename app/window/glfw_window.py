@@ -18,6 +18,7 @@ import numpy as np
 from OpenGL import GL
 
 from app.errors import GlshareError
+from app.gl.raw import gl_function
 from app.source_files import capturing_stderr
 from app.window import KeyEvent, MouseEvent
 
@@ -183,10 +184,10 @@ class GlfwWindow:
 
     def bind_target(self) -> bool:
         w, h = self.framebuffer_size
-        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)
+        gl_function("glBindFramebuffer")(GL.GL_FRAMEBUFFER, 0)  # every frame: straight through ctypes
         if w == 0 or h == 0:
             return False
-        GL.glViewport(0, 0, w, h)
+        gl_function("glViewport")(0, 0, w, h)
         return True
 
     def present(self) -> None:

@@ -117,6 +117,17 @@ def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str
             else:
                 out["cells"].append(_plain_cell(rt, base, nbytes, sweep))
             tick(f"{scene} {size_label(scene, size)} {backend}/{mode}")
+            if not sync_modes()[mode].bounded_run_ahead or rt.session.scene.max_slots <= 1:
+                continue
+            # the same mode with more (or fewer) frames in flight, each frame on its own copy of the
+            # shared objects (Scene.max_slots): how deep a pipeline the machine needs
+            for depth in sweep.flight_depths:
+                if depth == rt.session.cfg.frames_in_flight:
+                    continue
+                rt.session.cfg = rt.session.cfg.with_(frames_in_flight=depth)
+                if rt.session.switch(sync=mode).ok:
+                    out["cells"].append(_plain_cell(rt, base, nbytes, sweep))
+                    tick(f"{scene} {size_label(scene, size)} {backend}/{mode} x{depth}")
     return out
 
 
@@ -182,6 +193,17 @@ def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
     drained = _drained_ms(rt, max(MIN_FRAMES, per_round))
     cell = _cell(rt, base, nbytes, samples, records)
     cell["throughput_ms"] = drained
+    scheduler = rt.session.scheduler
+    if scheduler.sync.bounded_run_ahead:
+        # frames in flight: how deep, on how many copies, and the bare loop of the same depth
+        cell["frames_in_flight"] = scheduler.frames_in_flight
+        cell["copies"] = rt.session.scene.slots
+        bare = BareLoop(rt)
+        try:
+            bare.drained_semaphore_ms(MIN_FRAMES)  # warm
+            cell["bare_throughput_ms"] = bare.drained_semaphore_ms(max(MIN_FRAMES, per_round))
+        finally:
+            bare.close()
     return cell
 
 

@@ -209,6 +209,58 @@ class BareLoop:
 
         return timed(run)
 
+    # -- the bare loop with frames in flight (semaphore sync) ---------------------------------------
+    def drained_semaphore_ms(self, frames: int) -> float:
+        """The hand-written loop of a sync mode that does not wait on the CPU (semaphores), sustained
+        like ``cells._drained_ms``: per frame the copy of the shared objects glshare would use, the
+        sync mode's own GPU waits and signals (its validator checks taken out), the backend's bare
+        acquire and release, the kernel, the draw, a GL fence, the present, and the same bound on
+        frames in flight, with no scheduler, validator, ownership tracking, profiling or frame
+        record. What the machine sustains for glshare's frame with none of glshare around it."""
+        from app.gl.raw import gl_function
+
+        session = self.rt.session
+        be, scene, sync, q = self.backend, self.scene, session.scheduler.sync, self.backend.queue
+        depth = session.scheduler.frames_in_flight
+        fence, client_wait, delete = (gl_function(n) for n in ("glFenceSync", "glClientWaitSync", "glDeleteSync"))
+        checks = sync.__dict__.get("_check")
+        if checks is not None:
+            sync._check = lambda *a: None  # the bare loop validates nothing
+        waits: list = []
+        fences: list = []
+        GL.glFinish()
+        q.finish()
+        t0 = ns()
+        try:
+            for _ in range(frames):
+                i = self.frame_index
+                self.frame_index += 1
+                if scene.slots > 1:
+                    scene.use_slot(i % scene.slots)
+                    sync.use_slot(i % scene.slots)
+                while len(fences) >= depth:
+                    f = fences.pop(0)
+                    client_wait(f, GL.GL_SYNC_FLUSH_COMMANDS_BIT, 10_000_000_000)
+                    delete(f)
+                wait_for = sync.before_acquire(waits)
+                ev = be.bare_acquire(q, scene.shared, wait_for or None)
+                k = scene.compute(q, i, [ev] if ev is not None else None)
+                rel = be.bare_release(q, scene.shared, [k])
+                sync.after_release(q, rel, waits)
+                self._draw()
+                sync.after_gl_use(waits)
+                fences.append(fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0))
+                self.rt.session.surface.present()
+                waits.clear()
+            GL.glFinish()
+            q.finish()
+            return round((ns() - t0) / frames / 1e6, 4)
+        finally:
+            for f in fences:
+                delete(f)
+            if checks is not None:
+                sync._check = checks
+
     # -- the memcpy floor (host_copy) ---------------------------------------------------------------
     def floor_frame(self) -> Sample:
         """The bare frame with the copies replaced by numpy copying the same bytes twice, CL -> host ->

@@ -322,6 +322,51 @@ class SemaphoreVsFinish(Ratio):
                         {"medians": [_median(ext, "frame_ms"), _median(sem, "frame_ms")]})
 
 
+def _semaphore_cells(run: Run) -> list[dict]:
+    """external_memory's semaphore cells of the image scene at 64 MiB, one per frames-in-flight depth."""
+    return [c for c in run.at_zero_copy if c["backend"] == "external_memory" and c["sync"] == "semaphore"
+            and c["scene"] == "image" and c.get("throughput_ms")]
+
+
+class SemaphoreFrameMs(Ratio):
+    """Read on the depth that sustained the shortest frame; every depth's figures, and the bare loop's
+    at each depth (what the machine sustains with none of glshare around the same calls), in the detail."""
+
+    name, op, limit = "external_memory_semaphore_frame_ms", "<=", 0.2
+    what = ("external_memory's image frame with semaphore sync at 64 MiB, sustained (frames back to back from "
+            "idle to idle), at the frames-in-flight depth that sustained the shortest frame")
+
+    def measure(self, run: Run) -> Measured | str:
+        if "external_memory" not in run.backends:
+            return NO_EXTERNAL_MEMORY
+        cells = _semaphore_cells(run)
+        if not cells:
+            return "no external_memory x semaphore image cell at 64 MiB"
+        best = min(cells, key=_sustained)
+        by = {str(c.get("frames_in_flight")): {"glshare_ms": _sustained(c), "bare_ms": c.get("bare_throughput_ms"),
+                                               "copies": c.get("copies")} for c in cells}
+        return Measured(_sustained(best), f"image {best['size']}, semaphore, {best.get('frames_in_flight')} frames in "
+                        f"flight on {best.get('copies')} copies", {"by_frames_in_flight": by})
+
+
+class SemaphoreOverhead(Ratio):
+    name, op, limit = "semaphore_scheduler_overhead", "<=", 1.05
+    what = ("glshare's sustained semaphore frame / the bare loop's (the same calls, copies and depth, with no "
+            "scheduler, validation, ownership tracking or records), image at 64 MiB, at the depth of "
+            "external_memory_semaphore_frame_ms")
+
+    def measure(self, run: Run) -> Measured | str:
+        if "external_memory" not in run.backends:
+            return NO_EXTERNAL_MEMORY
+        cells = [c for c in _semaphore_cells(run) if c.get("bare_throughput_ms")]
+        if not cells:
+            return "no external_memory x semaphore image cell at 64 MiB with its bare loop"
+        best = min(cells, key=_sustained)
+        return Measured(_sustained(best) / best["bare_throughput_ms"],
+                        f"image {best['size']}, semaphore, {best.get('frames_in_flight')} frames in flight",
+                        {"glshare_ms": _sustained(best), "bare_ms": best["bare_throughput_ms"]})
+
+
 class ZeroCopySpeedup(Ratio):
     """Read on the first zero-copy backend (in the registry's order) that has a 64 MiB finish cell
     with a host_copy cell of the same scene beside it."""
@@ -417,7 +462,8 @@ class DeviceTimeLimit(Ratio):
             return "no image cell of the default backend with both CL and GL device times (GL timer queries)"
         largest = max(int(c["size"].split("x")[0]) * int(c["size"].split("x")[1]) for c in cells)
         at = [c for c in cells if int(c["size"].split("x")[0]) * int(c["size"].split("x")[1]) == largest]
-        cell = next((c for c in at if c["sync"] == "semaphore"), None) or next((c for c in at if c["sync"] == "finish"), None)
+        semaphore = [c for c in at if c["sync"] == "semaphore"]  # the depth that sustained the shortest frame
+        cell = (min(semaphore, key=_sustained) if semaphore else None) or next((c for c in at if c["sync"] == "finish"), None)
         if cell is None:
             return "no finish or semaphore image cell with both CL and GL device times at the largest image size"
         lim = cell["device_limit"]
@@ -437,7 +483,8 @@ class DeviceTimeLimit(Ratio):
 
 
 RATIOS: tuple[Ratio, ...] = (SchedulerOverhead(), SchedulerOverheadUs(), HostCopyEfficiency(), PanelCostMs(),
-                             ExternalMemoryFrameMs(), SemaphoreVsFinish(), ZeroCopySpeedup(), JuliaKernelVsReference(),
+                             ExternalMemoryFrameMs(), SemaphoreFrameMs(), SemaphoreOverhead(), SemaphoreVsFinish(),
+                             ZeroCopySpeedup(), JuliaKernelVsReference(),
                              ZeroCopyVsCopyFreeHostCopy(), DeviceTimeLimit())
 
 

@@ -30,12 +30,15 @@ class Sweep:
     kernel_sizes: tuple[tuple[int, int], ...] = ((512, 512), (1024, 1024), (2048, 2048))  # the Julia kernel race
     kernel_rounds: int = 7
     race_images: tuple[tuple[int, int], ...] | None = None  # the zero-copy race's image sizes (None: ``images``)
+    # sync modes without a CPU wait (semaphores) are measured again at these frames in flight (on as
+    # many copies of the shared objects where the scene allows: Scene.max_slots)
+    flight_depths: tuple[int, ...] = ()
 
     def with_zero_copy_size(self) -> "Sweep":
         """Add the 64 MiB sizes (2M particles, a 4096x4096 image) where a GPU zero-copy backend exists."""
         sizes = tuple(sorted(set(self.particles) | {ZERO_COPY_PARTICLES}))
         images = tuple(sorted(set(self.images) | {ZERO_COPY_IMAGE}))
-        return dataclasses.replace(self, particles=sizes, images=images)
+        return dataclasses.replace(self, particles=sizes, images=images, flight_depths=(1, 4, 8))
 
 
 FULL = Sweep("full", particles=(16_384, 65_536, 262_144, 1 << 20, ZERO_COPY_PARTICLES, 4 << 20, 16 << 20),

@@ -13,6 +13,7 @@ import ctypes
 import os
 from functools import lru_cache
 
+import numpy as np
 import pyopencl as cl
 import pyopencl._cl as _cl
 
@@ -216,8 +217,8 @@ def event_info() -> EventInfo:
 
 
 # numpy scalar types a kernel argument is set from by value, and their C types
-_SCALAR_CTYPES = {"float32": ctypes.c_float, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
-                  "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float64": ctypes.c_double}
+_SCALAR_CTYPES = {np.float32: ctypes.c_float, np.int32: ctypes.c_int32, np.uint32: ctypes.c_uint32,
+                  np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.float64: ctypes.c_double}
 
 
 def set_kernel_arg(kernel_ptr: int, index: int, value) -> bool:
@@ -225,8 +226,8 @@ def set_kernel_arg(kernel_ptr: int, index: int, value) -> bool:
     per-call type inference); False for any other value, which the caller hands to pyopencl.
     Raises a pyopencl-style error (``cl.LogicError`` with the CL status) on a failure."""
     set_arg = _core_calls()[0]
-    ctype = _SCALAR_CTYPES.get(getattr(getattr(value, "dtype", None), "name", ""))
-    if ctype is not None and getattr(value, "ndim", 1) == 0:
+    ctype = _SCALAR_CTYPES.get(type(value))
+    if ctype is not None:
         arg = ctype(value)
         err = set_arg(kernel_ptr, index, ctypes.sizeof(ctype), ctypes.byref(arg))
     elif isinstance(value, cl.MemoryObjectHolder):

@@ -68,13 +68,23 @@ class BufferTextureQuad(_Quad):
 
     fragment = "quad_buffer.frag"
 
+    _uniforms_set: tuple = ()  # (program, width, height, row length) the program's uniforms hold
+
     def draw(self, texture: GlBufferTexture) -> None:
-        """Clear to black and draw buffer texture ``texture`` over the whole viewport."""
+        """Clear to black and draw buffer texture ``texture`` over the whole viewport. The uniforms
+        (the image's size and row length) are set where they changed: a program keeps their values,
+        and copies of one image in flight share them."""
+        key = (self.program.name, texture.width, texture.height, texture.row_length)
+        if key == self._uniforms_set:
+            self._draw(GL.GL_TEXTURE_BUFFER, texture.name)
+            return
+
         def uniforms() -> None:
             self._gl["glUniform2i"](self.program.uniform("size"), texture.width, texture.height)
             self._gl["glUniform1i"](self.program.uniform("row_length"), texture.row_length)
 
         self._draw(GL.GL_TEXTURE_BUFFER, texture.name, uniforms)
+        self._uniforms_set = key
 
 
 class ImageQuad:

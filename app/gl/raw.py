@@ -34,6 +34,8 @@ SIGNATURES = {
     "glClientWaitSync": (GLenum, [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint64]),
     "glDeleteSync": (None, [ctypes.c_void_p]),
     "glQueryCounter": (None, [GLuint, GLenum]),
+    "glGetQueryObjectiv": (None, [GLuint, GLenum, P(GLint)]),
+    "glGetQueryObjectui64v": (None, [GLuint, GLenum, P(ctypes.c_uint64)]),
     "glGetError": (GLenum, []),
     "glSignalSemaphoreEXT": (None, [GLuint, GLuint, P(GLuint), GLuint, P(GLuint), P(GLenum)]),
     "glWaitSemaphoreEXT": (None, [GLuint, GLuint, P(GLuint), GLuint, P(GLuint), P(GLenum)]),

@@ -77,7 +77,10 @@ class GlTimer:
                 return
             from app.gl.raw import gl_function
 
-            self._query_counter = gl_function("glQueryCounter")  # twice a timed pass: straight through ctypes
+            # a timed pass's stamps and reads, every frame on a GPU: straight through ctypes
+            self._query_counter = gl_function("glQueryCounter")
+            self._get_iv, self._get_ui64v = gl_function("glGetQueryObjectiv"), gl_function("glGetQueryObjectui64v")
+            self._ival_ref, self._uval_ref = ctypes.byref(self._ival), ctypes.byref(self._uval)
             names = [int(q) for q in GL.glGenQueries(2 * slots)]
             self._all = names
             self._free = [(names[2 * i], names[2 * i + 1]) for i in range(slots)]
@@ -124,11 +127,11 @@ class GlTimer:
                     self._disable(exc)
 
     def _available(self, query: int) -> bool:
-        self._gl.glGetQueryObjectiv(query, GL_QUERY_RESULT_AVAILABLE, ctypes.byref(self._ival))
+        self._get_iv(query, GL_QUERY_RESULT_AVAILABLE, self._ival_ref)
         return bool(self._ival.value)
 
     def _result(self, query: int) -> int:
-        self._gl.glGetQueryObjectui64v(query, GL_QUERY_RESULT, ctypes.byref(self._uval))
+        self._get_ui64v(query, GL_QUERY_RESULT, self._uval_ref)
         return int(self._uval.value)
 
     def harvest(self, wait: bool = False) -> None:

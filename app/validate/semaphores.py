@@ -73,6 +73,7 @@ class SemaphoreValidator:
         self.registry = registry
         self.checked = 0
         self.refused = 0
+        self._known_queue: tuple | None = None  # (queue, its context handle)
 
     def check(self, call: str, queue: Any, num_semas: int, sema_objects: list | None,
               num_events: int, event_wait_list: list | None, event_out: Any = NULL) -> str:
@@ -98,7 +99,7 @@ class SemaphoreValidator:
             e = registry.entry(s)
             if e is None or e.kind != "semaphore":
                 self._fail("invalid_semaphore", call, registry.why_not_live(s))
-        queue_ctx = queue.context.int_ptr
+        queue_ctx = self._queue_context(queue)
         for s in semas:
             ctx = registry.entry(s).context
             if ctx and ctx != queue_ctx:
@@ -108,6 +109,17 @@ class SemaphoreValidator:
             self._fail("semaphore_other_context", call, "the queue belongs to another context")
         check_wait_list(self, call, num_events, event_wait_list, failed_events=True)
         return "CL_SUCCESS"
+
+    def _queue_context(self, queue: Any) -> int:
+        """The queue's context handle, asked of the driver once per queue (every frame names the
+        backend's queue twice: the answer cannot change while the queue lives, and the validator
+        holds the queue it remembers)."""
+        known = self._known_queue
+        if known is not None and known[0] is queue:
+            return known[1]
+        ctx = queue.context.int_ptr
+        self._known_queue = (queue, ctx)
+        return ctx
 
     def check_python(self, call: str, queue: Any, semaphores: Iterable | None, wait_for: Iterable | None) -> str:
         """The Python form: semaphores (or None) and events (or None); [] counts as NULL."""

@@ -59,3 +59,31 @@ def test_prepared_arguments_and_launch_match_pyopencl(cl_ctx, tmp_path, monkeypa
         assert exc.value.code == -49
     finally:
         prog.release()
+
+
+def test_event_queries_through_ctypes_match_pyopencl(cl_ctx):
+    """app/cl/ext.event_info (the scheduler's harvest and the validator's wait lists): an event's
+    context, status and four profiling stamps are pyopencl's own; a queue without profiling is the
+    driver's error (CL_PROFILING_INFO_NOT_AVAILABLE), not a crash."""
+    import numpy as np
+    import pyopencl as cl
+
+    from app.cl.ext import event_info
+
+    ctx, plain = cl_ctx
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)
+    ev = cl.enqueue_fill_buffer(queue, buf, np.uint32(7), 0, 4096)
+    ev.wait()
+    info = event_info()
+    assert info.context(ev.int_ptr) == ctx.int_ptr
+    assert info.status(ev.int_ptr) == cl.command_execution_status.COMPLETE == ev.command_execution_status
+    stamps = info.profile(ev.int_ptr)
+    assert stamps == tuple(ev.get_profiling_info(p) for p in (cl.profiling_info.QUEUED, cl.profiling_info.SUBMIT,
+                                                            cl.profiling_info.START, cl.profiling_info.END))
+    assert stamps[0] <= stamps[1] <= stamps[2] <= stamps[3]
+    unprofiled = cl.enqueue_fill_buffer(plain, buf, np.uint32(1), 0, 4096)
+    unprofiled.wait()
+    with pytest.raises(cl.Error) as exc:
+        info.profile(unprofiled.int_ptr)
+    assert exc.value.code == -7

@@ -17,10 +17,9 @@ import numpy as np
 import pyopencl as cl
 from OpenGL import GL
 
+from app.cl.ext import event_info
 from app.schedule.frame import FrameRecord
 from app.sharing.sync import timed_wait
-
-PROFILE_INFO = (cl.profiling_info.QUEUED, cl.profiling_info.SUBMIT, cl.profiling_info.START, cl.profiling_info.END)
 
 
 def _cpu_us(fn, reps: int, setup=None) -> float:
@@ -110,10 +109,12 @@ def overhead_alone(rt, reps: int = 200) -> dict:
     parts["frame record"] = _cpu_us(lambda: FrameRecord(0, scene.name, backend.name, "finish"), reps)
     events = [done] * 3
 
+    info = event_info()
+
     def profile():  # as FrameScheduler.harvest reads them: the newest event's status, then every profile
-        if events[-1].command_execution_status == cl.command_execution_status.COMPLETE:
+        if info.status(events[-1].int_ptr) == cl.command_execution_status.COMPLETE:
             for ev in events:
-                tuple(ev.get_profiling_info(i) for i in PROFILE_INFO)
+                info.profile(ev.int_ptr)
 
     parts["CL profiling of 3 events"] = _cpu_us(profile, reps)
     timer = rt.session.scheduler.gl_timer

@@ -185,6 +185,7 @@ def _core_calls():
 
 CL_EVENT_CONTEXT = 0x11D4
 CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3
+PROFILING_PARAMS = (0x1280, 0x1281, 0x1282, 0x1283)  # CL_PROFILING_COMMAND_QUEUED, SUBMIT, START, END
 
 
 class EventInfo:
@@ -197,6 +198,11 @@ class EventInfo:
         self._fn = fn
         self._ptr, self._status = vp(), cl_int()
         self._ptr_ref, self._status_ref = ctypes.byref(self._ptr), ctypes.byref(self._status)
+        prof = libopencl().clGetEventProfilingInfo
+        prof.restype, prof.argtypes = cl_int, [vp, cl_uint, ctypes.c_size_t, vp, vp]
+        self._profiling = prof
+        self._u64 = cl_ulong()
+        self._u64_ref = ctypes.byref(self._u64)
 
     def context(self, event_ptr: int) -> int | None:
         """The event's cl_context handle, or None where the driver refuses the query."""
@@ -209,6 +215,19 @@ class EventInfo:
         if self._fn(event_ptr, CL_EVENT_COMMAND_EXECUTION_STATUS, 4, self._status_ref, None):
             return None
         return self._status.value
+
+    def profile(self, event_ptr: int) -> tuple[int, int, int, int]:
+        """clGetEventProfilingInfo's QUEUED, SUBMIT, START and END (ns, the device's clock). Raises a
+        pyopencl-style error (``cl.RuntimeError`` / ``cl.LogicError`` with the CL status) where the
+        driver refuses one (not complete, a queue without profiling)."""
+        fn, out, ref = self._profiling, self._u64, self._u64_ref
+        stamps = []
+        for param in PROFILING_PARAMS:
+            err = fn(event_ptr, param, 8, ref, None)
+            if err:
+                _raise(err, "clGetEventProfilingInfo")
+            stamps.append(out.value)
+        return tuple(stamps)
 
 
 @lru_cache(maxsize=1)

@@ -18,6 +18,7 @@ import time
 import pyopencl as cl
 from OpenGL import GL
 
+from app.cl.ext import event_info
 from app.errors import ClError, GlshareError, QueueStalled, as_glshare_error
 from app.gl.context import check_gl
 from app.gl.raw import gl_function
@@ -31,7 +32,6 @@ from app.validate.findings import normalize_strict, stops_on
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
 CL_COMPLETE = cl.command_execution_status.COMPLETE
-PROFILE_INFO = (cl.profiling_info.QUEUED, cl.profiling_info.SUBMIT, cl.profiling_info.START, cl.profiling_info.END)
 PROFILE_BATCH = 8
 GL_TIMEOUT_NS = 10_000_000_000  # a GL fence not signalled within 10 s is a stalled GPU
 _OWNER = operator.attrgetter("owner")
@@ -289,18 +289,18 @@ class FrameScheduler:
         # sync finish), then read everything up to it without asking each event its status.
         flat = [(rec, name, ev) for rec in pending for name, ev in rec.events.items()]
         upto = len(flat)
+        info = event_info()  # clGetEventInfo / clGetEventProfilingInfo through prepared ctypes calls
         if not wait:
             upto = 0
             for i in range(len(flat) - 1, -1, -1):
-                if flat[i][2].command_execution_status == CL_COMPLETE:
+                if info.status(flat[i][2].int_ptr) == CL_COMPLETE:
                     upto = i + 1
                     break
         for rec, name, ev in flat[:upto]:
             try:
                 if wait:
                     ev.wait()
-                # get_profiling_info: a fraction of the cost of ``ev.profile``'s four properties
-                rec.cl_profile[name] = tuple(ev.get_profiling_info(i) for i in PROFILE_INFO)
+                rec.cl_profile[name] = info.profile(ev.int_ptr)
             except cl.Error as exc:
                 rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
             del rec.events[name]

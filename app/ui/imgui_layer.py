@@ -34,7 +34,7 @@ import logging
 import math
 import time
 
-from imgui_bundle import imgui, implot
+from app.ui.bundle import imgui, implot
 from OpenGL import GL
 
 from app.diagnostics import live

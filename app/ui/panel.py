@@ -21,7 +21,7 @@ import logging
 import math
 
 import numpy as np
-from imgui_bundle import imgui, imgui_ctx, implot, implot_ctx
+from app.ui.bundle import imgui, imgui_ctx, implot, implot_ctx
 
 from app.ui import layout, legend
 from app.ui.legend import f4, u32

@@ -34,11 +34,11 @@ import logging
 import math
 import time
 
-from imgui_bundle import imgui, implot
 from OpenGL import GL
 
 from app.diagnostics import live
 from app.errors import GlError, GlshareError
+from app.ui.bundle import imgui, implot
 
 log = logging.getLogger(__name__)
 

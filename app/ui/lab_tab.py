@@ -6,9 +6,8 @@ as the ``run_lab`` command, after the ImGui frame.
 """
 from __future__ import annotations
 
-from imgui_bundle import imgui, imgui_ctx
-
 from app.ui import legend
+from app.ui.bundle import imgui, imgui_ctx
 from app.ui.legend import f4
 
 RED = f4(legend.ERROR_RGB)

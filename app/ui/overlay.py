@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from imgui_bundle import imgui, imgui_ctx
-
 from app.ui import legend
+from app.ui.bundle import imgui, imgui_ctx
 from app.ui.legend import f4
 
 

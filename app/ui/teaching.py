@@ -9,9 +9,8 @@ and its explanation are visible at the top of the panel without scrolling (800x6
 """
 from __future__ import annotations
 
-from imgui_bundle import imgui, imgui_ctx
-
 from app.ui import legend
+from app.ui.bundle import imgui, imgui_ctx
 from app.ui.legend import f4, u32
 
 DIM = f4(legend.DIM_RGB)

@@ -13,14 +13,18 @@ import ctypes
 import logging
 
 import glfw
-import imgui_bundle  # noqa: F401  (sets PYGLFW_LIBRARY so pyglfw and imgui's backend share one GLFW)
 import numpy as np
 from OpenGL import GL
 
 from app.errors import GlshareError
 from app.gl.raw import gl_function
 from app.source_files import capturing_stderr
+from app.ui.bundle import complete as _complete_imgui_bundle
 from app.window import KeyEvent, MouseEvent
+
+# the whole imgui_bundle package, as ``import imgui_bundle`` gave here before the panel's light
+# import (app/ui/bundle.py): its __init__ sets PYGLFW_LIBRARY for pyglfw
+_complete_imgui_bundle()
 
 log = logging.getLogger(__name__)
 

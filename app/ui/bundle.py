@@ -27,7 +27,7 @@ from types import ModuleType
 log = logging.getLogger(__name__)
 
 NAME = "imgui_bundle"
-_lock = threading.RLock()  # load() may run in the start-up thread (app/ui/preload.py) and the main thread
+_lock = threading.RLock()  # load() and complete() may be called from more than one thread
 _init_ran = False  # the package's own __init__ ran (imported whole, or completed)
 
 

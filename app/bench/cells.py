@@ -190,10 +190,14 @@ def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
         samples += _take(per_round, clock, len(samples), lambda: glshare_frame(rt, records))
         if clock.over:
             break
-    drained = _drained_ms(rt, max(MIN_FRAMES, per_round))
+    scheduler = rt.session.scheduler
+    # a pipeline N frames deep fills and drains once per measurement: time enough frames that its
+    # ends are a small part of it (30 frames per frame in flight)
+    drain = max(MIN_FRAMES, per_round, 30 * scheduler.frames_in_flight if scheduler.sync.bounded_run_ahead else 0)
+    drained = _drained_ms(rt, drain)
     cell = _cell(rt, base, nbytes, samples, records)
     cell["throughput_ms"] = drained
-    scheduler = rt.session.scheduler
+    cell["throughput_frames"] = drain
     if scheduler.sync.bounded_run_ahead:
         # frames in flight: how deep, on how many copies, and the bare loop of the same depth
         cell["frames_in_flight"] = scheduler.frames_in_flight
@@ -201,7 +205,7 @@ def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
         bare = BareLoop(rt)
         try:
             bare.drained_semaphore_ms(MIN_FRAMES)  # warm
-            cell["bare_throughput_ms"] = bare.drained_semaphore_ms(max(MIN_FRAMES, per_round))
+            cell["bare_throughput_ms"] = bare.drained_semaphore_ms(drain)
         finally:
             bare.close()
     return cell

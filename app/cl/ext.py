@@ -171,6 +171,14 @@ class MemObjectsCall:
 
 
 @lru_cache(maxsize=1)
+def queue_flush():
+    """clFlush through ctypes (a frame flushes its queue once or twice)."""
+    fn = libopencl().clFlush
+    fn.restype, fn.argtypes = cl_int, [vp]
+    return fn
+
+
+@lru_cache(maxsize=1)
 def _core_calls():
     """clSetKernelArg and clEnqueueNDRangeKernel with their argument types declared once."""
     lib = libopencl()
@@ -310,18 +318,20 @@ class Semaphore:
         self._out_ref = ctypes.byref(self._out)
         live.created("cl_semaphore", "external_memory")
 
-    def _enqueue(self, fn, routine, queue, wait_for) -> cl.Event:
+    def _enqueue(self, fn, routine, queue, wait_for, event: bool = True) -> cl.Event | None:
         n, evs = self._waits.fill(wait_for)
-        err = fn(queue.int_ptr, 1, self._handle_ref, None, n, evs, self._out_ref)
+        err = fn(queue.int_ptr, 1, self._handle_ref, None, n, evs, self._out_ref if event else None)
         if err:
             _raise(err, routine)
-        return cl.Event.from_int_ptr(self._out.value, retain=False)
+        return cl.Event.from_int_ptr(self._out.value, retain=False) if event else None
 
     def enqueue_wait(self, queue, wait_for=None) -> cl.Event:
         return self._enqueue(self.ext.clEnqueueWaitSemaphoresKHR, "clEnqueueWaitSemaphoresKHR", queue, wait_for)
 
-    def enqueue_signal(self, queue, wait_for=None) -> cl.Event:
-        return self._enqueue(self.ext.clEnqueueSignalSemaphoresKHR, "clEnqueueSignalSemaphoresKHR", queue, wait_for)
+    def enqueue_signal(self, queue, wait_for=None, event: bool = True) -> cl.Event | None:
+        """``event=False``: the C API's NULL ``event`` argument (nothing waits on the signal itself)."""
+        return self._enqueue(self.ext.clEnqueueSignalSemaphoresKHR, "clEnqueueSignalSemaphoresKHR", queue, wait_for,
+                             event)
 
     def release(self) -> None:
         handle, self.handle = self.handle, None

@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--vsync", action="store_true")
     r.add_argument("--quiet", action="store_true", help="no frame-rate line on stdout every 2 s")
     r.add_argument("--frames-in-flight", type=_positive, default=2, metavar="N",
-                   help="how many frames the CPU may run ahead of the GPU with semaphore or gl_event sync (1: none)")
+                   help="how many frames the CPU may run ahead of the GPU with semaphore or gl_event sync (1: none); "
+                        "with semaphores the image scene keeps a copy of its texture per frame in flight (at most 8)")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12",
                    help="the yuv scene's test pattern (a --video decides its own: NV12, or P010 above 8 bits)")
     r.add_argument("--video", type=Path, metavar="FILE",

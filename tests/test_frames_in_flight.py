@@ -94,18 +94,24 @@ def test_image_frames_rotate_over_copies(host_copy, surface, slots):
     assert scene.textures == [] and scene.shared == []  # teardown destroyed every copy
 
 
-def test_slots_only_where_the_mode_runs_ahead_and_the_scene_allows(host_copy):
-    """Session._build: copies = --frames-in-flight where the sync mode bounds the run-ahead and the
-    scene allows copies; one set of objects otherwise."""
+def test_slots_only_where_the_mode_runs_ahead_on_copies_and_the_scene_allows(host_copy):
+    """Session._build: copies = --frames-in-flight where the sync mode bounds the run-ahead and orders
+    each copy on its own (semaphores) and the scene allows copies; one set of objects otherwise."""
+    from app.scenes.image import ImageScene
     from app.session.session import Session
+    from app.sharing.backends.external_memory import SemaphoreSync
+    from app.sharing.backends.gl_sharing import GlEventSync
+
+    class OrdersCopies(NoWaitSync):
+        orders_copies = True
 
     def slots(scene, sync, n):
-        s = Session.__new__(Session)
-        return s._slots_for(scene, sync, n)
+        return Session._slots_for(scene, sync, n)
 
-    from app.scenes.image import ImageScene
-
-    assert slots(ImageScene, NoWaitSync(host_copy), 4) == 4
-    assert slots(ImageScene, NoWaitSync(host_copy), 99) == ImageScene.max_slots
+    assert SemaphoreSync.orders_copies and SemaphoreSync.bounded_run_ahead
+    assert GlEventSync.bounded_run_ahead and not GlEventSync.orders_copies  # its fence covers every GL command
+    assert slots(ImageScene, OrdersCopies(host_copy), 4) == 4
+    assert slots(ImageScene, OrdersCopies(host_copy), 99) == ImageScene.max_slots
+    assert slots(ImageScene, NoWaitSync(host_copy), 4) == 1
     assert slots(ImageScene, host_copy.make_sync("finish"), 4) == 1
-    assert slots(ParticlesScene, NoWaitSync(host_copy), 4) == 1  # each frame reads the one before
+    assert slots(ParticlesScene, OrdersCopies(host_copy), 4) == 1  # each frame reads the one before

@@ -153,8 +153,9 @@ class Session:
     @staticmethod
     def _slots_for(scene_cls, strategy, frames_in_flight: int) -> int:
         """Copies of the scene's shared objects: one per frame in flight where the sync mode lets the
-        CPU run ahead and the scene allows copies (``Scene.max_slots``), else one."""
-        if not strategy.bounded_run_ahead:
+        CPU run ahead and orders each copy on its own (``SyncMode.orders_copies``: semaphores) and the
+        scene allows copies (``Scene.max_slots``), else one."""
+        if not (strategy.bounded_run_ahead and strategy.orders_copies):
             return 1
         return max(1, min(scene_cls.max_slots, int(frames_in_flight)))
 

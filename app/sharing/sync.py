@@ -26,6 +26,10 @@ class SyncMode:
     # without a CPU wait per frame the CPU may run ahead of the GPU: the scheduler bounds it to
     # ``--frames-in-flight`` frames (a mode that waits every frame, or none at all, is not bounded)
     bounded_run_ahead: ClassVar[bool] = False
+    # the mode orders each copy of the shared objects on its own (``set_slots``), so frames in flight
+    # can run on copies (Scene.max_slots): CL writes one copy while GL still draws another. A mode
+    # whose GPU wait covers every earlier GL command gains nothing from copies and gets none.
+    orders_copies: ClassVar[bool] = False
     registry: ClassVar[dict[str, type["SyncMode"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:

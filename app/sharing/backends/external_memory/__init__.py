@@ -422,6 +422,7 @@ class SemaphoreSync(SyncMode):
                    "never waits.")
 
     bounded_run_ahead = True
+    orders_copies = True  # one semaphore pair per copy (set_slots)
 
     @classmethod
     def refusal(cls, backend, env) -> str | None:

@@ -103,28 +103,9 @@ class GlTimer:
             return _UNTIMED
         return self._timed_span(rec, name)
 
-    @contextlib.contextmanager
-    def _timed_span(self, rec, name: str):
+    def _timed_span(self, rec, name: str) -> "_Span":
         """``span`` for a frame the timer samples (``span`` checked that the timer is on)."""
-        pair = None
-        if self._free:
-            pair = self._free.pop()
-            try:
-                self._query_counter(pair[0], GL_TIMESTAMP)
-            except Exception as exc:  # noqa: BLE001
-                self._disable(exc)
-                pair = None
-        else:
-            self.dropped += 1
-        try:
-            yield
-        finally:
-            if pair is not None and self.enabled:
-                try:
-                    self._query_counter(pair[1], GL_TIMESTAMP)
-                    self._pending.append((rec, name, pair[0], pair[1]))
-                except Exception as exc:  # noqa: BLE001
-                    self._disable(exc)
+        return _Span(self, rec, name)
 
     def _available(self, query: int) -> bool:
         self._get_iv(query, GL_QUERY_RESULT_AVAILABLE, self._ival_ref)
@@ -182,3 +163,34 @@ class GlTimer:
 
     def __repr__(self) -> str:
         return f"<GlTimer {self.label!r} {'on' if self.enabled else 'off: ' + self.reason}>"
+
+
+class _Span:
+    """One timed pass: a GL_TIMESTAMP query before the block and one after (a plain class: entered
+    every frame on a GPU, where a generator-based context manager costs more than the queries)."""
+
+    __slots__ = ("timer", "rec", "name", "pair")
+
+    def __init__(self, timer: GlTimer, rec, name: str) -> None:
+        self.timer, self.rec, self.name, self.pair = timer, rec, name, None
+
+    def __enter__(self) -> None:
+        timer = self.timer
+        if timer._free:
+            pair = timer._free.pop()
+            try:
+                timer._query_counter(pair[0], GL_TIMESTAMP)
+                self.pair = pair
+            except Exception as exc:  # noqa: BLE001
+                timer._disable(exc)
+        else:
+            timer.dropped += 1
+
+    def __exit__(self, *exc) -> None:
+        pair, timer = self.pair, self.timer
+        if pair is not None and timer.enabled:
+            try:
+                timer._query_counter(pair[1], GL_TIMESTAMP)
+                timer._pending.append((self.rec, self.name, pair[0], pair[1]))
+            except Exception as err:  # noqa: BLE001
+                timer._disable(err)

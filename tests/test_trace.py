@@ -495,3 +495,25 @@ def test_every_harvested_record_tightens_the_clock_once(gl, tmp_path):
         assert clock.as_dict()["frames_observed"] == frames and clock.cl.samples == samples
         trace = json.loads((tmp_path / "b.json").read_text())
         assert trace["otherData"]["clock"]["frames_observed"] == frames
+
+
+def test_report_counts_hand_overs_stamped_with_the_kernels_span():
+    """A driver that stamps a batch with one span (NVIDIA with semaphore waits, measured on the H200)
+    gives acquire and release the kernel's START and END: the report counts those frames, so the
+    repeated device time is not read as the hand-over's own."""
+    from app.schedule.frame import FrameRecord
+    from app.trace.report import shared_stamps, statistics
+
+    def rec(i, acquire, release):
+        r = FrameRecord(i, "image", "external_memory", "semaphore")
+        r.cl_profile = {"acquire": acquire, "compute": (10, 11, 100, 160), "release": release}
+        return r
+
+    kernel = (10, 11, 100, 160)
+    own = [rec(0, (1, 2, 90, 91), (12, 13, 161, 162)), rec(1, (1, 2, 90, 91), (12, 13, 161, 162))]
+    batch = [rec(2, (5, 6, 100, 160), (14, 15, 100, 160)), rec(3, (5, 6, 100, 160), (20, 21, 170, 171))]
+    assert shared_stamps(own) == {"frames": 2, "acquire": 0, "release": 0}
+    assert shared_stamps(own + batch) == {"frames": 4, "acquire": 2, "release": 1}
+    stats = statistics(own + batch)
+    assert stats["cl_stamps_shared"] == {"frames": 4, "acquire": 2, "release": 1}
+    assert stats["cl_device_us"]["acquire"]["max"] == (kernel[3] - kernel[2]) / 1e3  # what the driver said

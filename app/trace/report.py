@@ -46,8 +46,21 @@ def statistics(records: list, switched_after: bool = False) -> dict:
         cl_us[name] = summary((r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3
                               for r in timed if name in r.cl_profile)
     return {"frames_kept": len(records), "frames_in_statistics": len(timed), "frames_with_period": len(periods),
-            "phases_us": phases, "cl_device_us": cl_us,
+            "phases_us": phases, "cl_device_us": cl_us, "cl_stamps_shared": shared_stamps(timed),
             "waits_us": summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in timed)}
+
+
+def shared_stamps(records: list) -> dict:
+    """How many frames' acquire and release carry the kernel's own START and END stamps exactly: a
+    driver that stamps a batch of commands with one span (NVIDIA's OpenCL with semaphore waits in
+    the batch, measured on the H200) gives the hand-over no device time of its own, and
+    ``cl_device_us`` then repeats the kernel's for it. Counted so the report says so."""
+    both = [r for r in records if "compute" in r.cl_profile]
+    out = {"frames": len(both)}
+    for name in ("acquire", "release"):
+        out[name] = sum(1 for r in both if name in r.cl_profile
+                        and r.cl_profile[name][2:] == r.cl_profile["compute"][2:])
+    return out
 
 
 def build_report(history: RunHistory, facts: RunFacts) -> dict:
@@ -82,7 +95,9 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         "frames_with_period": stats["frames_with_period"],
         "frame_is": "present to present (phases: acquire, compute, release, render, panel, present); phases_us, "
                     "cl_device_us and waits_us over the frames_in_statistics frames of the set-up statistics_of "
-                    "names (stepped frames left out), frame over the frames_with_period of them",
+                    "names (stepped frames left out), frame over the frames_with_period of them; "
+                    "cl_stamps_shared: of the frames with a kernel profile, how many had the acquire's or the "
+                    "release's device stamps equal to the kernel's (the driver stamped the batch, not each command)",
         "size": facts.size,
         "bytes_per_frame": facts.bytes_per_frame,
         "gl": facts.gl,
@@ -90,6 +105,7 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         "counts": counts,
         "phases_us": stats["phases_us"],
         "cl_device_us": stats["cl_device_us"],
+        "cl_stamps_shared": stats["cl_stamps_shared"],
         "waits_us": stats["waits_us"],
         "errors": errors,
         "errors_total": totals["errors"] + history.loop_errors_total,

@@ -325,8 +325,10 @@ class Semaphore:
             _raise(err, routine)
         return cl.Event.from_int_ptr(self._out.value, retain=False) if event else None
 
-    def enqueue_wait(self, queue, wait_for=None) -> cl.Event:
-        return self._enqueue(self.ext.clEnqueueWaitSemaphoresKHR, "clEnqueueWaitSemaphoresKHR", queue, wait_for)
+    def enqueue_wait(self, queue, wait_for=None, event: bool = True) -> cl.Event | None:
+        """``event=False``: the C API's NULL ``event`` argument (an in-order queue orders what follows)."""
+        return self._enqueue(self.ext.clEnqueueWaitSemaphoresKHR, "clEnqueueWaitSemaphoresKHR", queue, wait_for,
+                             event)
 
     def enqueue_signal(self, queue, wait_for=None, event: bool = True) -> cl.Event | None:
         """``event=False``: the C API's NULL ``event`` argument (nothing waits on the signal itself)."""

@@ -78,6 +78,7 @@ class FrameScheduler:
         # mode has no CPU wait per frame: at most ``frames_in_flight`` of them (1: each frame waits
         # for the one before)
         self.frames_in_flight = max(1, int(frames_in_flight))
+        self._in_flight_wait = f"{self.frames_in_flight} frames in flight"  # the wait's name on a record
         self._in_flight: collections.deque = collections.deque()
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
@@ -233,14 +234,14 @@ class FrameScheduler:
         while len(self._in_flight) >= self.frames_in_flight:
             release, fence = self._in_flight.popleft()
             t0 = ns()
-            if release is not None:
-                release.wait()
+            if release is not None and event_info().status(release.int_ptr) != CL_COMPLETE:
+                release.wait()  # (asked first: a frame that far back has usually completed)
             try:
                 status = self._client_wait(fence, GL.GL_SYNC_FLUSH_COMMANDS_BIT, GL_TIMEOUT_NS)
             finally:
                 self._delete_sync(fence)
             t1 = ns()
-            rec.waits.append((f"{self.frames_in_flight} frames in flight", t0, t1))
+            rec.waits.append((self._in_flight_wait, t0, t1))
             if status not in (GL.GL_ALREADY_SIGNALED, GL.GL_CONDITION_SATISFIED):
                 # GL_TIMEOUT_EXPIRED: the fence of an earlier frame's draw did not signal in
                 # GL_TIMEOUT_NS; GL_WAIT_FAILED: an error (OpenGL 4.6 section 4.1.1, ClientWaitSync)

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 import pyopencl as cl
 
 from app.validate.findings import KHR_RUNTIME, UNDEFINED, Source
-from app.validate.liveness import REGISTRY, ObjectRegistry
+from app.validate.liveness import REGISTRY, ObjectRegistry, handle_of
 from app.validate.spec import NULL, Rule, check_wait_list, rule_error
 
 SECTION = ("5.13.6", "Waiting On and Signaling Semaphores")
@@ -74,6 +74,7 @@ class SemaphoreValidator:
         self.checked = 0
         self.refused = 0
         self._known_queue: tuple | None = None  # (queue, its context handle)
+        self._accepted: tuple = ()  # (registry generation, queue, semaphores and handles) last accepted
 
     def check(self, call: str, queue: Any, num_semas: int, sema_objects: list | None,
               num_events: int, event_wait_list: list | None, event_out: Any = NULL) -> str:
@@ -95,18 +96,25 @@ class SemaphoreValidator:
                        f"num_sema_objects is {num_semas} but the list holds {len(sema_objects)}")
         semas = sema_objects[:num_semas]
         registry = self.registry
-        for s in semas:
-            e = registry.entry(s)
-            if e is None or e.kind != "semaphore":
-                self._fail("invalid_semaphore", call, registry.why_not_live(s))
-        queue_ctx = self._queue_context(queue)
-        for s in semas:
-            ctx = registry.entry(s).context
-            if ctx and ctx != queue_ctx:
-                self._fail("semaphore_other_context", call, "the semaphore belongs to another context than the queue")
-        if queue_ctx != self.sharing_context.int_ptr:
-            # the queue's context is another than the semaphores' (they were made in sharing_context)
-            self._fail("semaphore_other_context", call, "the queue belongs to another context")
+        # the semaphores and the queue as they were last accepted, while no object was created or
+        # released since (the registry's generation) and each semaphore still holds the handle it
+        # had: the verdict on them is the same, asked every frame of the same pair
+        key = (registry.generation, queue, tuple((s, handle_of(s)) for s in semas))  # held: no id reused
+        if key != self._accepted:
+            for s in semas:
+                e = registry.entry(s)
+                if e is None or e.kind != "semaphore":
+                    self._fail("invalid_semaphore", call, registry.why_not_live(s))
+            queue_ctx = self._queue_context(queue)
+            for s in semas:
+                ctx = registry.entry(s).context
+                if ctx and ctx != queue_ctx:
+                    self._fail("semaphore_other_context", call,
+                               "the semaphore belongs to another context than the queue")
+            if queue_ctx != self.sharing_context.int_ptr:
+                # the queue's context is another than the semaphores' (they were made in sharing_context)
+                self._fail("semaphore_other_context", call, "the queue belongs to another context")
+            self._accepted = key
         check_wait_list(self, call, num_events, event_wait_list, failed_events=True)
         return "CL_SUCCESS"
 

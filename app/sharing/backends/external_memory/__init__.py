@@ -551,7 +551,10 @@ class SemaphoreSync(SyncMode):
             self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
             self._flush()
         self._check("wait", queue, self._gl_done_list, None)  # cl_khr_semaphore's rules, before the driver
-        return [self.gl_done_cl.enqueue_wait(queue)]
+        # the wait is a command of the backend's in-order queue: the acquire enqueued next runs after
+        # it completes, so it needs no event of its own in the acquire's wait list
+        self.gl_done_cl.enqueue_wait(queue, event=False)
+        return []
 
     def after_release(self, queue, release_event, waits) -> None:
         wait_for = [release_event] if release_event is not None else None

@@ -54,15 +54,19 @@ def test_complete_after_a_whole_import_is_the_same_package():
 
 
 def test_headless_run_marks_and_imports(tmp_path):
-    """A headless run with the panel: every start-up mark, in order, and no GLFW imported."""
+    """A headless run with the panel: every start-up mark, in order, no GLFW imported, nor the
+    parts of tabs not shown (app/ui/model_tabs.py), which app.ui.model still names."""
     report = tmp_path / "r.json"
     res = _python(
         "import sys\n"
         "from app.cli import main\n"
         f"rc = main(['run', '--headless', '--frames', '2', '--quiet', '--report', {str(report)!r}])\n"
-        "print(rc, 'glfw' in sys.modules, 'imgui_bundle.immapp' in sys.modules)\n")
+        "print(rc, 'glfw' in sys.modules, 'imgui_bundle.immapp' in sys.modules, 'app.ui.model_tabs' in sys.modules)\n"
+        "from app.ui import model, model_tabs\n"
+        "print(all(getattr(model, n) is getattr(model_tabs, n) for n in model.TAB_PARTS))\n")
     assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines()[-1].split() == ["0", "False", "False"]
+    assert res.stdout.splitlines()[-2].split() == ["0", "False", "False", "False"]  # the tabs' parts: not yet
+    assert res.stdout.splitlines()[-1] == "True"
     marks = json.loads(report.read_text())["startup_ms"]
     assert list(marks) == ["run_started", "session_built", "ui_ready", "first_frame_presented"]
     values = list(marks.values())

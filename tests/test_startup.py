@@ -54,16 +54,123 @@ def test_complete_after_a_whole_import_is_the_same_package():
 
 
 def test_headless_run_marks_and_imports(tmp_path):
-    """A headless run with the panel: every start-up mark, in order, and no GLFW imported."""
+    """A headless run with the panel: every start-up mark, in order, no GLFW imported, nor the
+    parts of tabs not shown (app/ui/model_tabs.py), which app.ui.model still names."""
     report = tmp_path / "r.json"
     res = _python(
         "import sys\n"
         "from app.cli import main\n"
         f"rc = main(['run', '--headless', '--frames', '2', '--quiet', '--report', {str(report)!r}])\n"
-        "print(rc, 'glfw' in sys.modules, 'imgui_bundle.immapp' in sys.modules)\n")
+        "print(rc, 'glfw' in sys.modules, 'imgui_bundle.immapp' in sys.modules, 'app.ui.model_tabs' in sys.modules)\n"
+        "from app.ui import model, model_tabs\n"
+        "print(all(getattr(model, n) is getattr(model_tabs, n) for n in model.TAB_PARTS))\n")
     assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines()[-1].split() == ["0", "False", "False"]
+    assert res.stdout.splitlines()[-2].split() == ["0", "False", "False", "False"]  # the tabs' parts: not yet
+    assert res.stdout.splitlines()[-1] == "True"
     marks = json.loads(report.read_text())["startup_ms"]
     assert list(marks) == ["run_started", "session_built", "ui_ready", "first_frame_presented"]
     values = list(marks.values())
     assert values == sorted(values) and values[0] > 0
+
+
+def test_start_up_collector_off_then_frozen_and_on():
+    """The imports run without the cyclic collector; what they made is frozen, then it is on again.
+    A collector that was off stays off, nothing frozen."""
+    res = _python(
+        "import gc\n"
+        "from app.commands.run import _start_up_collector\n"
+        "gc.disable()\n"
+        "with _start_up_collector():\n"
+        "    inside_off = gc.isenabled()\n"
+        "print(gc.isenabled(), gc.get_freeze_count())\n"
+        "gc.enable()\n"
+        "with _start_up_collector():\n"
+        "    inside = gc.isenabled()\n"
+        "print(inside, gc.isenabled(), gc.get_freeze_count() > 0)\n")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["False", "0", "False", "True", "True"]
+
+
+def test_run_freezes_the_imports_never_the_session(tmp_path):
+    """``glshare run``: the session (its backend, scene and CL objects) is built after the freeze,
+    so the collector still sees it (a switch's and the teardown's gc.collect() find its cycles)."""
+    report = tmp_path / "r.json"
+    res = _python(
+        "import gc, json\n"
+        "import app.session.session as S\n"
+        "seen = {}\n"
+        "orig = S.Session.__exit__\n"
+        "def exit_(self, *exc):\n"
+        "    ids = {id(o) for o in gc.get_objects()}\n"
+        "    seen.update(enabled=gc.isenabled(), frozen=gc.get_freeze_count() > 0, session=id(self) in ids,\n"
+        "                backend=id(self.backend) in ids, scene=id(self.scene) in ids,\n"
+        "                context=id(self.backend.context) in ids)\n"
+        "    return orig(self, *exc)\n"
+        "S.Session.__exit__ = exit_\n"
+        "from app.cli import main\n"
+        f"rc = main(['run', '--headless', '--frames', '1', '--quiet', '--report', {str(report)!r}])\n"
+        "print(rc, json.dumps(seen, sort_keys=True))\n")
+    assert res.returncode == 0, res.stderr
+    rc, seen = res.stdout.splitlines()[-1].split(" ", 1)
+    assert rc == "0"
+    assert json.loads(seen) == {"backend": True, "context": True, "enabled": True, "frozen": True, "scene": True,
+                                "session": True}
+
+
+def test_drivers_loaded_beside_the_panel_import_are_the_same_devices():
+    """``load_drivers`` (ctypes, in a thread beside ImGui's import) leaves the ICD loader with the
+    platforms pyopencl then lists: the device chosen and every device listed are the same as without."""
+    code = (
+        "import os\n"
+        "os.environ['PYOPENGL_PLATFORM'] = 'egl'\n"
+        "from app.cl.device import all_devices, describe_devices, load_drivers, select_device\n"
+        "{pre}"
+        "print(select_device(None).label, '|', describe_devices(all_devices()))\n")
+    plain = _python(code.format(pre=""))
+    loaded = _python(code.format(pre="assert load_drivers() is True\n"))
+    assert plain.returncode == 0 and loaded.returncode == 0, plain.stderr + loaded.stderr
+    assert loaded.stdout == plain.stdout and plain.stdout.strip()
+
+
+def test_mapped_library_names_only_what_is_mapped():
+    res = _python(
+        "import pyopencl\n"
+        "from app.cl.device import _mapped_library\n"
+        "path = _mapped_library('libOpenCL')\n"
+        "print(path is not None and os.path.isfile(path), _mapped_library('libglshare-nothing'))\n".replace(
+            "import pyopencl", "import os, pyopencl"))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["True", "None"]
+
+
+def test_map_native_then_the_light_import():
+    """ImGui's library mapped first (nothing of it run), then the light import as before; once the
+    package is imported there is nothing to map."""
+    res = _python(
+        "import sys\n"
+        "from app.ui import bundle\n"
+        "first = bundle.map_native()\n"
+        "assert 'imgui_bundle' not in sys.modules\n"
+        "from app.ui.bundle import imgui\n"
+        "ctx = imgui.create_context(); imgui.destroy_context(ctx)\n"
+        "print(first, bundle.map_native(), 'glfw' in sys.modules, 'imgui_bundle.immapp' in sys.modules)\n")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["True", "False", "False", "False"]
+
+
+def test_egl_display_initialized_ahead_then_the_surface():
+    """The display initialized through ctypes (a thread's work at start-up) is the one the surface
+    then opens, on the same platform; a platform it does not pre-initialize is left alone."""
+    res = _python(
+        "import os\n"
+        "os.environ['PYOPENGL_PLATFORM'] = 'egl'\n"
+        "from app.window.egl_headless import EglSurface, initialize_display\n"
+        "name = EglSurface._candidates()[0]\n"
+        "ok = initialize_display(name)\n"
+        "s = EglSurface((32, 16))\n"
+        "print(name, ok, s.egl_platform == name, s.framebuffer_size, initialize_display('device'))\n"
+        "s.close()\n")
+    assert res.returncode == 0, res.stderr
+    name, ok, same, *rest = res.stdout.split()
+    assert same == "True" and rest == ["(32,", "16)", "False"]
+    assert ok == ("True" if name in ("surfaceless", "default") else "False")

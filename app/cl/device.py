@@ -57,6 +57,48 @@ def all_devices(problems: list[str] | None = None) -> list[DeviceChoice]:
     return out
 
 
+def _mapped_library(prefix: str) -> str | None:
+    """The path of the shared library named ``prefix``... that this process has mapped, or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").partition("/")[2]
+                if path and os.path.basename(path).startswith(prefix):
+                    return "/" + path
+    except OSError:
+        pass
+    return None
+
+
+def load_drivers() -> bool:
+    """Have the OpenCL ICD loader that pyopencl uses load every platform's driver and list each
+    platform's devices, through ctypes (whose calls let the GIL go): a thread's work, beside the
+    imports (app/commands/run.py). pyopencl's own clGetPlatformIDs then gets the platforms the
+    loader keeps, already loaded. Returns whether the loader was found and asked; errors are not
+    raised here (``select_device`` meets them again and reports them)."""
+    import ctypes
+
+    path = _mapped_library("libOpenCL")  # the loader pyopencl's module was linked with
+    if path is None:
+        return False
+    try:
+        lib = ctypes.CDLL(path)
+        count = ctypes.c_uint32()
+        if lib.clGetPlatformIDs(0, None, ctypes.byref(count)) != 0 or not count.value:
+            return True
+        platforms = (ctypes.c_void_p * count.value)()
+        if lib.clGetPlatformIDs(count.value, platforms, None) != 0:
+            return True
+        lib.clGetDeviceIDs.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
+                                       ctypes.POINTER(ctypes.c_uint32)]
+        for platform in platforms:
+            n = ctypes.c_uint32()
+            lib.clGetDeviceIDs(platform, cl.device_type.ALL, 0, None, ctypes.byref(n))
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
 def pocl_cache_folder() -> str:
     """The kernel cache folder PoCL makes at start-up: $POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl/kcache,
     else $HOME/.cache/pocl/kcache (PoCL's pocl_cache_init_topdir)."""

@@ -5,6 +5,8 @@ the CL device selector (and that it names a device), every output path.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
 from pathlib import Path
 
@@ -13,7 +15,42 @@ from app.errors import UsageError
 from app.outputs import check_outputs
 
 
+@contextlib.contextmanager
+def _start_up_collector():
+    """The cyclic garbage collector is off while ``glshare run`` imports its modules (hundreds of
+    thousands of objects: numpy, pyopencl, PyOpenGL, ImGui; on the 2-core CPU machine the
+    collections they set off took ~40 ms before the first frame, and the teardown's full
+    collection went through all of them again), then what was made until then (modules, classes,
+    functions: it lives as long as the process) goes to the collector's permanent generation
+    (``gc.freeze``) and the collector is on again. No CL or GL object of the session exists yet:
+    every one is made after this and collected as before (a switch's and the teardown's
+    ``gc.collect()`` find their cycles). Reference counting frees objects as always; only the
+    cyclic garbage the imports left stays. A collector that was off stays off, nothing frozen."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.freeze()
+            gc.enable()
+
+
 def main(args) -> int:
+    with _start_up_collector():
+        cfg = _config(args)
+    from app.session.loop import run
+
+    _, stop, failed = run(cfg, said=_say_outputs)  # said also when the loop raised, before its error
+    if stop.exit_code:
+        error = "error: " if stop.how in ("strict", "fault", "error") else ""
+        print(f"glshare: {error}{stop.message or stop.how} (stopped at frame {stop.frame})", file=sys.stderr)
+    return stop.exit_code or (1 if failed else 0)
+
+
+def _config(args) -> RunConfig:
+    """The run's configuration, every option and output checked; the modules of the run's first
+    frame imported (headless, the panel's too) and the OpenCL drivers loaded."""
     from app.window import has_display, select_platform
 
     headless = args.headless
@@ -70,14 +107,46 @@ def main(args) -> int:
                     round_points=bool(getattr(args, "round_points", False)), filter=getattr(args, "filter", "sobel"),
                     blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
-    select_device(cfg.cl_device)  # a device that exists, before the window opens
-    from app.session.loop import run
+    import app.session.loop  # noqa: F401 - imported here, under the start-up collector's rule
 
-    _, stop, failed = run(cfg, said=_say_outputs)  # said also when the loop raised, before its error
-    if stop.exit_code:
-        error = "error: " if stop.how in ("strict", "fault", "error") else ""
-        print(f"glshare: {error}{stop.message or stop.how} (stopped at frame {stop.frame})", file=sys.stderr)
-    return stop.exit_code or (1 if failed else 0)
+    if cfg.overlay and headless:
+        # in a window the panel's modules are imported after the window exists (UiHost), as they
+        # were: imported before it, the panel was not drawn at all (Xvfb, test_window_panel_screenshot)
+        _import_panel_beside_drivers()
+    select_device(cfg.cl_device)  # a device that exists, before the window opens
+    return cfg
+
+
+def _import_panel_beside_drivers() -> None:
+    """Headless: import the panel's modules (UiHost imports them at the UI's set-up otherwise)
+    while a thread loads the OpenCL drivers (``load_drivers``: ctypes calls, which let the GIL go)
+    and initializes the EGL display the surface will open (Mesa loads its driver). On the 2-core
+    CPU machine the two are ~90 ms (ImGui's native module: its bindings registered in one C call
+    that holds the GIL; the panel's modules) and ~50 + ~6 ms (the ICD loader loading PoCL, Intel's
+    runtime where it is installed, and LLVM; Mesa's driver) of CPU work, which overlap. ImGui's library is mapped before the thread starts (``map_native``): its import then waits on
+    no ``dlopen`` of the drivers' libraries. Whatever the thread met, ``select_device`` (after
+    this) meets again and reports: the ICD loader keeps the platforms it found."""
+    import threading
+
+    from app.cl.device import load_drivers
+    from app.ui.bundle import map_native
+    from app.window.egl_headless import EglSurface, initialize_display
+
+    display = EglSurface._candidates()[0]
+
+    def drivers() -> None:
+        load_drivers()
+        initialize_display(display)
+
+    map_native()
+    thread = threading.Thread(target=drivers, name="glshare drivers", daemon=True)
+    thread.start()
+    try:
+        import app.ui.host  # noqa: F401 - ImGui's native module, app.ui.bundle, the layer
+        import app.ui.model  # noqa: F401
+        import app.ui.panel  # noqa: F401
+    finally:
+        thread.join()
 
 
 def _say_outputs(written: dict, failed: list) -> None:

@@ -38,6 +38,32 @@ def _publish(pkg: ModuleType, name: str, module: ModuleType) -> None:
         setattr(pkg, name, module)
 
 
+def map_native() -> bool:
+    """Map the native module's library (``dlopen`` with the flags an import uses, nothing of it
+    run), so that its import afterwards only initialises it: app/commands/run.py does this before
+    a thread starts loading the OpenCL drivers, whose ``dlopen`` calls would hold the dynamic
+    loader's lock while the import needs it. Returns whether it was mapped (False: not found,
+    or the package already imported; the import does everything then, as it would anyway)."""
+    import ctypes
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    if f"{NAME}._imgui_bundle" in sys.modules:
+        return False
+    spec = importlib.util.find_spec(NAME) if NAME not in sys.modules else None
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    for folder in spec.submodule_search_locations:
+        for suffix in EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_imgui_bundle" + suffix)
+            if os.path.isfile(path):
+                try:
+                    ctypes.CDLL(path, mode=sys.getdlopenflags())
+                except OSError:
+                    return False
+                return True
+    return False
+
+
 def _light() -> ModuleType:
     """The package module, registered but not executed, with imgui and implot published."""
     spec = importlib.util.find_spec(NAME)

@@ -29,7 +29,8 @@ from app.ui import legend
 
 if TYPE_CHECKING:
     from app.schedule.teach import TeachingView
-    from app.session.views import CapsView, Choice, DemoView, StopView
+    from app.session.views import Choice, StopView
+    from app.ui.model_tabs import CapsPart, HandleRow, LabPart, LabResults  # imported when their tab is shown
 
 SERIES = PHASES + ("panel", "frame")  # what the timing plot shows, in ms
 HISTORY = 240  # frames kept for median / p95
@@ -252,116 +253,6 @@ class ControlsPart:
     trace_path: str  # the absolute path of the last trace written, or ""
     trace_error: str
     options: tuple[OptionRow, ...] = ()  # the scene's own options, drawn below the controls
-
-
-@dataclass(frozen=True, slots=True)
-class HandleRow:
-    hex: str
-    name: str
-    nt_handle: bool
-    owns_reference: bool
-    who_closes: str
-    handle_valid_until: str  # how long the handle (fd, NT handle) may be used
-    memory_lives_until: str  # how long the memory behind it lives (who holds references)
-    rule: str
-    glshare: str
-
-
-@dataclass(frozen=True, slots=True)
-class Lifetime:
-    exporter_released: bool
-    holders: str
-    fds_closed: object
-    cl_took_fd_ownership: object
-    open_fds: object
-    display_paths: tuple[tuple[str, str], ...]
-    gpu_bytes_copied: object = None  # bytes copied on the GPU (a texture's packing), this set-up
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryPart:
-    handle_types: tuple[HandleRow, ...]
-    import_types: tuple[str, ...]
-    lifetime: Lifetime | None
-    kmt_note: str
-    unavailable: str
-
-
-@dataclass(frozen=True, slots=True)
-class CapsPart:
-    caps: CapsView
-    clock: ClockInfo
-    gl_timer: str  # how GL passes are timed ("every frame", "one frame in 8", why off)
-    panel_refresh: str
-    memory: MemoryPart | None
-
-
-@dataclass(frozen=True, slots=True)
-class LabCase:
-    family: str  # the call family: gl_sharing, external_memory, semaphore
-    case: str
-    call: str
-    what: str
-    note: str
-    spec_codes: tuple[str, ...]  # every code the spec allows here (more than one: no precedence given)
-    section: str
-    quote: str
-    deviation: str  # where glshare answers otherwise on purpose, and why
-    validator_agrees: bool
-    validator_code: str
-    driver_called: bool
-    driver_differs: bool
-    driver_code: str
-    driver_note: str
-    disagreements: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class LabHazard:
-    case: str
-    kind: str  # "spec" (a spec violation) or "advice" (glshare's)
-    flagged: bool
-    ok: bool
-    spec: str
-
-
-@dataclass(frozen=True, slots=True)
-class LabResults:
-    implementation: str
-    backend: str
-    driver_policy: tuple[tuple[str, str], ...]  # (family, why the driver is or is not called)
-    cases: tuple[LabCase, ...]
-    hazards: tuple[LabHazard, ...]
-    agree: int
-    n_cases: int
-    hazards_ok: int
-    n_hazards: int
-    ok: bool
-
-    @classmethod
-    def of(cls, r: Mapping) -> "LabResults":
-        """From the error lab's result (``app/lab/lab.py``: ``run_lab``)."""
-        s = r["summary"]
-        cases = tuple(LabCase(
-            c["family"], c["case"], c["call"], c["what"], c["note"], tuple(str(x) for x in c["spec_codes"]),
-            c["section"], c["quote"], c["deviation"], bool(c["validator_agrees"]),
-            str(c["validator_code"] or "refused without a code"), bool(c["driver_called"]),
-            bool(c["driver_differs"]), str(c["driver_code"]), c["driver_note"], tuple(c["disagreements"]))
-            for c in r["cases"])
-        hazards = tuple(LabHazard(h["case"], h["kind"], bool(h["flagged"]), bool(h["ok"]), h["spec"])
-                        for h in r["hazards"])
-        return cls(r["implementation"], r["backend"], tuple(r["driver_policy"].items()), cases, hazards,
-                   int(s["validator_agrees"]), int(s["cases"]), int(s["hazards_ok"]), int(s["hazards"]), bool(s["ok"]))
-
-
-@dataclass(frozen=True, slots=True)
-class LabPart:
-    backend: str
-    strict: bool
-    status: str
-    demos: tuple[DemoView, ...]
-    hazard_counts: tuple[tuple[str, int], ...]  # flags per case since the last clear
-    results: LabResults | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -673,21 +564,6 @@ def _find(records, index: int):
     return None
 
 
-def _lifetime(life: Mapping | None) -> Lifetime | None:
-    """The backend's payload lifetime (SharingBackend.memory_tab), read at each view: its counters move."""
-    if not life:
-        return None
-    return Lifetime(bool(life.get("exporter_released")), str(life.get("holders", "")), life.get("fds_closed"),
-                    life.get("cl_took_fd_ownership"), life.get("open_fds"),
-                    tuple((life.get("display_paths") or {}).items()), life.get("gpu_bytes_copied"))
-
-
-def _handle_rows(mem: Mapping) -> tuple[HandleRow, ...]:
-    return tuple(HandleRow(h["hex"], h["name"], bool(h["nt_handle"]), bool(h["owns_reference"]), h["who_closes"],
-                           h["handle_valid_until"], h["memory_lives_until"], h["rule"], h["glshare"])
-                 for h in mem.get("handle_types", ()))
-
-
 class PanelData:
     """Keeps what the panel shows between redraws; ``update(view)`` returns the PanelModel."""
 
@@ -855,6 +731,8 @@ class PanelData:
         return Owners(rec.index if rec is not None else None, tuple(rows))
 
     def _caps_part(self, view, ui_caps: Mapping) -> CapsPart:
+        from app.ui.model_tabs import CapsPart, MemoryPart, _handle_rows, _lifetime
+
         mem = view.caps.memory
         memory = None
         if mem:
@@ -867,6 +745,8 @@ class PanelData:
                         str(ui_caps.get("panel_refresh", "")), memory)
 
     def _lab_part(self, view, lab: Mapping | None) -> LabPart:
+        from app.ui.model_tabs import LabPart, LabResults
+
         if lab is not None and id(lab) != self._lab_key:
             self._lab, self._lab_key = LabResults.of(lab), id(lab)
         counts = tuple(sorted((k, v - self._hazard_base.get(k, 0)) for k, v in view.hazard_counts.items()
@@ -912,6 +792,20 @@ class PanelData:
             errors=self.errors.part(), hazards=self.hazards.part(), controls=controls,
             caps=self._caps_part(view, ui_caps or {}) if tab in ("caps", "memory") else None,
             teaching=view.teaching, lab=self._lab_part(view, lab) if tab == "lab" else None)
+
+
+TAB_PARTS = ("HandleRow", "Lifetime", "MemoryPart", "CapsPart", "LabCase", "LabHazard", "LabResults", "LabPart")
+
+
+def __getattr__(name: str):
+    """The Caps, Memory and Lab tabs' parts live in ``app/ui/model_tabs.py`` (imported when one of
+    those tabs is first shown: 8 frozen dataclasses, ~8 ms of start-up on the 2-core CPU machine);
+    ``app.ui.model.LabPart`` and the others still name them."""
+    if name in TAB_PARTS:
+        from app.ui import model_tabs
+
+        return getattr(model_tabs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def empty_model(error: str = "") -> PanelModel:

@@ -31,6 +31,36 @@ def _ptr_value(p) -> int:
     return ctypes.cast(p, ctypes.c_void_p).value or 0
 
 
+def initialize_display(name: str) -> bool:
+    """``eglInitialize`` the display of platform ``name`` (one of ``EglSurface._candidates()``:
+    "surfaceless" or "default"; the device platform needs its device query first: not done here)
+    through plain ctypes calls, which let the GIL go: a thread's work beside the imports
+    (app/commands/run.py). Mesa loads its driver there; ``EglSurface`` gets the same display later
+    and finds it initialized (EGL: initializing an initialized display does nothing more). Errors
+    are not raised (the surface meets them again and says so); returns whether it was initialized."""
+    from OpenGL import platform
+
+    lib = platform.PLATFORM.EGL
+    vp = ctypes.c_void_p
+    try:
+        if name == "default":
+            dpy = ctypes.CFUNCTYPE(vp, vp)(("eglGetDisplay", lib))(None)
+        elif name == "surfaceless":
+            address = ctypes.CFUNCTYPE(vp, ctypes.c_char_p)(("eglGetProcAddress", lib))(b"eglGetPlatformDisplayEXT")
+            if not address:
+                return False
+            dpy = ctypes.CFUNCTYPE(vp, ctypes.c_uint32, vp, vp)(address)(EGL_PLATFORM_SURFACELESS_MESA, None, None)
+        else:
+            return False
+        if not dpy:
+            return False
+        major, minor = ctypes.c_int32(), ctypes.c_int32()
+        init = ctypes.CFUNCTYPE(ctypes.c_uint32, vp, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32))
+        return bool(init(("eglInitialize", lib))(dpy, ctypes.byref(major), ctypes.byref(minor)))
+    except (OSError, AttributeError):
+        return False
+
+
 class EglSurface:
     """An EGL GL context and an RGBA8 + depth FBO of the requested size."""
 

@@ -248,15 +248,22 @@ _SCALAR_CTYPES = {np.float32: ctypes.c_float, np.int32: ctypes.c_int32, np.uint3
                   np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.float64: ctypes.c_double}
 
 
-def set_kernel_arg(kernel_ptr: int, index: int, value) -> bool:
+def set_kernel_arg(kernel_ptr: int, index: int, value, buffers: dict | None = None) -> bool:
     """clSetKernelArg straight through ctypes for a numpy scalar or a memory object (one call, no
     per-call type inference); False for any other value, which the caller hands to pyopencl.
-    Raises a pyopencl-style error (``cl.LogicError`` with the CL status) on a failure."""
+    ``buffers`` ({index: (C value, reference)}): a scalar argument's C value kept and reused from
+    call to call. Raises a pyopencl-style error (``cl.LogicError`` with the CL status) on a failure."""
     set_arg = _core_calls()[0]
     ctype = _SCALAR_CTYPES.get(type(value))
     if ctype is not None:
-        arg = ctype(value)
-        err = set_arg(kernel_ptr, index, ctypes.sizeof(ctype), ctypes.byref(arg))
+        kept = buffers.get(index) if buffers is not None else None
+        if kept is None or type(kept[0]) is not ctype:
+            arg = ctype()
+            kept = (arg, ctypes.byref(arg))
+            if buffers is not None:
+                buffers[index] = kept
+        kept[0].value = value
+        err = set_arg(kernel_ptr, index, ctypes.sizeof(ctype), kept[1])
     elif isinstance(value, cl.MemoryObjectHolder):
         arg = vp(value.int_ptr)
         err = set_arg(kernel_ptr, index, ctypes.sizeof(vp), ctypes.byref(arg))

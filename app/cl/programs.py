@@ -44,11 +44,13 @@ class RecordingKernel(cl.Kernel):
         self.args: dict[int, object] = {}
         self._ptr = self.int_ptr
         self._enqueue = NDRangeCall()
+        self._buffers: dict = {}  # argument index -> (C value, its reference) of a scalar argument
 
     def set_arg(self, index: int, value) -> None:
         """A numpy scalar or a memory object goes straight to clSetKernelArg (app/cl/ext.py: a
-        frame sets its changing scalars this way); anything else through pyopencl."""
-        if not set_kernel_arg(self._ptr, index, value):
+        frame sets its changing scalars this way, into a C buffer kept per argument); anything
+        else through pyopencl."""
+        if not set_kernel_arg(self._ptr, index, value, self._buffers):
             super().set_arg(index, value)
         self.args[index] = value
 

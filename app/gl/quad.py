@@ -41,9 +41,11 @@ class _Quad:
             uniforms()
         g["glBindVertexArray"](self.vao.name)
         g["glDrawArrays"](GL.GL_TRIANGLE_STRIP, 0, 4)
+        # the vertex array is unbound (a buffer bound to GL_ELEMENT_ARRAY_BUFFER later would change
+        # it); the program and the texture stay bound: whoever draws next binds its own (the panel's
+        # renderer saves and restores them), and every frame on a GPU the two calls cost more than
+        # they guard
         g["glBindVertexArray"](0)
-        g["glBindTexture"](target, 0)
-        g["glUseProgram"](0)
 
     def release(self) -> None:
         """Idempotent."""

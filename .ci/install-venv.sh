@@ -17,6 +17,17 @@ elif ! "$py" -c "import pyopencl, sys; sys.exit(0 if pyopencl.have_gl() else 1)"
   PYOPENCL_ENABLE_GL=1 pip_q install -q --no-binary pyopencl --force-reinstall --no-deps pyopencl
 fi
 pip_q install -q -e ".[dev,vulkan]"
+# setuptools' editable finder (the __editable__ .pth) imports pathlib, re and fnmatch at every
+# interpreter start, ~15-20 ms of glshare's start-up on the 2-core machine (python -X importtime);
+# for this flat layout a path entry to the project's root finds the same package: the .pth is
+# rewritten to one (pip writes its finder again at the next install, and this line follows it)
+"$py" - "$(pwd)" <<'PY'
+import pathlib, sys, sysconfig
+
+site = pathlib.Path(sysconfig.get_paths()["purelib"])
+for pth in site.glob("__editable__.glshare-*.pth"):
+    pth.write_text(sys.argv[1] + "\n")
+PY
 "$py" -c "import pyopencl; assert pyopencl.have_gl(), 'pyopencl was built without GL'"
 
 # A second CPU OpenCL implementation, for the tests that run on every implementation present:
@@ -51,21 +62,29 @@ Runs when this environment's Python starts (glshare_opencl_icd.pth), before anyt
 links each /etc/OpenCL/vendors/*.icd into {vendors} (which holds intel-cpu.icd) and points
 OCL_ICD_VENDORS there, unless OCL_ICD_VENDORS names another folder already.
 """
-import glob
 import os
 
 VENDORS = {str(vendors)!r}
+SYSTEM = "/etc/OpenCL/vendors"
+
+
+def _icds(folder):
+    """The .icd files of ``folder`` (os.listdir: glob would import re and fnmatch at every start)."""
+    try:
+        return [os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".icd")]
+    except OSError:
+        return []
 
 
 def _register():
     if os.environ.get("OCL_ICD_VENDORS", VENDORS) != VENDORS or not os.path.isdir(VENDORS):
         return
     try:
-        for path in glob.glob("/etc/OpenCL/vendors/*.icd"):
+        for path in _icds(SYSTEM):
             link = os.path.join(VENDORS, os.path.basename(path))
             if not os.path.lexists(link):
                 os.symlink(path, link)
-        for link in glob.glob(os.path.join(VENDORS, "*.icd")):
+        for link in _icds(VENDORS):
             if os.path.islink(link) and not os.path.exists(link):
                 os.unlink(link)
     except OSError:

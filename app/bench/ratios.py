@@ -322,10 +322,16 @@ class SemaphoreVsFinish(Ratio):
                         {"medians": [_median(ext, "frame_ms"), _median(sem, "frame_ms")]})
 
 
-def _semaphore_cells(run: Run) -> list[dict]:
-    """external_memory's semaphore cells of the image scene at 64 MiB, one per frames-in-flight depth."""
-    return [c for c in run.at_zero_copy if c["backend"] == "external_memory" and c["sync"] == "semaphore"
-            and c["scene"] == "image" and c.get("throughput_ms")]
+def _semaphore_cells(run: Run, with_bare: bool = False) -> list[dict] | str:
+    """external_memory's semaphore cells of the image scene at 64 MiB, one per frames-in-flight depth
+    (``with_bare``: those measured beside their bare loop), or why there are none."""
+    if "external_memory" not in run.backends:
+        return NO_EXTERNAL_MEMORY
+    cells = [c for c in run.at_zero_copy if c["backend"] == "external_memory" and c["sync"] == "semaphore"
+             and c["scene"] == "image" and c.get("throughput_ms") and (c.get("bare_throughput_ms") or not with_bare)]
+    if not cells:
+        return "no external_memory x semaphore image cell at 64 MiB" + (" with its bare loop" if with_bare else "")
+    return cells
 
 
 class SemaphoreFrameMs(Ratio):
@@ -337,11 +343,9 @@ class SemaphoreFrameMs(Ratio):
             "idle to idle), at the frames-in-flight depth that sustained the shortest frame")
 
     def measure(self, run: Run) -> Measured | str:
-        if "external_memory" not in run.backends:
-            return NO_EXTERNAL_MEMORY
         cells = _semaphore_cells(run)
-        if not cells:
-            return "no external_memory x semaphore image cell at 64 MiB"
+        if isinstance(cells, str):
+            return cells
         best = min(cells, key=_sustained)
         by = {str(c.get("frames_in_flight")): {"glshare_ms": _sustained(c), "bare_ms": c.get("bare_throughput_ms"),
                                                "copies": c.get("copies")} for c in cells}
@@ -356,11 +360,9 @@ class SemaphoreOverhead(Ratio):
             "external_memory_semaphore_frame_ms")
 
     def measure(self, run: Run) -> Measured | str:
-        if "external_memory" not in run.backends:
-            return NO_EXTERNAL_MEMORY
-        cells = [c for c in _semaphore_cells(run) if c.get("bare_throughput_ms")]
-        if not cells:
-            return "no external_memory x semaphore image cell at 64 MiB with its bare loop"
+        cells = _semaphore_cells(run, with_bare=True)
+        if isinstance(cells, str):
+            return cells
         best = min(cells, key=_sustained)
         return Measured(_sustained(best) / best["bare_throughput_ms"],
                         f"image {best['size']}, semaphore, {best.get('frames_in_flight')} frames in flight",

@@ -87,3 +87,21 @@ def test_event_queries_through_ctypes_match_pyopencl(cl_ctx):
     with pytest.raises(cl.Error) as exc:
         info.profile(unprofiled.int_ptr)
     assert exc.value.code == -7
+
+
+def test_flush_through_ctypes_flushes_and_says_a_refusal(cl_ctx):
+    """app/cl/ext.flush (the semaphore frame's clFlush): a live queue is flushed; a NULL queue is the
+    driver's CL_INVALID_COMMAND_QUEUE raised as a pyopencl error, as queue.flush() would raise."""
+    import pyopencl as cl
+
+    from app.cl.ext import flush
+
+    _, queue = cl_ctx
+    flush(queue)  # no error
+
+    class Null:
+        int_ptr = 0
+
+    with pytest.raises(cl.Error) as exc:
+        flush(Null())
+    assert exc.value.code == -36

@@ -171,11 +171,18 @@ class MemObjectsCall:
 
 
 @lru_cache(maxsize=1)
-def queue_flush():
-    """clFlush through ctypes (a frame flushes its queue once or twice)."""
+def _clflush():
     fn = libopencl().clFlush
     fn.restype, fn.argtypes = cl_int, [vp]
     return fn
+
+
+def flush(queue: cl.CommandQueue) -> None:
+    """clFlush through ctypes (a frame flushes its queue once or twice); a refusal raises a
+    pyopencl-style error with the CL status, as ``queue.flush()`` would."""
+    err = _clflush()(queue.int_ptr)
+    if err:
+        _raise(err, "clFlush")
 
 
 @lru_cache(maxsize=1)

@@ -561,8 +561,7 @@ class SemaphoreSync(SyncMode):
         wait_for = [release_event] if release_event is not None else None
         self._check("signal", queue, self._cl_done_list, wait_for)
         self.cl_done_cl.enqueue_signal(queue, wait_for, event=False)  # nothing waits on the signal's own event
-        if clext.queue_flush()(queue.int_ptr):
-            queue.flush()  # the driver refused it through ctypes: pyopencl's call raises its error
+        clext.flush(queue)
         n, bufs = self._buffers()
         self._wait(self.cl_done_gl, n, bufs, 0, None, self._layouts)
 

@@ -147,6 +147,8 @@ def _draw_buffer_texture(surface, viewport=None) -> tuple[np.ndarray, np.ndarray
             if viewport is not None:
                 GL.glViewport(*viewport)
             GL.glDisable(GL.GL_BLEND)
+            GL.glClearColor(0.0, 0.0, 0.0, 1.0)  # the quad clears nothing: what it leaves is this black
+            GL.glClear(GL.GL_COLOR_BUFFER_BIT)
             draw()
             shots.append(surface.read_pixels())
         assert np.array_equal(btex.read(), image)  # read() undoes the pitch
@@ -160,7 +162,8 @@ def _draw_buffer_texture(surface, viewport=None) -> tuple[np.ndarray, np.ndarray
 def test_buffer_texture_quad_draws_pitched_buffer_exactly(gl):
     """Texel (x, y) at y * 256 + x, row 0 on top, drawn 1:1 into the top-left 200x160 of the
     256x256 surface: the pixels equal the pattern exactly (0 LSB: texelFetch does no filtering and
-    RGBA8 -> float -> RGBA8 is exact), and the rest of the surface is the black clear colour."""
+    RGBA8 -> float -> RGBA8 is exact), and the rest of the surface keeps the black it was cleared to
+    (the quad draws inside its viewport only)."""
     from app.diagnostics import live
 
     before = live.snapshot()

@@ -82,6 +82,8 @@ def test_event_queries_through_ctypes_match_pyopencl(cl_ctx):
     assert stamps == tuple(ev.get_profiling_info(p) for p in (cl.profiling_info.QUEUED, cl.profiling_info.SUBMIT,
                                                             cl.profiling_info.START, cl.profiling_info.END))
     assert stamps[0] <= stamps[1] <= stamps[2] <= stamps[3]
+    # without SUBMIT (a run that records no trace): the other three the same, SUBMIT not asked
+    assert info.profile(ev.int_ptr, submit=False) == (stamps[0], None, stamps[2], stamps[3])
     unprofiled = cl.enqueue_fill_buffer(plain, buf, np.uint32(1), 0, 4096)
     unprofiled.wait()
     with pytest.raises(cl.Error) as exc:

@@ -110,11 +110,12 @@ def overhead_alone(rt, reps: int = 200) -> dict:
     events = [done] * 3
 
     info = event_info()
+    submit = rt.session.scheduler.profile_submit
 
     def profile():  # as FrameScheduler.harvest reads them: the newest event's status, then every profile
         if info.status(events[-1].int_ptr) == cl.command_execution_status.COMPLETE:
             for ev in events:
-                info.profile(ev.int_ptr)
+                info.profile(ev.int_ptr, submit)
 
     parts["CL profiling of 3 events"] = _cpu_us(profile, reps)
     timer = rt.session.scheduler.gl_timer

@@ -26,14 +26,15 @@ class _Quad:
         GL.glUseProgram(0)
         # the draw's calls, resolved once (app/gl/raw.py): the render phase checks GL errors once
         self._gl = {name: gl_function(name) for name in (
-            "glClearColor", "glClear", "glUseProgram", "glActiveTexture", "glBindTexture", "glBindVertexArray",
+            "glUseProgram", "glActiveTexture", "glBindTexture", "glBindVertexArray",
             "glDrawArrays", "glUniform2i", "glUniform1i")}
 
     def _draw(self, target: int, texture: int, uniforms=None) -> None:
-        """Clear to black, bind ``texture`` to unit 0 at ``target`` and draw the quad."""
+        """Bind ``texture`` to unit 0 at ``target`` and draw the quad. No clear before it: the quad
+        covers every pixel of the viewport and writes each one (no discard, no blending), so a clear
+        would be overwritten; the bars around an image kept to its size are cleared by
+        ``Session.render_target``."""
         g = self._gl
-        g["glClearColor"](0.0, 0.0, 0.0, 1.0)
-        g["glClear"](GL.GL_COLOR_BUFFER_BIT)
         g["glUseProgram"](self.program.name)
         g["glActiveTexture"](GL.GL_TEXTURE0)
         g["glBindTexture"](target, texture)
@@ -57,7 +58,7 @@ class TexturedQuad(_Quad):
     fragment = "quad.frag"
 
     def draw(self, texture: int) -> None:
-        """Clear to black and draw 2D texture ``texture`` over the whole viewport."""
+        """Draw 2D texture ``texture`` over the whole viewport."""
         self._draw(GL.GL_TEXTURE_2D, texture)
 
 
@@ -73,7 +74,7 @@ class BufferTextureQuad(_Quad):
     _uniforms_set: tuple = ()  # (program, width, height, row length) the program's uniforms hold
 
     def draw(self, texture: GlBufferTexture) -> None:
-        """Clear to black and draw buffer texture ``texture`` over the whole viewport. The uniforms
+        """Draw buffer texture ``texture`` over the whole viewport. The uniforms
         (the image's size and row length) are set where they changed: a program keeps their values,
         and copies of one image in flight share them."""
         key = (self.program.name, texture.width, texture.height, texture.row_length)
@@ -98,7 +99,7 @@ class ImageQuad:
         self._quads: dict[type, _Quad] = {}
 
     def draw(self, texture) -> None:
-        """Clear to black and draw ``texture`` (a GlTexture or GlBufferTexture) over the viewport."""
+        """Draw ``texture`` (a GlTexture or GlBufferTexture) over the viewport."""
         buffer = isinstance(texture, GlBufferTexture)
         kind = BufferTextureQuad if buffer else TexturedQuad
         quad = self._quads.get(kind)

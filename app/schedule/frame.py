@@ -35,7 +35,8 @@ class FrameRecord:
     phases: dict[str, tuple[int, int]] = field(default_factory=dict)  # host (start, end)
     waits: list[tuple[str, int, int]] = field(default_factory=list)  # CPU waits: glFinish, clFinish ...
     events: dict[str, Any] = field(default_factory=dict)  # CL events until their profile is read
-    cl_profile: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # queued, submit, start, end
+    # queued, submit, start, end; submit None where not read (FrameScheduler.profile_submit: --trace reads it)
+    cl_profile: dict[str, tuple[int, int | None, int, int]] = field(default_factory=dict)
     gl_passes: list[tuple[str, int, int]] = field(default_factory=list)  # GL timer queries (GL clock)
     errors: list[ErrorRecord] = field(default_factory=list)
     hazards: list[Any] = field(default_factory=list)

@@ -57,7 +57,8 @@ class FrameScheduler:
     """Runs frames of one scene on one backend with one sync strategy."""
 
     def __init__(self, backend: SharingBackend, scene, sync: SyncMode, *, history: RunHistory | None = None,
-                 strict: bool | str = False, gl_timer_every: int = 1, frames_in_flight: int = 2) -> None:
+                 strict: bool | str = False, gl_timer_every: int = 1, frames_in_flight: int = 2,
+                 profile_submit: bool = True) -> None:
         self.backend, self.scene, self.sync = backend, scene, sync
         self.strict = strict  # which failures of a frame are raised, not only recorded (the property)
         self.history = history if history is not None else RunHistory()
@@ -80,6 +81,17 @@ class FrameScheduler:
         self.frames_in_flight = max(1, int(frames_in_flight))
         self._in_flight_wait = f"{self.frames_in_flight} frames in flight"  # the wait's name on a record
         self._in_flight: collections.deque = collections.deque()
+        # the backend's queue runs its commands in order (no CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE):
+        # OpenCL 3.0, 5.1: "If the CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE property of a command-queue is
+        # not set, the commands enqueued to a command-queue execute in order", so the frame's own
+        # commands on it (acquire -> kernel -> release) need no wait lists between them; a queue
+        # that is not in order gets each command's predecessor in its wait list
+        props = backend.queue.properties
+        self._in_order = not props & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        # whether a GL fence past the frame's draw says the frame's release completed too (GL waited on
+        # the GPU for CL's release, ``SyncMode.gl_waits_for_release``): then the run-ahead bound asks
+        # no CL event's status
+        self._release_in_fence = sync.gl_waits_for_release
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
@@ -87,6 +99,9 @@ class FrameScheduler:
         # asks, ``harvest()``): one frame's reads right after a draw find the caches cold on llvmpipe,
         # a batch reads them warm
         self.profile_batch = PROFILE_BATCH
+        # CL_PROFILING_COMMAND_SUBMIT is read only where an output shows it (the trace's args): the
+        # panel, the report and the clock mapping use queued, start and end; unread, it is None
+        self.profile_submit = profile_submit
         self._labels_key: tuple = ()
         self._labels: tuple[str, ...] = ()
 
@@ -167,7 +182,11 @@ class FrameScheduler:
                 if self.faults is not None:
                     self.faults("compute", rec)
                 backend.tracker.cl_use(scene.cl_uses, "kernel")
-                ev_c = scene.compute(queue, frame, [ev_a] if ev_a is not None else (wait_for or None))
+                if ev_a is not None:
+                    after = None if self._in_order else [ev_a]
+                else:  # no acquire enqueued (skipped, or nothing to hand over): the sync's events, if any
+                    after = wait_for or None
+                ev_c = scene.compute(queue, frame, after)
                 rec.events["compute"] = ev_c
                 rec.counts["compute"] += 1
             except Exception as exc:  # noqa: BLE001
@@ -182,7 +201,8 @@ class FrameScheduler:
                     self.faults("release", rec)
                 ev_r = None
                 if "release" not in self.skip:
-                    ev_r = backend.release(queue, scene.shared, [ev_c] if ev_c is not None else None)
+                    ev_r = backend.release(queue, scene.shared,
+                                           [ev_c] if ev_c is not None and not self._in_order else None)
                     rec.counts["release"] += 1
                     if ev_r is not None:
                         rec.events["release"] = ev_r
@@ -208,7 +228,8 @@ class FrameScheduler:
                     check_gl(f"render {scene.name}", code)
             self.sync.after_gl_use(rec.waits)
             if self.sync.bounded_run_ahead:
-                self._in_flight.append((rec.events.get("release"), self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
+                release = None if self._release_in_fence else rec.events.get("release")
+                self._in_flight.append((release, self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
@@ -291,6 +312,7 @@ class FrameScheduler:
         flat = [(rec, name, ev) for rec in pending for name, ev in rec.events.items()]
         upto = len(flat)
         info = event_info()  # clGetEventInfo / clGetEventProfilingInfo through prepared ctypes calls
+        submit = self.profile_submit
         if not wait:
             upto = 0
             for i in range(len(flat) - 1, -1, -1):
@@ -301,7 +323,7 @@ class FrameScheduler:
             try:
                 if wait:
                     ev.wait()
-                rec.cl_profile[name] = info.profile(ev.int_ptr)
+                rec.cl_profile[name] = info.profile(ev.int_ptr, submit)
             except cl.Error as exc:
                 rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
             del rec.events[name]

@@ -139,7 +139,8 @@ class Session:
             every = 1 if self.cfg.trace else default_every(self.gl_info.renderer)
             scheduler = FrameScheduler(new_backend, new_scene, strategy, history=self.history,
                                        strict=self.cfg.strict, gl_timer_every=every,
-                                       frames_in_flight=self.cfg.frames_in_flight)
+                                       frames_in_flight=self.cfg.frames_in_flight,
+                                       profile_submit=bool(self.cfg.trace))  # a trace's args show it
             new_scene.pass_timer = lambda name, s=scheduler: s.gl_timer.span(s.current, name)
             scheduler.faults = FaultPlan.for_config(cfg, new_backend)  # --inject: None when no fault is asked for
         except BaseException:

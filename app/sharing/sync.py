@@ -30,6 +30,10 @@ class SyncMode:
     # can run on copies (Scene.max_slots): CL writes one copy while GL still draws another. A mode
     # whose GPU wait covers every earlier GL command gains nothing from copies and gets none.
     orders_copies: ClassVar[bool] = False
+    # GL's commands after the sync wait on the GPU for CL's release (a semaphore CL signals after it):
+    # a GL fence past the frame's draw then says the release completed, and the run-ahead bound
+    # needs no CL event status. False where that is not certain.
+    gl_waits_for_release: ClassVar[bool] = False
     registry: ClassVar[dict[str, type["SyncMode"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:

@@ -9,8 +9,9 @@ timeline has one lane each:
   errors recorded on a frame as instant events where their phase ran;
 - ``CL queue <backend>``: one per backend, across its rebuilds (each set-up makes its own queue,
   ``args.segment`` says which): the CL commands ``acquire``, ``compute``, ``release`` from their
-  start to end stamps, with all four raw device stamps (queued, submit, start, end, ns) in
-  ``args``; the queued -> start wait of each command is an async slice (``ph`` b/e) named
+  start to end stamps, with the raw device stamps (queued, submit, start, end, ns) in ``args``
+  (submit is read in runs that record a trace, ``--trace``; null in a trace written from the panel
+  of a run without it); the queued -> start wait of each command is an async slice (``ph`` b/e) named
   ``<command> queued`` beside it;
 - ``GL``: the GL passes (``gl render``, ``gl panel``) from GL_TIMESTAMP queries, raw GL ns in ``args``;
 - ``owner <object>``: one per shared object, who owns it over time (slices named ``GL``, ``CL``,

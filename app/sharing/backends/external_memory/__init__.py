@@ -424,6 +424,9 @@ class SemaphoreSync(SyncMode):
 
     bounded_run_ahead = True
     orders_copies = True  # one semaphore pair per copy (set_slots)
+    # GL waits on cl_done, which CL signals after the release on the backend's in-order queue: GL past
+    # that wait means every CL command before the signal completed, the release among them
+    gl_waits_for_release = True
 
     @classmethod
     def refusal(cls, backend, env) -> str | None:
@@ -447,6 +450,7 @@ class SemaphoreSync(SyncMode):
         self._cl_sems: list = []  # what close() releases, however far __init__ got
         self._gl_sems: list[int] = []
         self._pairs: list[tuple] = []  # per copy of the shared objects: (gl_done GL, CL, cl_done GL, CL)
+        self._lists: list[tuple] = []
         # per copy: gl_done was signalled by GL after the copy's draw and CL has not waited on it yet
         self._pending: list[bool] = []
         self.slot = 0
@@ -466,12 +470,23 @@ class SemaphoreSync(SyncMode):
         self._names_array = uint_array(())
         self._names_version = -1
         self._check = backend.validator.semaphores.check_python
+        self._ordered_queue: object = None  # the last queue found to run in order
+
+    def _in_order(self, queue) -> bool:
+        """Whether ``queue`` runs its commands in order (asked of the driver once per queue)."""
+        if queue is self._ordered_queue:
+            return True
+        if queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE:
+            return False
+        self._ordered_queue = queue
+        return True
 
     def _add_pair(self) -> None:
         suffix = f"[{len(self._pairs)}]" if self._pairs else ""
         gl_done_gl, gl_done_cl = self._make(f"gl_done{suffix}")
         cl_done_gl, cl_done_cl = self._make(f"cl_done{suffix}")
         self._pairs.append((gl_done_gl, gl_done_cl, cl_done_gl, cl_done_cl))
+        self._lists.append(([gl_done_cl], [cl_done_cl]))  # the CL calls' semaphore lists, made once
         self._pending.append(False)
 
     def set_slots(self, slots: int) -> None:
@@ -483,7 +498,7 @@ class SemaphoreSync(SyncMode):
     def use_slot(self, slot: int) -> None:
         self.slot = slot
         self.gl_done_gl, self.gl_done_cl, self.cl_done_gl, self.cl_done_cl = self._pairs[slot]
-        self._gl_done_list, self._cl_done_list = [self.gl_done_cl], [self.cl_done_cl]
+        self._gl_done_list, self._cl_done_list = self._lists[slot]
 
     def _make(self, label: str):
         """One Vulkan semaphore imported by CL (a dup of its fd) and by GL (the fd itself); what was
@@ -558,7 +573,8 @@ class SemaphoreSync(SyncMode):
         return []
 
     def after_release(self, queue, release_event, waits) -> None:
-        wait_for = [release_event] if release_event is not None else None
+        # on the in-order queue the signal runs after the release without naming it (OpenCL 3.0, 5.1)
+        wait_for = [release_event] if release_event is not None and not self._in_order(queue) else None
         self._check("signal", queue, self._cl_done_list, wait_for)
         self.cl_done_cl.enqueue_signal(queue, wait_for, event=False)  # nothing waits on the signal's own event
         clext.flush(queue)
@@ -571,7 +587,9 @@ class SemaphoreSync(SyncMode):
         if len(self._pairs) > 1 and not self._pending[self.slot]:
             n, bufs = self._buffers()
             self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
-            self._flush()
+            # no glFlush here: CL waits on this signal only when the copy is used again, frames later,
+            # and every frame's present flushes GL (a swap, or glFlush headless) before that; the
+            # run-ahead bound's fence wait flushes too (GL_SYNC_FLUSH_COMMANDS_BIT)
             self._pending[self.slot] = True
 
     def close(self) -> None:

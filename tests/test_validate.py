@@ -187,6 +187,25 @@ def test_a_destroyed_object_is_refused_after_it_was_accepted(host_copy):
     assert err.value.name == "CL_INVALID_MEM_OBJECT"
 
 
+def test_a_remembered_verdict_counts_and_binds_the_queue(host_copy):
+    """check_python keeps the verdict of an accepted call without a wait list: the same call again
+    counts as checked, while the same objects on a queue of another context are still refused."""
+    import pyopencl as cl
+
+    obj = host_copy.create_buffer("t.memo", 64)
+    v, q = host_copy.validator, host_copy.queue
+    try:
+        before = v.checked
+        assert v.check_python("acquire", q, [obj.mem], None) == "CL_SUCCESS"
+        assert v.check_python("acquire", q, [obj.mem], None) == "CL_SUCCESS"
+        assert v.checked == before + 2
+        other = cl.CommandQueue(cl.Context([host_copy.device]))
+        with pytest.raises(ValidationError):
+            v.check_python("acquire", other, [obj.mem], None)
+    finally:
+        host_copy.destroy(obj)
+
+
 def test_counts_beyond_the_lists(objs):
     v, q, m, ev = objs.backend.validator, objs.backend.queue, objs.shared.mem, objs.event
     assert _answer(v, "acquire", (q, 2, [m], 0, NULL, NULL)) == "CL_INVALID_MEM_OBJECT"

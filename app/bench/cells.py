@@ -191,24 +191,44 @@ def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
         if clock.over:
             break
     scheduler = rt.session.scheduler
-    # a pipeline N frames deep fills and drains once per measurement: time enough frames that its
-    # ends are a small part of it (30 frames per frame in flight)
-    drain = max(MIN_FRAMES, per_round, 30 * scheduler.frames_in_flight if scheduler.sync.bounded_run_ahead else 0)
-    drained = _drained_ms(rt, drain)
+    if not scheduler.sync.bounded_run_ahead:
+        drain = max(MIN_FRAMES, per_round)
+        cell = _cell(rt, base, nbytes, samples, records)
+        cell["throughput_ms"] = _drained_ms(rt, drain)
+        cell["throughput_frames"] = drain
+        return cell
+    # frames in flight: how deep, on how many copies, and the bare loop of the same depth. A pipeline N
+    # frames deep fills and drains once per measurement: time enough frames that its ends are a small
+    # part of it (30 frames per frame in flight, at least DRAIN_FRAMES)
+    drain = max(MIN_FRAMES, per_round, 30 * scheduler.frames_in_flight, sweep.drain_frames)
     cell = _cell(rt, base, nbytes, samples, records)
-    cell["throughput_ms"] = drained
-    cell["throughput_frames"] = drain
-    if scheduler.sync.bounded_run_ahead:
-        # frames in flight: how deep, on how many copies, and the bare loop of the same depth
-        cell["frames_in_flight"] = scheduler.frames_in_flight
-        cell["copies"] = rt.session.scene.slots
-        bare = BareLoop(rt)
-        try:
-            bare.drained_semaphore_ms(MIN_FRAMES)  # warm
-            cell["bare_throughput_ms"] = bare.drained_semaphore_ms(drain)
-        finally:
-            bare.close()
+    cell["frames_in_flight"] = scheduler.frames_in_flight
+    cell["copies"] = rt.session.scene.slots
+    bare = BareLoop(rt)
+    try:
+        cell.update(_drained_pairs(rt, bare, drain, sweep))
+    finally:
+        bare.close()
     return cell
+
+
+def _drained_pairs(rt, bare: BareLoop, frames: int, sweep: Sweep) -> dict:
+    """glshare's sustained frame and the bare loop's of the same depth, measured alike: both loops
+    run for ``sweep.drain_warm_s`` first (a set-up just switched to has new copies of its objects, and
+    on the H200 the first half second of a new set-up ran its frames up to 1.7x slower, whichever loop
+    ran them: ``bench/probes/gpu_pieces_probe.py``), then ``sweep.drain_rounds`` rounds of one
+    drained measurement each, interleaved, so that a slow spell of the host touches both; the median
+    round of each."""
+    t_end = time.perf_counter() + sweep.drain_warm_s
+    while time.perf_counter() < t_end:
+        _drained_ms(rt, MIN_FRAMES)
+        bare.drained_semaphore_ms(MIN_FRAMES)
+    ours, theirs = [], []
+    for _ in range(max(1, sweep.drain_rounds)):
+        ours.append(_drained_ms(rt, frames))
+        theirs.append(bare.drained_semaphore_ms(frames))
+    return {"throughput_ms": float(np.median(ours)), "throughput_frames": frames, "throughput_rounds_ms": ours,
+            "bare_throughput_ms": float(np.median(theirs)), "bare_throughput_rounds_ms": theirs}
 
 
 def _take(n: int, clock: _Clock, have: int, fn, least: int = MIN_FRAMES) -> list:

@@ -33,6 +33,11 @@ class Sweep:
     # sync modes without a CPU wait (semaphores) are measured again at these frames in flight (on as
     # many copies of the shared objects where the scene allows: Scene.max_slots)
     flight_depths: tuple[int, ...] = ()
+    # their sustained frames (``cells._drained_pairs``): each loop warmed for drain_warm_s, then
+    # drain_rounds interleaved measurements of at least drain_frames frames each
+    drain_frames: int = 300
+    drain_rounds: int = 3
+    drain_warm_s: float = 0.5
 
     def with_zero_copy_size(self) -> "Sweep":
         """Add the 64 MiB sizes (2M particles, a 4096x4096 image) where a GPU zero-copy backend exists."""
@@ -48,7 +53,7 @@ QUICK = Sweep("quick", particles=(16_384, 65_536, 262_144), images=((256, 256), 
               warmup=5, frames=30, rounds=3, cell_budget_s=8.0, kernel_rounds=5)
 TINY = Sweep("tiny", particles=(4_096, 8_192), images=((64, 64),), warmup=2, frames=6, rounds=2,
              cell_budget_s=2.0, default_particles=8_192, efficiency_min_bytes=0, kernel_sizes=((64, 48),),
-             kernel_rounds=3)
+             kernel_rounds=3, drain_frames=10, drain_rounds=1, drain_warm_s=0.0)
 
 
 def choose_sweep(quick: bool) -> Sweep:

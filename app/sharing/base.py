@@ -185,6 +185,7 @@ class SharingBackend(abc.ABC):
         self._queue = ComputeQueue(self.context, self.device, f"{self.name} queue", owner=self.name)
         self.objects: list[SharedObject] = []
         self.objects_version = 0  # changes whenever ``objects`` does (what per-frame caches key on)
+        self._split: tuple = ((), [], [], [])  # _validated's last list of objects, split (key, objects, mems, shared)
         # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
         self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
         self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set)
@@ -397,11 +398,16 @@ class SharingBackend(abc.ABC):
         them); return the shared objects to hand over and the verdict (``spec.NOOP``: GL sharing's
         (0, NULL) does nothing; ``spec.EMPTY``: external memory's still enqueues a command)."""
         objects = list(objects or ())
+        key = tuple(map(id, objects))
+        split = self._split
+        if split[0] != key:  # the memory objects and the shared ones among them, kept while the list is the same
+            mems = [o.mem if isinstance(o, SharedObject) else o for o in objects]
+            # (the list is held with its key: no id in it can be reused while it is kept)
+            split = self._split = (key, objects, mems, [o for o in objects if isinstance(o, SharedObject)])
         verdict = "CL_SUCCESS"
         if not self.bypass_validation:
-            mems = [o.mem if isinstance(o, SharedObject) else o for o in objects]
-            verdict = self.validator.check_python(call, queue, mems, wait_for)
-        return [o for o in objects if isinstance(o, SharedObject)], verdict
+            verdict = self.validator.check_python(call, queue, split[2], wait_for)
+        return split[3], verdict
 
     def acquire(self, queue, objects, wait_for=None, *, event: bool = False) -> cl.Event | None:
         """Enqueue the hand-over GL -> CL. Returns the acquire's event, or None when nothing was
@@ -475,6 +481,7 @@ class SharingBackend(abc.ABC):
         if self._closed:
             return
         self._closed = True
+        self._split = ((), [], [], [])
         for obj in list(self.objects):
             self.unshare(obj)
         self._queue.release()

@@ -161,6 +161,7 @@ class SpecValidator:
         self.refused = 0
         self._queue_ok: Any = _NO_QUEUE  # the last queue found to belong to sharing_context
         self._accepted: dict[int, Any] = {}  # id -> memory objects accepted, until the registry changes
+        self._verdicts: dict[tuple, tuple] = {}  # calls without a wait list accepted (check_python)
         self._generation = registry.generation
         if rule_set == "external_memory":
             from app.validate import external_memory, semaphores
@@ -205,10 +206,27 @@ class SpecValidator:
         return "CL_SUCCESS"
 
     def check_python(self, call: str, queue: Any, objects: Iterable | None, wait_for: Iterable | None) -> str:
-        """The Python API's form: a list (or None) of objects and of events; [] counts as NULL."""
+        """The Python API's form: a list (or None) of objects and of events; [] counts as NULL.
+
+        A call without a wait list that was accepted before, on the same queue with the same
+        objects, while no CL object was released or forgotten since (the registry's generation),
+        gets the same verdict without going through the rules again (a frame makes the same calls
+        every frame); it still counts as checked. Refusals are never remembered."""
         objs = list(objects) if objects else NULL
-        evs = list(wait_for) if wait_for else NULL
-        return self.check(call, queue, len(objs) if objs else 0, objs, len(evs) if evs else 0, evs)
+        if wait_for:
+            evs = list(wait_for)
+            return self.check(call, queue, len(objs) if objs else 0, objs, len(evs), evs)
+        key = (call, queue, *map(id, objs or ()))
+        seen = self._verdicts.get(key)
+        if seen is not None and seen[0] == self.registry.generation:
+            self.checked += 1
+            return seen[1]
+        verdict = self.check(call, queue, len(objs) if objs else 0, objs, 0, NULL)
+        if len(self._verdicts) >= MAX_VERDICTS:
+            self._verdicts.clear()
+        # the objects are held with the verdict: no id in a key can be reused while it is kept
+        self._verdicts[key] = (self.registry.generation, verdict, objs)
+        return verdict
 
     # -- the parts -------------------------------------------------------------------------------
     def _check_queue(self, call: str, queue: Any) -> bool:
@@ -253,6 +271,7 @@ class SpecValidator:
 
 
 _NO_QUEUE = object()  # never a queue (None is NULL, which must be checked)
+MAX_VERDICTS = 64  # calls remembered by check_python (a frame makes a handful; a lab run more)
 
 
 def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | None, *,

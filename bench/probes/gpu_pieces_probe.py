@@ -6,8 +6,9 @@ checkout, to compare two commits in one loan):
     GLSHARE_CL_DEVICE=NVIDIA python3 bench/probes/gpu_pieces_probe.py 4096x4096 2000 8 [backend sync]
 
 Each variant runs the same frames as the bench's glshare frame (``Session.step`` then the present),
-back to back, GL and CL drained before and after; rounds interleave the variants, so a slow spell
-of the host touches all of them. Writes pieces-<label>.json into $OUT (or /tmp).
+back to back, GL and CL drained before and after, after a second of frames (a new set-up's first
+frames run slow); rounds interleave the variants, each round starting at another one and ending with
+the base again, so a slow spell of the host touches all of them. Writes pieces-<label>.json into $OUT (or /tmp).
 """
 import json
 import os
@@ -106,8 +107,16 @@ def main():
             drain()
             return (ns() - t0) / N / 1e3, (time.thread_time_ns() - c0) / N / 1e3
 
+        warm_end = time.perf_counter() + float(os.environ.get("PIECES_WARM_S", "1.0"))
+        while time.perf_counter() < warm_end:  # a new set-up's first frames run slow (the bench's drain_warm_s)
+            frame()
+        drain()
+        import gc
+        gc_before = [g["collections"] for g in gc.get_stats()]
+        dropped_before = s.scheduler.gl_timer.dropped
         for r in range(rounds):
-            for v in variants:
+            k = r % len(variants)  # each round starts at another variant, base measured again last
+            for v in variants[k:] + variants[:k] + ["base"]:
                 names = list(sw) if v == "none of them" else ([v[3:]] if v != "base" else [])
                 for n in names:
                     sw[n][0]()
@@ -122,6 +131,8 @@ def main():
                 print(label, r, v, round(wall, 1), round(cpu, 1), flush=True)
         errors = sum(len(rec.errors) for rec in s.scheduler.records)
         result["errors_in_kept_records"] = errors
+        result["gc_collections"] = [g["collections"] - b for g, b in zip(gc.get_stats(), gc_before)]
+        result["gl_timer_dropped"] = s.scheduler.gl_timer.dropped - dropped_before
     for d in result["variants"].values():
         d["frame_us_median"] = statistics.median(d["frame_us"])
         d["cpu_us_median"] = statistics.median(d["cpu_us"])

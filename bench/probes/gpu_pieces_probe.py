@@ -107,6 +107,22 @@ def main():
             drain()
             return (ns() - t0) / N / 1e3, (time.thread_time_ns() - c0) / N / 1e3
 
+        from app.bench.loops import BareLoop
+
+        bare = BareLoop(rt)
+
+        def bare_measure():
+            drain()
+            c0 = time.thread_time_ns()
+            ms = bare.drained_semaphore_ms(N)
+            return ms * 1e3, (time.thread_time_ns() - c0) / N / 1e3
+
+        # right after the set-up, before any warm-up: each loop once, in the order asked, to see whether
+        # a new set-up's first frames are slow whichever loop runs them
+        for name in os.environ.get("PIECES_COLD", "bare,glshare").split(","):
+            wall, cpu = bare_measure() if name == "bare" else measure()
+            result["variants"][f"cold {name}"] = {"frame_us": [round(wall, 1)], "cpu_us": [round(cpu, 1)]}
+            print(label, "cold", name, round(wall, 1), round(cpu, 1), flush=True)
         warm_end = time.perf_counter() + float(os.environ.get("PIECES_WARM_S", "1.0"))
         while time.perf_counter() < warm_end:  # a new set-up's first frames run slow (the bench's drain_warm_s)
             frame()
@@ -116,7 +132,14 @@ def main():
         dropped_before = s.scheduler.gl_timer.dropped
         for r in range(rounds):
             k = r % len(variants)  # each round starts at another variant, base measured again last
-            for v in variants[k:] + variants[:k] + ["base"]:
+            for v in variants[k:] + variants[:k] + ["base", "bare loop"]:
+                if v == "bare loop":
+                    wall, cpu = bare_measure()
+                    result["variants"].setdefault(v, {"frame_us": [], "cpu_us": []})
+                    result["variants"][v]["frame_us"].append(round(wall, 1))
+                    result["variants"][v]["cpu_us"].append(round(cpu, 1))
+                    print(label, r, v, round(wall, 1), round(cpu, 1), flush=True)
+                    continue
                 names = list(sw) if v == "none of them" else ([v[3:]] if v != "base" else [])
                 for n in names:
                     sw[n][0]()
@@ -133,6 +156,7 @@ def main():
         result["errors_in_kept_records"] = errors
         result["gc_collections"] = [g["collections"] - b for g, b in zip(gc.get_stats(), gc_before)]
         result["gl_timer_dropped"] = s.scheduler.gl_timer.dropped - dropped_before
+        bare.close()
     for d in result["variants"].values():
         d["frame_us_median"] = statistics.median(d["frame_us"])
         d["cpu_us_median"] = statistics.median(d["cpu_us"])

@@ -25,6 +25,7 @@ SIGNATURES = {
     "glUniform1i": (None, [GLint, GLint]),
     "glUniform2i": (None, [GLint, GLint, GLint]),
     "glFlush": (None, []),
+    "glFinish": (None, []),
     "glBindFramebuffer": (None, [GLenum, GLuint]),
     "glViewport": (None, [GLint, GLint, GLsizei, GLsizei]),
     "glDisable": (None, [GLenum]),

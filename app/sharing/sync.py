@@ -87,8 +87,14 @@ class FinishSync(SyncMode):
     explanation = ("glFinish before the acquire waits until GL's commands are done; clFinish after the release "
                    "waits until CL's are: the portable rule when no shared sync object exists.")
 
+    def __init__(self, backend: "SharingBackend") -> None:
+        super().__init__(backend)
+        from app.gl.raw import gl_function
+
+        self._gl_finish = gl_function("glFinish")  # every frame: straight through ctypes (app/gl/raw.py)
+
     def before_acquire(self, waits: list) -> list[cl.Event]:
-        timed_wait(waits, "glFinish", GL.glFinish)
+        timed_wait(waits, "glFinish", self._gl_finish)
         return []
 
     def after_release(self, queue, release_event, waits) -> None:

@@ -335,26 +335,26 @@ class Session:
             return None
         from OpenGL import GL
 
-        from app.gl.raw import gl_function
+        from app.gl.raw import gl_function as raw  # every frame: straight through ctypes (checked after the draw)
 
         fb = tuple(self.surface.framebuffer_size)
         rect = self.scene_viewport(fb) if self.scene_viewport is not None else None
         self.scene_rect = rect
         if rect is None:
-            gl_function("glDisable")(GL.GL_SCISSOR_TEST)  # every frame: straight through ctypes
+            raw("glDisable")(GL.GL_SCISSOR_TEST)
             return fb
         x, y, w, h = rect
-        GL.glScissor(x, y, w, h)
-        GL.glEnable(GL.GL_SCISSOR_TEST)
+        raw("glScissor")(x, y, w, h)
+        raw("glEnable")(GL.GL_SCISSOR_TEST)
         scene = self.scene
         if scene is not None and scene.size_kind == "image" and not getattr(scene, "follow_window", False):
             from app.ui.layout import fit  # an image that keeps its size: undistorted, between bars
 
-            GL.glClearColor(0.0, 0.0, 0.0, 1.0)
-            GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+            raw("glClearColor")(0.0, 0.0, 0.0, 1.0)
+            raw("glClear")(GL.GL_COLOR_BUFFER_BIT)
             x, y, w, h = fit(rect, scene.current_size)
-            GL.glScissor(x, y, w, h)
-        GL.glViewport(x, y, w, h)
+            raw("glScissor")(x, y, w, h)
+        raw("glViewport")(x, y, w, h)
         return (w, h)
 
     def _scene_size(self) -> tuple[int, int]:

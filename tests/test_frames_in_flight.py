@@ -69,8 +69,18 @@ def test_image_frames_rotate_over_copies(host_copy, surface, slots):
     target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
     frames = 2 * slots + 1
     shown, recs = [], []
+    kernels = {id(scene.program.kernel(scene._kernel_name, copy=i)) for i in range(slots)}
+    set_args: list[int] = []  # the argument indices set while the frames ran
     try:
         labels = [t.label for t in scene.textures]
+        # each copy has its own kernel with its own texture, set once at build: a frame sets only the
+        # constant's two scalars on the kernel of its copy
+        assert len(kernels) == slots
+        assert [scene.program.kernel(scene._kernel_name, copy=i).args[0] for i in range(slots)] == \
+            [t.mem for t in scene.textures]
+        for i in range(slots):
+            k = scene.program.kernel(scene._kernel_name, copy=i)
+            k.set_arg = lambda index, value, k=k, real=k.set_arg: (set_args.append(index), real(index, value))
         for f in range(frames):
             recs.append(sched.run_frame(f, target))
             host_copy.queue.finish()
@@ -81,6 +91,7 @@ def test_image_frames_rotate_over_copies(host_copy, surface, slots):
         sched.close()
         scene.teardown()
     assert labels == [f"image.julia[{i}]" for i in range(slots)]
+    assert sorted(set(set_args)) == [scene._c_index, scene._c_index + 1] and len(set_args) == 2 * frames
     assert [r.slot for r in recs] == [f % slots for f in range(frames)]
     assert [r.owner_labels for r in recs] == [(labels[f % slots],) for f in range(frames)]
     assert all(r.errors == [] for r in recs)

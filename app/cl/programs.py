@@ -81,7 +81,7 @@ class KernelProgram:
         self.label = f"program {filename}"
         self.generation = 0  # goes up at each successful reload
         self.program = None
-        self._kernels: dict[str, RecordingKernel] = {}
+        self._kernels: dict[tuple[str, int], RecordingKernel] = {}  # (name, copy) -> kernel
         self.program, self.signatures = self._build()
         live.created("cl_program", owner)
         _LIVE.add(self)
@@ -118,10 +118,14 @@ class KernelProgram:
                 raise KernelNameError(shown(self.path), name, kernel_names(program)) from None
             raise ClError.from_pyopencl(exc, f"clCreateKernel {name} ({shown(self.path)})") from exc
 
-    def kernel(self, name: str) -> RecordingKernel:
-        k = self._kernels.get(name)
+    def kernel(self, name: str, copy: int = 0) -> RecordingKernel:
+        """Kernel ``name`` of the program now; ``copy`` > 0 another kernel object of the same name, with
+        arguments of its own (a scene keeps one per copy of its shared objects, each with its memory
+        object set once, instead of setting it again on one kernel every frame)."""
+        key = (name, copy)
+        k = self._kernels.get(key)
         if k is None:
-            k = self._kernels[name] = self._make_kernel(self.program, name)
+            k = self._kernels[key] = self._make_kernel(self.program, name)
         return k
 
     def reload(self) -> None:
@@ -132,14 +136,15 @@ class KernelProgram:
             return
         program, signatures = self._build()
         kernels = {}
-        for name, old in self._kernels.items():
+        for key, old in self._kernels.items():
+            name = key[0]
             k = self._make_kernel(program, name)
             for index, value in old.args.items():
                 try:
                     k.set_arg(index, value)
                 except cl.Error as exc:
                     raise ClError.from_pyopencl(exc, f"reload {shown(self.path)}: argument {index} of {name}") from exc
-            kernels[name] = k
+            kernels[key] = k
         self.program, self._kernels, self.signatures = program, kernels, signatures
         self.generation += 1
         log.info("rebuilt %s (generation %d)", shown(self.path), self.generation)

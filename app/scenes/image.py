@@ -114,28 +114,26 @@ class ImageScene(Scene):
         self.texture = tex = self.textures[0]
         self.shared = [tex]
         self._global_size = julia_global_size(w, h, self.lanes)
-        # the arguments that stay are set once (every slot's texture has the same size and pitch);
-        # each frame sets only the constant (cr, ci), and the memory object where the slot changed
-        if tex.is_image:
-            self._kernel_name = "julia"
-            self.kernel.set_arg(0, tex.mem)
-            self._c_index = 1
-        else:
-            self._kernel_name = "julia_buffer"
-            self.kernel.set_arg(0, tex.mem)
-            self.kernel.set_arg(1, np.int32(w))
-            self.kernel.set_arg(2, np.int32(h))
-            self.kernel.set_arg(3, np.int32(tex.row_pitch // 4))
-            self._c_index = 4
+        # one kernel object per slot, each with its texture and the arguments that stay set once
+        # (clSetKernelArg of a memory object cost 15 us every frame on the H200's driver when one
+        # kernel was pointed at the next copy each frame); each frame sets only the constant (cr, ci)
+        self._kernel_name = "julia" if tex.is_image else "julia_buffer"
+        self._c_index = 1 if tex.is_image else 4
+        for i, t in enumerate(self.textures):
+            k = self.program.kernel(self._kernel_name, copy=i)
+            k.set_arg(0, t.mem)
+            if not tex.is_image:
+                k.set_arg(1, np.int32(w))
+                k.set_arg(2, np.int32(h))
+                k.set_arg(3, np.int32(t.row_pitch // 4))
         self.slot = 0
 
     def use_slot(self, slot: int) -> None:
-        """Frame n computes and draws texture ``slot`` (n % slots): the kernel writes it from now on."""
+        """Frame n computes and draws texture ``slot`` (n % slots) with the slot's own kernel."""
         if slot == self.slot:
             return
-        self.texture = tex = self.textures[slot]
-        self.shared = [tex]
-        self.kernel.set_arg(0, tex.mem)
+        self.texture = self.textures[slot]
+        self.shared = [self.texture]
         self.slot = slot
 
     def _destroy_textures(self) -> None:
@@ -146,8 +144,9 @@ class ImageScene(Scene):
 
     @property
     def kernel(self):
-        """The program's kernel now (a hot reload replaces it, with the arguments set once)."""
-        return self.program.kernel(self._kernel_name)
+        """The kernel of the slot in use, as the program has it now (a hot reload replaces it, with the
+        arguments set once)."""
+        return self.program.kernel(self._kernel_name, copy=self.slot)
 
     @property
     def current_size(self):

@@ -10,7 +10,6 @@ import time
 from typing import TYPE_CHECKING, ClassVar
 
 import pyopencl as cl
-from OpenGL import GL
 
 if TYPE_CHECKING:
     from app.sharing.base import ProbeEnv, SharingBackend

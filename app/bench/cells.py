@@ -214,9 +214,9 @@ def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
 
 def _drained_pairs(rt, bare: BareLoop, frames: int, sweep: Sweep) -> dict:
     """glshare's sustained frame and the bare loop's of the same depth, measured alike: both loops
-    run for ``sweep.drain_warm_s`` first (a set-up just switched to has new copies of its objects, and
-    on the H200 the first half second of a new set-up ran its frames up to 1.7x slower, whichever loop
-    ran them: ``bench/probes/gpu_pieces_probe.py``), then ``sweep.drain_rounds`` rounds of one
+    run for ``sweep.drain_warm_s`` first (on the H200 the first measurement after a new set-up was the
+    slow one for either loop: the bare loop 232 and 177 us a frame against 168 and 155 once warm,
+    bench/results/2026-12-02-gpu-h200-session4-probes), then ``sweep.drain_rounds`` rounds of one
     drained measurement each, interleaved, so that a slow spell of the host touches both; the median
     round of each."""
     t_end = time.perf_counter() + sweep.drain_warm_s

@@ -321,8 +321,18 @@ def test_semaphore_rules(objs):
         for args, code in cases:
             assert _answer(v, call, args) == code, (call, args)
     assert v.check_python("signal", q, [sem], [ev]) == "CL_SUCCESS"
+    # frames in flight on copies alternate between pairs: each accepted verdict is kept, and a
+    # semaphore released after it was accepted is refused at its next use
+    other = REGISTRY.created(Sem(0x1236), b.context, kind="semaphore")
+    for _ in range(2):
+        assert _answer(v, "wait", (q, 1, [sem], 0, NULL)) == "CL_SUCCESS"
+        assert _answer(v, "wait", (q, 1, [other], 0, NULL)) == "CL_SUCCESS"
+    other.release()
+    assert _answer(v, "wait", (q, 1, [sem], 0, NULL)) == "CL_SUCCESS"
+    assert _answer(v, "wait", (q, 1, [other], 0, NULL)) == "CL_INVALID_SEMAPHORE_KHR"
     REGISTRY.forget(sem)
     REGISTRY.forget(gone)
+    REGISTRY.forget(other)
 
 
 def test_registry_liveness():

@@ -237,7 +237,7 @@ class BareLoop:
                 self.frame_index += 1
                 if scene.slots > 1:
                     scene.use_slot(i % scene.slots)
-                    sync.use_slot(i % scene.slots)
+                    sync.use_slot(i % scene.slots, scene.shared)
                 while len(fences) >= depth:
                     f = fences.pop(0)
                     client_wait(f, GL.GL_SYNC_FLUSH_COMMANDS_BIT, 10_000_000_000)

@@ -149,22 +149,24 @@ class WaitList:
 
 class MemObjectsCall:
     """clEnqueue{Acquire,Release}ExternalMemObjectsKHR with its arguments prepared: the memory
-    objects' handle array kept while the list is the same, the wait list and the event out reused."""
+    objects' handle arrays kept per list, the wait list and the event out reused."""
 
     def __init__(self, fn, routine: str) -> None:
         self.fn, self.routine = fn, routine
-        self._key: tuple = ()
-        self._objs = None
+        self._arrays: dict[tuple, object] = {}  # the handles of a list of memory objects -> their C array
         self._waits = WaitList()
         self._out = vp()
         self._out_ref = ctypes.byref(self._out)
 
     def __call__(self, queue: cl.CommandQueue, mems: list, wait_for=None) -> cl.Event:
         key = tuple(m.int_ptr for m in mems)
-        if key != self._key:
-            self._key, self._objs = key, ((vp * len(key))(*key) if key else None)
+        objs = self._arrays.get(key)
+        if objs is None:  # one array per list of objects (frames in flight on copies alternate lists)
+            if len(self._arrays) >= 64:
+                self._arrays.clear()
+            objs = self._arrays[key] = (vp * len(key))(*key) if key else None
         n, evs = self._waits.fill(wait_for)
-        err = self.fn(queue.int_ptr, len(key), self._objs, n, evs, self._out_ref)
+        err = self.fn(queue.int_ptr, len(key), objs, n, evs, self._out_ref)
         if err:
             _raise(err, self.routine)
         return cl.Event.from_int_ptr(self._out.value, retain=False)

@@ -140,7 +140,7 @@ class FrameScheduler:
         if scene.slots > 1:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
             rec.slot = slot = frame % scene.slots
             scene.use_slot(slot)
-            self.sync.use_slot(slot)
+            self.sync.use_slot(slot, scene.shared)
         self.current = rec
         backend.tracker.frame = frame
         # the tracker's state objects are changed in place by acquire and release: looked up once a

@@ -185,7 +185,7 @@ class SharingBackend(abc.ABC):
         self._queue = ComputeQueue(self.context, self.device, f"{self.name} queue", owner=self.name)
         self.objects: list[SharedObject] = []
         self.objects_version = 0  # changes whenever ``objects`` does (what per-frame caches key on)
-        self._split: tuple = ((), [], [], [])  # _validated's last list of objects, split (key, objects, mems, shared)
+        self._splits: dict[tuple, tuple] = {}  # _validated's lists of objects, split: (objects, mems, shared)
         # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
         self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
         self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set)
@@ -389,6 +389,7 @@ class SharingBackend(abc.ABC):
             return
         self.objects.remove(obj)
         self.objects_version += 1
+        self._splits.clear()  # no list kept there pins the object any longer
         self.tracker.remove(obj)
         self._unshare(obj)
         live.released(obj.live_kind, self.name)
@@ -399,15 +400,17 @@ class SharingBackend(abc.ABC):
         (0, NULL) does nothing; ``spec.EMPTY``: external memory's still enqueues a command)."""
         objects = list(objects or ())
         key = tuple(map(id, objects))
-        split = self._split
-        if split[0] != key:  # the memory objects and the shared ones among them, kept while the list is the same
+        split = self._splits.get(key)
+        if split is None:  # the memory objects and the shared ones among them, kept per list of objects
+            if len(self._splits) >= 64:
+                self._splits.clear()
             mems = [o.mem if isinstance(o, SharedObject) else o for o in objects]
             # (the list is held with its key: no id in it can be reused while it is kept)
-            split = self._split = (key, objects, mems, [o for o in objects if isinstance(o, SharedObject)])
+            split = self._splits[key] = (objects, mems, [o for o in objects if isinstance(o, SharedObject)])
         verdict = "CL_SUCCESS"
         if not self.bypass_validation:
-            verdict = self.validator.check_python(call, queue, split[2], wait_for)
-        return split[3], verdict
+            verdict = self.validator.check_python(call, queue, split[1], wait_for)
+        return split[2], verdict
 
     def acquire(self, queue, objects, wait_for=None, *, event: bool = False) -> cl.Event | None:
         """Enqueue the hand-over GL -> CL. Returns the acquire's event, or None when nothing was
@@ -481,7 +484,7 @@ class SharingBackend(abc.ABC):
         if self._closed:
             return
         self._closed = True
-        self._split = ((), [], [], [])
+        self._splits.clear()
         for obj in list(self.objects):
             self.unshare(obj)
         self._queue.release()

@@ -63,8 +63,9 @@ class SyncMode:
         copy n % slots. A mode that orders each frame on the CPU needs nothing per copy."""
         return None
 
-    def use_slot(self, slot: int) -> None:
-        """The frame about to run uses copy ``slot`` of the shared objects."""
+    def use_slot(self, slot: int, objects=()) -> None:
+        """The frame about to run uses copy ``slot`` of the shared objects, ``objects`` (the scene's
+        shared objects of that copy)."""
         return None
 
     def close(self) -> None:

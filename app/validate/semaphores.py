@@ -28,6 +28,7 @@ from app.validate.liveness import REGISTRY, ObjectRegistry, handle_of
 from app.validate.spec import NULL, Rule, check_wait_list, rule_error
 
 SECTION = ("5.13.6", "Waiting On and Signaling Semaphores")
+MAX_ACCEPTED = 64  # (queue, semaphores) verdicts kept: a pair per copy of the shared objects, each waited and signalled
 ENTRY_POINTS = {"wait": "clEnqueueWaitSemaphoresKHR", "signal": "clEnqueueSignalSemaphoresKHR"}
 
 
@@ -74,7 +75,8 @@ class SemaphoreValidator:
         self.checked = 0
         self.refused = 0
         self._known_queue: tuple | None = None  # (queue, its context handle)
-        self._accepted: tuple = ()  # (registry generation, queue, semaphores and handles) last accepted
+        # (queue, semaphores) -> (registry generation, their handles) when the call was accepted
+        self._accepted: dict[tuple, tuple] = {}
 
     def check(self, call: str, queue: Any, num_semas: int, sema_objects: list | None,
               num_events: int, event_wait_list: list | None, event_out: Any = NULL) -> str:
@@ -96,11 +98,13 @@ class SemaphoreValidator:
                        f"num_sema_objects is {num_semas} but the list holds {len(sema_objects)}")
         semas = sema_objects[:num_semas]
         registry = self.registry
-        # the semaphores and the queue as they were last accepted, while no object was created or
-        # released since (the registry's generation) and each semaphore still holds the handle it
-        # had: the verdict on them is the same, asked every frame of the same pair
-        key = (registry.generation, queue, tuple((s, handle_of(s)) for s in semas))  # held: no id reused
-        if key != self._accepted:
+        # the semaphores and the queue as they were accepted, while no object was created or released
+        # since (the registry's generation) and each semaphore still holds the handle it had: the
+        # verdict on them is the same. Kept per (queue, semaphores): frames in flight on copies name
+        # another copy's semaphores every frame
+        key = (queue, *semas)  # the key holds them: no id in it can be reused while it is kept
+        state = (registry.generation, *map(handle_of, semas))
+        if self._accepted.get(key) != state:
             for s in semas:
                 e = registry.entry(s)
                 if e is None or e.kind != "semaphore":
@@ -114,7 +118,9 @@ class SemaphoreValidator:
             if queue_ctx != self.sharing_context.int_ptr:
                 # the queue's context is another than the semaphores' (they were made in sharing_context)
                 self._fail("semaphore_other_context", call, "the queue belongs to another context")
-            self._accepted = key
+            if len(self._accepted) >= MAX_ACCEPTED:
+                self._accepted.clear()
+            self._accepted[key] = state
         check_wait_list(self, call, num_events, event_wait_list, failed_events=True)
         return "CL_SUCCESS"
 

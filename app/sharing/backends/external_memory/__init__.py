@@ -451,6 +451,9 @@ class SemaphoreSync(SyncMode):
         self._gl_sems: list[int] = []
         self._pairs: list[tuple] = []  # per copy of the shared objects: (gl_done GL, CL, cl_done GL, CL)
         self._lists: list[tuple] = []
+        self._slot_names: dict[tuple, tuple] = {}  # (slot, ids) -> (n, GL names, objects), per objects' version
+        self._slot_buffers = None  # the copy's (n, names) where the frame uses one copy of several
+        self._slot_version = -1
         # per copy: gl_done was signalled by GL after the copy's draw and CL has not waited on it yet
         self._pending: list[bool] = []
         self.slot = 0
@@ -495,10 +498,26 @@ class SemaphoreSync(SyncMode):
             self._add_pair()
         check_gl("semaphore import")
 
-    def use_slot(self, slot: int) -> None:
+    def use_slot(self, slot: int, objects=()) -> None:
+        """The pair of copy ``slot``; with copies the GL semaphore operations name only that copy's
+        buffers (``objects``): GL's commands between them use that copy alone (a GL wait that named
+        every copy's buffer made the driver's barrier cover every copy each frame)."""
         self.slot = slot
         self.gl_done_gl, self.gl_done_cl, self.cl_done_gl, self.cl_done_cl = self._pairs[slot]
         self._gl_done_list, self._cl_done_list = self._lists[slot]
+        if objects and len(self._pairs) > 1:
+            version = self.backend.objects_version
+            if version != self._slot_version:  # objects made or destroyed: what was kept names old ones
+                self._slot_names.clear()
+                self._slot_version = version
+            key = (slot, *map(id, objects))
+            names = self._slot_names.get(key)
+            if names is None:
+                picked = tuple(o.gl_memory for o in objects)
+                names = self._slot_names[key] = (len(picked), uint_array(picked), objects)
+            self._slot_buffers = names[:2]
+        else:
+            self._slot_buffers = None
 
     def _make(self, label: str):
         """One Vulkan semaphore imported by CL (a dup of its fd) and by GL (the fd itself); what was
@@ -548,8 +567,11 @@ class SemaphoreSync(SyncMode):
         return cl_sem
 
     def _buffers(self):
-        """The GL buffers backed by imported memory (what the semaphore operations name), as a
-        prepared array rebuilt only when the shared objects change."""
+        """The GL buffers backed by imported memory that the semaphore operations name, as a prepared
+        array: the frame's copy where there are copies (``use_slot``), else every one the backend
+        shares (rebuilt only when they change)."""
+        if self._slot_buffers is not None:
+            return self._slot_buffers
         version = self.backend.objects_version
         if version != self._names_version:
             self._names = tuple(o.gl_memory for o in self.backend.objects)

@@ -411,9 +411,9 @@ class SemaphoreSync(SyncMode):
     copy's: each copy gets its own pair of semaphores instead, GL signals the copy's ``gl_done``
     right after drawing it, and CL waits on that signal before the copy's next acquire, slots
     frames later, while GL may still be drawing the copies in between. Measured on the H200
-    (bench/results/README.md), image 4096x4096, the same calls through ctypes with nothing around
-    them: 1 copy 0.46 ms a frame, 2 copies 0.29, 4 copies 0.21, 8 copies 0.17; glshare's own frame
-    (the bench): 0.45, 0.30, 0.25, 0.22."""
+    (bench/results/README.md), image 4096x4096, the bench's bare loop of the same calls: 1 copy
+    0.43 ms a frame, 2 copies 0.27, 4 copies 0.19, 8 copies 0.15; glshare's own frame at ac0ea38:
+    0.44, 0.29, 0.22, 0.17."""
 
     name = "semaphore"
     order = 30

@@ -191,6 +191,38 @@ def test_gl_timer_reads_back_without_stalling(gl):
     assert live.count("gl_query") == before
 
 
+@pytest.mark.parametrize("no_wait", [True, False])
+def test_gl_timer_harvest_without_waiting_reads_what_waiting_reads(gl, no_wait):
+    """harvest() never waits: from GL 4.4 the end stamp read with QUERY_RESULT_NO_WAIT tells whether
+    a pass is done (two calls), before that QUERY_RESULT_AVAILABLE does (three). Once GL finished,
+    either path reads each pass, the same stamps as a waiting read of the same queries."""
+    from OpenGL import GL
+
+    from app.gl.timer import GlTimer
+
+    timer = GlTimer("no-wait timer", slots=4, owner="test")
+    assert timer.enabled, timer.reason
+    if no_wait and not timer._no_wait:
+        timer.release()
+        pytest.skip("this GL is older than 4.4: no QUERY_RESULT_NO_WAIT")
+    timer._no_wait = no_wait
+    recs = [FrameRecord(i, "s", "b", "finish") for i in range(3)]
+    try:
+        pairs = []
+        for rec in recs:
+            with timer.span(rec, "gl clear"):
+                GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+            pairs.append(timer._pending[-1][2:])
+        GL.glFinish()
+        timer.harvest()  # the first calls of a harvest period read: done passes only, no wait
+        assert [len(r.gl_passes) for r in recs] == [1, 1, 1] and timer.timed == 3
+        for rec, (q0, q1) in zip(recs, pairs):
+            (_, start, end), = rec.gl_passes
+            assert (start, end) == (timer._result(q0), timer._result(q1)) and 0 < start <= end
+    finally:
+        timer.release()
+
+
 # -- build_trace on hand-made records ----------------------------------------------------------------
 def test_build_trace_links_release_to_gl_and_waits():
     rec = FrameRecord(7, "particles", "host_copy", "finish", start_ns=1_000_000, end_ns=1_100_000)

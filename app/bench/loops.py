@@ -194,7 +194,7 @@ class BareLoop:
             tracker.cl_use(shared, "kernel")
             k = scene.compute(q, self.frame_index, [ev] if ev is not None else None)
             rec.phases["compute"] = (t, t := ns())
-            validator.check_python("release", vq, mems, [k])
+            validator.check_python("release", vq, mems, None)  # as glshare's frame: in order, no wait list
             self._release(k)
             tracker.released(shared, vq)
             q.finish()

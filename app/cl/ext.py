@@ -203,7 +203,7 @@ def _core_calls():
 CL_EVENT_CONTEXT = 0x11D4
 CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3
 PROFILING_PARAMS = (0x1280, 0x1281, 0x1282, 0x1283)  # CL_PROFILING_COMMAND_QUEUED, SUBMIT, START, END
-CL_PROFILING_COMMAND_SUBMIT = 0x1281
+_WITHOUT_SUBMIT = (0x1280, 0x1282, 0x1283)  # QUEUED, START, END
 
 
 class EventInfo:
@@ -242,15 +242,14 @@ class EventInfo:
         (not complete, a queue without profiling)."""
         fn, out, ref = self._profiling, self._u64, self._u64_ref
         stamps = []
-        for param in PROFILING_PARAMS:
-            if param == CL_PROFILING_COMMAND_SUBMIT and not submit:
-                stamps.append(None)
-                continue
+        for param in PROFILING_PARAMS if submit else _WITHOUT_SUBMIT:
             err = fn(event_ptr, param, 8, ref, None)
             if err:
                 _raise(err, "clGetEventProfilingInfo")
             stamps.append(out.value)
-        return tuple(stamps)
+        if submit:
+            return tuple(stamps)
+        return stamps[0], None, stamps[1], stamps[2]
 
 
 @lru_cache(maxsize=1)

@@ -2,7 +2,8 @@
 
 ``with timer.span(record, "gl render"): scene.render(size)`` puts ``glQueryCounter(GL_TIMESTAMP)``
 before and after the pass. The query pairs come from a small ring; ``harvest()`` (once a frame)
-reads only the pairs whose result is already there (``GL_QUERY_RESULT_AVAILABLE``), oldest first,
+reads only the pairs whose result is already there (``GL_QUERY_RESULT_AVAILABLE``, or from GL 4.4 the
+end stamp read with ``GL_QUERY_RESULT_NO_WAIT``), oldest first,
 and appends ``(name, start, end)`` in GL time to ``FrameRecord.gl_passes``. When every pair of the
 ring is still in flight, the pass goes untimed (``dropped`` counts it) instead of waiting for the
 GPU. ``harvest(wait=True)`` (end of a run) waits for all of them. Timer queries are core in GL 3.3
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 GL_TIMESTAMP = 0x8E28
 GL_QUERY_RESULT = 0x8866
 GL_QUERY_RESULT_AVAILABLE = 0x8867
+GL_QUERY_RESULT_NO_WAIT = 0x9194  # OpenGL 4.4 (ARB_query_buffer_object): the result if it is there, else nothing
+_UNWRITTEN = (1 << 64) - 1  # left in the output by a NO_WAIT read whose result is not there (no stamp is this)
 
 
 _UNTIMED = contextlib.nullcontext()
@@ -67,6 +70,7 @@ class GlTimer:
         self._pending: collections.deque = collections.deque()  # (record, name, q_start, q_end)
         self._ival = ctypes.c_int()
         self._uval = ctypes.c_uint64()
+        self._no_wait = False
         try:
             from OpenGL import GL
 
@@ -75,6 +79,11 @@ class GlTimer:
             if (major, minor) < (3, 3):
                 self.reason = f"GL {major}.{minor} has no timer queries (core in 3.3)"
                 return
+            # from GL 4.4 a finished pass is read with two calls, not three: GetQueryObject with
+            # QUERY_RESULT_NO_WAIT (core in 4.4, from ARB_query_buffer_object) writes the result only
+            # if it is available and leaves params unchanged otherwise, so the end stamp says by
+            # itself whether it is there
+            self._no_wait = (major, minor) >= (4, 4)
             from app.gl.raw import gl_function
 
             # a timed pass's stamps and reads, every frame on a GPU: straight through ctypes
@@ -107,6 +116,15 @@ class GlTimer:
         """``span`` for a frame the timer samples (``span`` checked that the timer is on)."""
         return _Span(self, rec, name)
 
+    def _end_if_there(self, query: int) -> int | None:
+        """The end stamp of a pass if GL has it, else None (never waiting)."""
+        if self._no_wait:
+            self._uval.value = _UNWRITTEN
+            self._get_ui64v(query, GL_QUERY_RESULT_NO_WAIT, self._uval_ref)
+            value = self._uval.value
+            return None if value == _UNWRITTEN else int(value)
+        return self._result(query) if self._available(query) else None
+
     def _available(self, query: int) -> bool:
         self._get_iv(query, GL_QUERY_RESULT_AVAILABLE, self._ival_ref)
         return bool(self._ival.value)
@@ -127,9 +145,10 @@ class GlTimer:
             while self._pending:
                 rec, name, q0, q1 = self._pending[0]
                 # GL answers queries in order: when the end stamp is there, the start stamp is too
-                if not wait and not self._available(q1):
+                end = self._result(q1) if wait else self._end_if_there(q1)
+                if end is None:
                     return
-                rec.gl_passes.append((name, self._result(q0), self._result(q1)))
+                rec.gl_passes.append((name, self._result(q0), end))
                 self.timed += 1
                 self._pending.popleft()
                 self._free.append((q0, q1))

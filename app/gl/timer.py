@@ -33,6 +33,7 @@ GL_QUERY_RESULT = 0x8866
 GL_QUERY_RESULT_AVAILABLE = 0x8867
 GL_QUERY_RESULT_NO_WAIT = 0x9194  # OpenGL 4.4 (ARB_query_buffer_object): the result if it is there, else nothing
 _UNWRITTEN = (1 << 64) - 1  # left in the output by a NO_WAIT read whose result is not there (no stamp is this)
+USE_NO_WAIT = True  # read with QUERY_RESULT_NO_WAIT where GL has it (False: the availability query, to compare)
 
 
 _UNTIMED = contextlib.nullcontext()
@@ -83,7 +84,7 @@ class GlTimer:
             # QUERY_RESULT_NO_WAIT (core in 4.4, from ARB_query_buffer_object) writes the result only
             # if it is available and leaves params unchanged otherwise, so the end stamp says by
             # itself whether it is there
-            self._no_wait = (major, minor) >= (4, 4)
+            self._no_wait = USE_NO_WAIT and (major, minor) >= (4, 4)
             from app.gl.raw import gl_function
 
             # a timed pass's stamps and reads, every frame on a GPU: straight through ctypes

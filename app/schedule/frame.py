@@ -37,6 +37,8 @@ class FrameRecord:
     events: dict[str, Any] = field(default_factory=dict)  # CL events until their profile is read
     # queued, submit, start, end; submit None where not read (FrameScheduler.profile_submit: --trace reads it)
     cl_profile: dict[str, tuple[int, int | None, int, int]] = field(default_factory=dict)
+    # the commands whose profile came back without device stamps (0: NVIDIA's markers), kept out of cl_profile
+    unstamped: tuple[str, ...] = ()
     gl_passes: list[tuple[str, int, int]] = field(default_factory=list)  # GL timer queries (GL clock)
     errors: list[ErrorRecord] = field(default_factory=list)
     hazards: list[Any] = field(default_factory=list)

@@ -323,7 +323,11 @@ class FrameScheduler:
             try:
                 if wait:
                     ev.wait()
-                rec.cl_profile[name] = info.profile(ev.int_ptr, submit)
+                prof = info.profile(ev.int_ptr, submit)
+                if prof[0] and prof[2] and prof[3]:
+                    rec.cl_profile[name] = prof
+                else:  # a zero stamp is none: the driver did not time the command (NVIDIA's markers)
+                    rec.unstamped += (name,)
             except cl.Error as exc:
                 rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
             del rec.events[name]

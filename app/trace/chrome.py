@@ -144,7 +144,8 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
         end_ns = max([rec.end_ns] + [s[1] for s in rec.phases.values()])
         events.append(_x(f"frame {f}", "cpu.frame", TID_CPU, _us(rec.start_ns, base), (end_ns - rec.start_ns) / 1e3,
                          {"frame": f, "scene": rec.scene, "backend": rec.backend, "sync": rec.sync,
-                          "bytes_moved": rec.bytes_moved, "stepped": rec.stepped, "frame_us": rec.frame_us}))
+                          "bytes_moved": rec.bytes_moved, "stepped": rec.stepped, "frame_us": rec.frame_us,
+                          "cl_unstamped": list(rec.unstamped)}))  # commands the driver gave no device stamps
         ts0 = _us(rec.start_ns, base)
         if rec.frame_us is not None:
             events.append({"name": "frame time", "ph": "C", "pid": PID,

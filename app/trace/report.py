@@ -45,8 +45,11 @@ def statistics(records: list, switched_after: bool = False) -> dict:
     for name in ("acquire", "compute", "release"):
         cl_us[name] = summary((r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3
                               for r in timed if name in r.cl_profile)
+    # commands the driver returned without device stamps (zero): no device time, not a time of zero
+    unstamped = {name: sum(1 for r in timed if name in r.unstamped) for name in ("acquire", "compute", "release")}
     return {"frames_kept": len(records), "frames_in_statistics": len(timed), "frames_with_period": len(periods),
-            "phases_us": phases, "cl_device_us": cl_us, "cl_stamps_shared": shared_stamps(timed),
+            "phases_us": phases, "cl_device_us": cl_us, "cl_unstamped": unstamped,
+            "cl_stamps_shared": shared_stamps(timed),
             "waits_us": summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in timed)}
 
 
@@ -97,7 +100,9 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
                     "cl_device_us and waits_us over the frames_in_statistics frames of the set-up statistics_of "
                     "names (stepped frames left out), frame over the frames_with_period of them; "
                     "cl_stamps_shared: of the frames with a kernel profile, how many had the acquire's or the "
-                    "release's device stamps equal to the kernel's (the driver stamped the batch, not each command)",
+                    "release's device stamps equal to the kernel's (the driver stamped the batch, not each command); "
+                    "cl_unstamped: of those frames, how many had each command's profile come back with zero stamps "
+                    "(the driver timed it not at all: left out of cl_device_us)",
         "size": facts.size,
         "bytes_per_frame": facts.bytes_per_frame,
         "gl": facts.gl,
@@ -106,6 +111,7 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         "phases_us": stats["phases_us"],
         "cl_device_us": stats["cl_device_us"],
         "cl_stamps_shared": stats["cl_stamps_shared"],
+        "cl_unstamped": stats["cl_unstamped"],
         "waits_us": stats["waits_us"],
         "errors": errors,
         "errors_total": totals["errors"] + history.loop_errors_total,

@@ -43,8 +43,9 @@ def statistics(records: list, switched_after: bool = False) -> dict:
     phases["frame"] = summary(periods)  # present to present
     cl_us = {}
     for name in ("acquire", "compute", "release"):
-        cl_us[name] = summary((r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3
-                              for r in timed if name in r.cl_profile)
+        spans = [(r.cl_profile[name][3] - r.cl_profile[name][2]) / 1e3 for r in timed if name in r.cl_profile]
+        # null where no frame has a device time for the command (none enqueued, or none stamped): not 0
+        cl_us[name] = summary(spans) if spans else None
     # commands the driver returned without device stamps (zero): no device time, not a time of zero
     unstamped = {name: sum(1 for r in timed if name in r.unstamped) for name in ("acquire", "compute", "release")}
     return {"frames_kept": len(records), "frames_in_statistics": len(timed), "frames_with_period": len(periods),
@@ -102,7 +103,8 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
                     "cl_stamps_shared: of the frames with a kernel profile, how many had the acquire's or the "
                     "release's device stamps equal to the kernel's (the driver stamped the batch, not each command); "
                     "cl_unstamped: of those frames, how many had each command's profile come back with zero stamps "
-                    "(the driver timed it not at all: left out of cl_device_us)",
+                    "(the driver timed it not at all: left out of cl_device_us, which is null for a command no "
+                    "frame has a device time for)",
         "size": facts.size,
         "bytes_per_frame": facts.bytes_per_frame,
         "gl": facts.gl,

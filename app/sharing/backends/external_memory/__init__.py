@@ -500,8 +500,10 @@ class SemaphoreSync(SyncMode):
 
     def use_slot(self, slot: int, objects=()) -> None:
         """The pair of copy ``slot``; with copies the GL semaphore operations name only that copy's
-        buffers (``objects``): GL's commands between them use that copy alone (a GL wait that named
-        every copy's buffer made the driver's barrier cover every copy each frame)."""
+        buffers (``objects``): GL's commands between them use that copy alone, and GL_EXT_semaphore's
+        buffer lists say which objects the wait makes visible and the signal hands over (naming every
+        copy asked for barriers on all of them each frame; bench/probes/gpu_copies_probe.py's lean
+        loop, the figures of the third session, names one)."""
         self.slot = slot
         self.gl_done_gl, self.gl_done_cl, self.cl_done_gl, self.cl_done_cl = self._pairs[slot]
         self._gl_done_list, self._cl_done_list = self._lists[slot]

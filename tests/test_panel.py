@@ -434,6 +434,24 @@ def test_the_timeline_follows_the_clock(small_runtime):
     np.testing.assert_array_equal(b.start[~gl], a.start[~gl])  # the host's bars stay where they were
 
 
+def test_the_cl_lane_says_which_commands_the_driver_left_unstamped():
+    """A command whose profile came back without stamps (NVIDIA's markers) has no bar in the CL lane,
+    and the lane says so instead of showing nothing."""
+    from app.ui.model import KIND_RUN, build_timeline
+
+    rec = FrameRecord(4, "particles", "host_copy", "finish", start_ns=1_000_000, end_ns=1_100_000)
+    rec.phases = {"acquire": (1_000_000, 1_010_000), "compute": (1_010_000, 1_040_000),
+                  "release": (1_040_000, 1_070_000), "render": (1_070_000, 1_100_000)}
+    rec.cl_profile = {"compute": (1_012_000, 1_013_000, 1_015_000, 1_030_000)}
+    rec.unstamped = ("acquire", "release")
+    tl = build_timeline(rec, None)
+    runs = [tl.names[i] for i in np.flatnonzero(tl.kind == KIND_RUN)]
+    assert runs == ["compute"]
+    assert tl.cl_note == "no device stamps from the driver for acquire, release"
+    rec.unstamped = ()
+    assert build_timeline(rec, None).cl_note == ""
+
+
 def test_memory_tab_reads_the_payload_lifetime_now(small_runtime):
     """The Memory tab's counters are the backend's now, not those of the set-up's first view; each
     handle type says both how long its handle is valid and how long its memory lives."""

@@ -540,7 +540,9 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
         next_ms = (next_rec.start_ns - t0) / 1e6
     notes = []
     cl_note = ""
-    if not rec.cl_profile:
+    if rec.unstamped:  # what the driver gave no device stamps: no bar for it, and the lane says why
+        cl_note = f"no device stamps from the driver for {', '.join(rec.unstamped)}"
+    elif not rec.cl_profile:
         cl_note = ("profiled when the frame's commands complete" if in_progress or rec.events
                    else "no command profiled on this frame")
     if rec.stepped:
@@ -695,7 +697,7 @@ class PanelData:
         nxt = _find(records, rec.index + 1) if not in_progress else None
         live = {o.label: o.state for o in view.owners} if in_progress else None
         clock = view.clock_map  # its offsets tighten as records are harvested: the bars move with them
-        key = (rec.index, id(rec), in_progress, len(rec.phases), len(rec.cl_profile), len(rec.gl_passes),
+        key = (rec.index, id(rec), in_progress, len(rec.phases), len(rec.cl_profile), rec.unstamped, len(rec.gl_passes),
                len(rec.owners), len(rec.hazards), len(rec.errors), nxt is not None, current, upcoming,
                tuple(sorted(live.items())) if live else None, gl_note,
                (clock.cl.offset, clock.gl.offset) if clock is not None else None)

@@ -609,3 +609,55 @@ def test_a_command_the_driver_gave_no_stamps_has_no_device_time(host_copy, surfa
     assert "release" not in cl_names and "compute" in cl_names
     frames = [e for e in trace["traceEvents"] if e.get("cat") == "cpu.frame"]
     assert [e["args"]["cl_unstamped"] for e in frames] == [list(r.unstamped) for r in recs]
+
+
+def test_harvest_on_a_queue_out_of_order_reads_only_up_to_the_first_incomplete_event(host_copy, surface):
+    """The newest-complete shortcut holds only on an in-order queue: where commands may complete out
+    of order, the harvest asks each event and stops at the first one not complete, never reading a
+    profile early (a later command done before an earlier one is left for a later harvest)."""
+    import time
+
+    import numpy as np
+    import pyopencl as cl
+
+    from app.config import RunConfig
+    from app.scenes.particles import ParticlesScene
+    from app.schedule.scheduler import FrameScheduler
+
+    props = cl.command_queue_properties
+    try:
+        ooo = cl.CommandQueue(host_copy.context, properties=props.OUT_OF_ORDER_EXEC_MODE_ENABLE | props.PROFILING_ENABLE)
+    except cl.Error as exc:
+        pytest.skip(f"the device makes no out-of-order queue: {exc}")
+    scene = ParticlesScene(RunConfig(size=256, seed=2))
+    scene.build(host_copy, surface.framebuffer_size)
+    sched = FrameScheduler(host_copy, scene, host_copy.make_sync("finish"), strict=True)
+    sched._in_order = False  # as for a backend whose queue runs out of order
+    gate = cl.UserEvent(host_copy.context)
+    buf = cl.Buffer(host_copy.context, cl.mem_flags.READ_WRITE, 256)
+    try:
+        recs = [FrameRecord(i, "particles", "host_copy", "none") for i in range(3)]
+        recs[0].events = {"compute": cl.enqueue_fill_buffer(ooo, buf, np.uint32(1), 0, 64)}
+        ooo.finish()
+        recs[1].events = {"compute": cl.enqueue_fill_buffer(ooo, buf, np.uint32(2), 64, 64, wait_for=[gate])}
+        recs[2].events = {"compute": cl.enqueue_fill_buffer(ooo, buf, np.uint32(3), 128, 64)}  # waits on nothing
+        later = recs[2].events["compute"]
+        deadline = time.monotonic() + 2.0
+        while later.command_execution_status != cl.command_execution_status.COMPLETE:
+            if time.monotonic() > deadline:
+                pytest.skip("this device runs an out-of-order queue's commands in order")
+            time.sleep(0.01)
+        sched._pending.extend(recs)
+        sched.harvest(gl=False)
+        assert not recs[0].events and recs[1].events and recs[2].events  # the later one waits its turn
+        assert list(sched._pending) == recs[1:] and not recs[1].cl_profile and not recs[2].cl_profile
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        ooo.finish()
+        sched.harvest(gl=False)
+        assert not sched._pending and all(not r.events for r in recs)
+    finally:
+        if gate.command_execution_status != cl.command_execution_status.COMPLETE:
+            gate.set_status(cl.command_execution_status.COMPLETE)
+        ooo.finish()
+        sched.close()
+        scene.teardown()

@@ -223,13 +223,15 @@ class FrameScheduler:
                 backend.tracker.gl_use(scene.gl_uses, "draw")
                 with self.gl_timer.span(rec, "gl render"):
                     scene.render(size)
-                code = self._gl_error()  # calls made straight through ctypes (app/gl/raw.py) are checked here
-                if code:
-                    check_gl(f"render {scene.name}", code)
             self.sync.after_gl_use(rec.waits)
             if self.sync.bounded_run_ahead:
                 release = None if self._release_in_fence else rec.events.get("release")
                 self._in_flight.append((release, self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
+            # the GL calls made straight through ctypes (app/gl/raw.py) since the sync's, the draw's and
+            # those after it (a copy's semaphore signal, the fence), are checked here, on their frame
+            code = self._gl_error()
+            if code:
+                check_gl(f"render {scene.name}", code)
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
@@ -305,20 +307,24 @@ class FrameScheduler:
         pending = self._pending
         if not pending:
             return
-        # every event on the records was enqueued on the backend's queue, which is in order: its
-        # commands complete in order, so the newest complete event says every older one is done too.
-        # Walk back from the newest to find it (one status query when the queue has drained, as with
-        # sync finish), then read everything up to it without asking each event its status.
+        # every event on the records was enqueued on the backend's queue; where it is in order (every
+        # backend's is) its commands complete in order, so the newest complete event says every older
+        # one is done too: walk back from the newest to find it (one status query when the queue has
+        # drained, as with sync finish), then read everything up to it without asking each its status.
         flat = [(rec, name, ev) for rec in pending for name, ev in rec.events.items()]
         upto = len(flat)
         info = event_info()  # clGetEventInfo / clGetEventProfilingInfo through prepared ctypes calls
         submit = self.profile_submit
         if not wait:
             upto = 0
-            for i in range(len(flat) - 1, -1, -1):
-                if info.status(flat[i][2].int_ptr) == CL_COMPLETE:
-                    upto = i + 1
-                    break
+            if self._in_order:
+                for i in range(len(flat) - 1, -1, -1):
+                    if info.status(flat[i][2].int_ptr) == CL_COMPLETE:
+                        upto = i + 1
+                        break
+            else:  # commands may complete out of order: each is asked, up to the first not complete
+                while upto < len(flat) and info.status(flat[upto][2].int_ptr) == CL_COMPLETE:
+                    upto += 1
         for rec, name, ev in flat[:upto]:
             try:
                 if wait:

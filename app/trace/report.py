@@ -10,7 +10,7 @@ from app.schedule.frame import LOOP_PHASES
 from app.schedule.history import RunHistory
 from app.trace.stats import summary
 
-SCHEMA = "glshare.report/1"
+SCHEMA = "glshare.report/2"  # 2: cl_device_us entries may be null; cl_unstamped
 
 
 @dataclass(frozen=True)

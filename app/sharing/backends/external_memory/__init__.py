@@ -452,7 +452,7 @@ class SemaphoreSync(SyncMode):
         self._pairs: list[tuple] = []  # per copy of the shared objects: (gl_done GL, CL, cl_done GL, CL)
         self._lists: list[tuple] = []
         self._slot_names: dict[tuple, tuple] = {}  # (slot, ids) -> (n, GL names, objects), per objects' version
-        self._slot_buffers = None  # the copy's (n, names) where the frame uses one copy of several
+        self._slot_buffers = None  # the copy's (objects' version, n, names) where the frame uses one copy of several
         self._slot_version = -1
         # per copy: gl_done was signalled by GL after the copy's draw and CL has not waited on it yet
         self._pending: list[bool] = []
@@ -517,7 +517,7 @@ class SemaphoreSync(SyncMode):
             if names is None:
                 picked = tuple(o.gl_memory for o in objects)
                 names = self._slot_names[key] = (len(picked), uint_array(picked), objects)
-            self._slot_buffers = names[:2]
+            self._slot_buffers = (version, *names[:2])
         else:
             self._slot_buffers = None
 
@@ -572,9 +572,10 @@ class SemaphoreSync(SyncMode):
         """The GL buffers backed by imported memory that the semaphore operations name, as a prepared
         array: the frame's copy where there are copies (``use_slot``), else every one the backend
         shares (rebuilt only when they change)."""
-        if self._slot_buffers is not None:
-            return self._slot_buffers
         version = self.backend.objects_version
+        slot = self._slot_buffers
+        if slot is not None and slot[0] == version:  # (objects made or destroyed since: every current one)
+            return slot[1:]
         if version != self._names_version:
             self._names = tuple(o.gl_memory for o in self.backend.objects)
             self._names_array, self._names_version = uint_array(self._names), version
@@ -591,10 +592,13 @@ class SemaphoreSync(SyncMode):
             self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
             self._flush()
         self._check("wait", queue, self._gl_done_list, None)  # cl_khr_semaphore's rules, before the driver
-        # the wait is a command of the backend's in-order queue: the acquire enqueued next runs after
-        # it completes, so it needs no event of its own in the acquire's wait list
-        self.gl_done_cl.enqueue_wait(queue, event=False)
-        return []
+        # on an in-order queue the acquire enqueued next runs after the wait completes (OpenCL 3.0,
+        # 5.1), so the wait needs no event of its own; a queue that is not in order gets it in the
+        # acquire's wait list
+        if self._in_order(queue):
+            self.gl_done_cl.enqueue_wait(queue, event=False)
+            return []
+        return [self.gl_done_cl.enqueue_wait(queue)]
 
     def after_release(self, queue, release_event, waits) -> None:
         # on the in-order queue the signal runs after the release without naming it (OpenCL 3.0, 5.1)

@@ -81,17 +81,10 @@ class FrameScheduler:
         self.frames_in_flight = max(1, int(frames_in_flight))
         self._in_flight_wait = f"{self.frames_in_flight} frames in flight"  # the wait's name on a record
         self._in_flight: collections.deque = collections.deque()
-        # the backend's queue runs its commands in order (no CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE):
-        # OpenCL 3.0, 5.1: "If the CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE property of a command-queue is
-        # not set, the commands enqueued to a command-queue execute in order", so the frame's own
-        # commands on it (acquire -> kernel -> release) need no wait lists between them; a queue
-        # that is not in order gets each command's predecessor in its wait list
-        props = backend.queue.properties
-        self._in_order = not props & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
-        # whether a GL fence past the frame's draw says the frame's release completed too (GL waited on
-        # the GPU for CL's release, ``SyncMode.gl_waits_for_release``): then the run-ahead bound asks
-        # no CL event's status
-        self._release_in_fence = sync.gl_waits_for_release
+        # on the backend's in-order queue (``SharingBackend.queue_in_order``) the frame's own commands
+        # (acquire -> kernel -> release) need no wait lists between them; a queue that is not in order
+        # gets each command's predecessor in its wait list
+        self._in_order = backend.queue_in_order
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
@@ -225,7 +218,9 @@ class FrameScheduler:
                     scene.render(size)
             self.sync.after_gl_use(rec.waits)
             if self.sync.bounded_run_ahead:
-                release = None if self._release_in_fence else rec.events.get("release")
+                # where GL waited on the GPU for CL's release (``SyncMode.gl_waits_for_release``) a GL
+                # fence past the draw says the release completed too: the bound asks no CL event's status
+                release = None if self.sync.gl_waits_for_release else rec.events.get("release")
                 self._in_flight.append((release, self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
             # the GL calls made straight through ctypes (app/gl/raw.py) since the sync's, the draw's and
             # those after it (a copy's semaphore signal, the fence), are checked here, on their frame

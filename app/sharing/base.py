@@ -183,6 +183,12 @@ class SharingBackend(abc.ABC):
         self.context = self._create_context()
         live.created("cl_context", self.name)
         self._queue = ComputeQueue(self.context, self.device, f"{self.name} queue", owner=self.name)
+        # the queue runs its commands in order: OpenCL 3.0, 5.1: "If the CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE
+        # property of a command-queue is not set, the commands enqueued to a command-queue execute in
+        # order". What the frame leaves out on such a queue (wait lists between its own commands, the
+        # events of commands nothing else waits on) it names where the queue is not in order
+        props = self._queue.queue.properties
+        self.queue_in_order = not props & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
         self.objects: list[SharedObject] = []
         self.objects_version = 0  # changes whenever ``objects`` does (what per-frame caches key on)
         self._splits: dict[tuple, tuple] = {}  # _validated's lists of objects, split: (objects, mems, shared)

@@ -473,16 +473,11 @@ class SemaphoreSync(SyncMode):
         self._names_array = uint_array(())
         self._names_version = -1
         self._check = backend.validator.semaphores.check_python
-        self._ordered_queue: object = None  # the last queue found to run in order
 
     def _in_order(self, queue) -> bool:
-        """Whether ``queue`` runs its commands in order (asked of the driver once per queue)."""
-        if queue is self._ordered_queue:
-            return True
-        if queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE:
-            return False
-        self._ordered_queue = queue
-        return True
+        """Whether ``queue`` is the backend's queue and runs its commands in order (any other queue is
+        treated as one that may not)."""
+        return queue is self.backend.queue and self.backend.queue_in_order
 
     def _add_pair(self) -> None:
         suffix = f"[{len(self._pairs)}]" if self._pairs else ""

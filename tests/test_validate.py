@@ -206,6 +206,18 @@ def test_a_remembered_verdict_counts_and_binds_the_queue(host_copy):
         host_copy.destroy(obj)
 
 
+def test_a_per_call_cache_is_emptied_at_its_bound():
+    """app/memo.keep: what the frame's per-call caches keep stays under MOST entries."""
+    from app.memo import MOST, keep
+
+    cache: dict = {}
+    for i in range(MOST):
+        assert keep(cache, i, -i) == -i
+    assert len(cache) == MOST and cache[0] == 0
+    keep(cache, "next", 1)
+    assert cache == {"next": 1}
+
+
 def test_counts_beyond_the_lists(objs):
     v, q, m, ev = objs.backend.validator, objs.backend.queue, objs.shared.mem, objs.event
     assert _answer(v, "acquire", (q, 2, [m], 0, NULL, NULL)) == "CL_INVALID_MEM_OBJECT"

@@ -19,6 +19,7 @@ import pyopencl._cl as _cl
 
 from app.diagnostics import live
 from app.errors import cl_error_name
+from app.memo import keep
 
 vp = ctypes.c_void_p
 cl_int = ctypes.c_int32
@@ -162,9 +163,7 @@ class MemObjectsCall:
         key = tuple(m.int_ptr for m in mems)
         objs = self._arrays.get(key)
         if objs is None:  # one array per list of objects (frames in flight on copies alternate lists)
-            if len(self._arrays) >= 64:
-                self._arrays.clear()
-            objs = self._arrays[key] = (vp * len(key))(*key) if key else None
+            objs = keep(self._arrays, key, (vp * len(key))(*key) if key else None)
         n, evs = self._waits.fill(wait_for)
         err = self.fn(queue.int_ptr, len(key), objs, n, evs, self._out_ref)
         if err:

@@ -26,6 +26,7 @@ from app.errors import ClError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
 from app.gl.upload import GL_PIXEL_PACK_BUFFER, GL_STREAM_COPY, copy_buffer, texture_to_pack_buffer
+from app.memo import keep
 from app.sharing.sync import SyncMode, sync_modes
 from app.validate.liveness import REGISTRY
 from app.validate.ownership import OwnershipTracker
@@ -408,11 +409,9 @@ class SharingBackend(abc.ABC):
         key = tuple(map(id, objects))
         split = self._splits.get(key)
         if split is None:  # the memory objects and the shared ones among them, kept per list of objects
-            if len(self._splits) >= 64:
-                self._splits.clear()
             mems = [o.mem if isinstance(o, SharedObject) else o for o in objects]
             # (the list is held with its key: no id in it can be reused while it is kept)
-            split = self._splits[key] = (objects, mems, [o for o in objects if isinstance(o, SharedObject)])
+            split = keep(self._splits, key, (objects, mems, [o for o in objects if isinstance(o, SharedObject)]))
         verdict = "CL_SUCCESS"
         if not self.bypass_validation:
             verdict = self.validator.check_python(call, queue, split[1], wait_for)

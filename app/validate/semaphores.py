@@ -23,12 +23,12 @@ from typing import Any, Iterable
 
 import pyopencl as cl
 
+from app.memo import keep
 from app.validate.findings import KHR_RUNTIME, UNDEFINED, Source
 from app.validate.liveness import REGISTRY, ObjectRegistry, handle_of
 from app.validate.spec import NULL, Rule, check_wait_list, rule_error
 
 SECTION = ("5.13.6", "Waiting On and Signaling Semaphores")
-MAX_ACCEPTED = 64  # (queue, semaphores) verdicts kept: a pair per copy of the shared objects, each waited and signalled
 ENTRY_POINTS = {"wait": "clEnqueueWaitSemaphoresKHR", "signal": "clEnqueueSignalSemaphoresKHR"}
 
 
@@ -118,9 +118,7 @@ class SemaphoreValidator:
             if queue_ctx != self.sharing_context.int_ptr:
                 # the queue's context is another than the semaphores' (they were made in sharing_context)
                 self._fail("semaphore_other_context", call, "the queue belongs to another context")
-            if len(self._accepted) >= MAX_ACCEPTED:
-                self._accepted.clear()
-            self._accepted[key] = state
+            keep(self._accepted, key, state)
         check_wait_list(self, call, num_events, event_wait_list, failed_events=True)
         return "CL_SUCCESS"
 

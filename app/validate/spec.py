@@ -52,6 +52,7 @@ import pyopencl as cl
 
 from app.cl.ext import event_info
 from app.errors import CL_CODES, SpecViolation, ValidationError
+from app.memo import keep
 from app.validate.findings import ERROR_CODE, KHR_APPENDIX_A, KHR_RUNTIME, SEED_GL, UNDEFINED, Source
 from app.validate.liveness import REGISTRY, ObjectRegistry
 
@@ -222,10 +223,8 @@ class SpecValidator:
             self.checked += 1
             return seen[1]
         verdict = self.check(call, queue, len(objs) if objs else 0, objs, 0, NULL)
-        if len(self._verdicts) >= MAX_VERDICTS:
-            self._verdicts.clear()
         # the objects are held with the verdict: no id in a key can be reused while it is kept
-        self._verdicts[key] = (self.registry.generation, verdict, objs)
+        keep(self._verdicts, key, (self.registry.generation, verdict, objs))
         return verdict
 
     # -- the parts -------------------------------------------------------------------------------
@@ -271,7 +270,6 @@ class SpecValidator:
 
 
 _NO_QUEUE = object()  # never a queue (None is NULL, which must be checked)
-MAX_VERDICTS = 64  # calls remembered by check_python (a frame makes a handful; a lab run more)
 
 
 def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | None, *,

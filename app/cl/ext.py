@@ -236,15 +236,20 @@ class EventInfo:
     def profile(self, event_ptr: int, submit: bool = True) -> tuple[int, int | None, int, int]:
         """clGetEventProfilingInfo's QUEUED, SUBMIT, START and END (ns, the device's clock); with
         ``submit=False`` SUBMIT is not asked (None in its place: one driver call fewer per event,
-        for a run whose outputs show only queued, start and end). Raises a pyopencl-style error
-        (``cl.RuntimeError`` / ``cl.LogicError`` with the CL status) where the driver refuses one
-        (not complete, a queue without profiling)."""
+        for a run whose outputs show only queued, start and end). A QUEUED stamp of 0 is a command
+        the driver did not time (NVIDIA's markers come back with four zero stamps): the other
+        stamps are not asked and come back as 0 (two or three driver calls fewer for each such
+        command, every frame; the caller counts any zero stamp as no device time). Raises a
+        pyopencl-style error (``cl.RuntimeError`` / ``cl.LogicError`` with the CL status) where the
+        driver refuses one (not complete, a queue without profiling)."""
         fn, out, ref = self._profiling, self._u64, self._u64_ref
         stamps = []
         for param in PROFILING_PARAMS if submit else _WITHOUT_SUBMIT:
             err = fn(event_ptr, param, 8, ref, None)
             if err:
                 _raise(err, "clGetEventProfilingInfo")
+            if not out.value and not stamps:  # QUEUED is 0: unstamped
+                return 0, 0 if submit else None, 0, 0
             stamps.append(out.value)
         if submit:
             return tuple(stamps)

@@ -141,18 +141,31 @@ class GlError(GlshareError):
         return cls(code, where=where, detail=f"{op} failed" if op else "")
 
 
+class GlCallError(GlError):
+    """The glGetError code a call through ``app.gl.api`` left (``call``: the entry point), raised
+    where it happened; ``as_glshare_error`` re-raises it naming the phase, as PyOpenGL's GLError."""
+
+    def __init__(self, code: int, *, call: str) -> None:
+        self.call = call
+        super().__init__(code, where=call, detail=f"{call} failed")
+
+
 def as_glshare_error(exc: BaseException, where: str) -> BaseException:
-    """``exc`` in glshare's error family: a ``pyopencl.Error`` as ClError, PyOpenGL's GLError as
-    GlError, each naming ``where`` (the phase or call); a GlshareError or any other exception is
+    """``exc`` in glshare's error family: a ``pyopencl.Error`` as ClError, PyOpenGL's GLError and a
+    checked call's GlCallError as GlError, each naming ``where`` (the phase or call); a GlshareError or any other exception is
     returned as it is. Neither library is imported here: an exception of one that was never
     imported cannot occur."""
     import sys
 
+    if isinstance(exc, GlCallError):  # a checked GL call's error: named by the phase, the call in its text
+        wrapped: GlshareError = GlError(exc.code, where=where, detail=f"{exc.call} failed")
+        wrapped.__cause__ = exc
+        return wrapped
     if isinstance(exc, GlshareError):
         return exc
     cl = sys.modules.get("pyopencl")
     if cl is not None and isinstance(exc, cl.Error):
-        wrapped: GlshareError = ClError.from_pyopencl(exc, where)
+        wrapped = ClError.from_pyopencl(exc, where)
     else:
         gl_error = sys.modules.get("OpenGL.error")
         if gl_error is None or not isinstance(exc, gl_error.GLError):

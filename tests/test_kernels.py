@@ -91,6 +91,31 @@ def test_event_queries_through_ctypes_match_pyopencl(cl_ctx):
     assert exc.value.code == -7
 
 
+def test_profile_of_an_unstamped_command_stops_at_its_queued_stamp(cl_ctx):
+    """NVIDIA's markers come back with four zero stamps: a QUEUED of 0 is no device time, and the
+    other stamps are not asked (one driver call instead of three or four, every such command)."""
+    from app.cl.ext import EventInfo
+
+    info = EventInfo()
+    asked = []
+    stamps = {0x1280: 0, 0x1281: 5, 0x1282: 6, 0x1283: 7}
+
+    def driver(ptr, param, size, ref, ret):  # stands in for clGetEventProfilingInfo
+        asked.append(param)
+        info._u64.value = stamps[param]
+        return 0
+
+    info._profiling = driver
+    assert info.profile(1) == (0, 0, 0, 0) and asked == [0x1280]
+    asked.clear()
+    assert info.profile(1, submit=False) == (0, None, 0, 0) and asked == [0x1280]
+    stamps[0x1280] = 4  # stamped: every stamp asked, as the driver gave them
+    asked.clear()
+    assert info.profile(1) == (4, 5, 6, 7) and asked == [0x1280, 0x1281, 0x1282, 0x1283]
+    asked.clear()
+    assert info.profile(1, submit=False) == (4, None, 6, 7) and asked == [0x1280, 0x1282, 0x1283]
+
+
 def test_flush_through_ctypes_flushes_and_says_a_refusal(cl_ctx):
     """app/cl/ext.flush (the semaphore frame's clFlush): a live queue is flushed; a NULL queue is the
     driver's CL_INVALID_COMMAND_QUEUE raised as a pyopencl error, as queue.flush() would raise."""

@@ -245,9 +245,8 @@ def _gl_pass_alone(rt, frames: int) -> dict | None:
     """The scene's draw alone, GL finished before and after: the GL pass as wall time (on a software
     rasterizer its threads' work, which GL's timestamp queries do not see: they are stamped as the
     commands are queued). None when there is nothing to draw into."""
-    from OpenGL import GL
-
     from app.bench.loops import render_target
+    from app.gl import api as GL
 
     spent = []
     for _ in range(frames):
@@ -282,7 +281,7 @@ def _drained_ms(rt, frames: int) -> float:
     ahead of the GPU and the driver makes some later frame pay, maybe outside the timed frames.
     This time includes all of it: it is the frame rate the machine sustains.
     """
-    from OpenGL import GL
+    from app.gl import api as GL
 
     GL.glFinish()
     rt.session.backend.queue.finish()

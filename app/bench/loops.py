@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyopencl as cl
-from OpenGL import GL
 
+from app.gl import api as GL
 from app.gl.objects import GlBuffer
 from app.gl.upload import mapped_bytes  # the same mapping a user's code would make
 

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl.ext import event_info
+from app.gl import api as GL
 from app.schedule.frame import FrameRecord
 from app.sharing.sync import timed_wait
 

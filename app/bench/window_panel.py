@@ -37,9 +37,8 @@ def _ui_frame(rt, draw: bool, scene_rect):
     """A frame whose scene GL work is finished before the UI (as the bench's ``glshare_ui_frame``):
     the sample times only the UI (``draw``) or nothing, each followed by glFinish, so llvmpipe's
     rasterising threads are counted too. ``extra["redrew"]``: the layer was redrawn in it."""
-    from OpenGL import GL
-
     from app.bench.loops import timed
+    from app.gl import api as GL
 
     rt.session.step()
     GL.glFinish()

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from OpenGL import GL
-
 from app.errors import GlError
+from app.gl import api as GL
 
 SHARING_GL_EXTENSIONS = (
     "GL_ARB_cl_event", "GL_ARB_sync", "GL_ARB_timer_query", "GL_KHR_debug", "GL_ARB_buffer_storage",

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from OpenGL import GL
+
+from app.gl import api as GL
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from OpenGL import GL
-from OpenGL import error as GLerror
 
 from app.diagnostics import live
 from app.errors import GlError
+from app.gl import api as GL
 from app.gl.formats import RGBA8, TexelFormat
 
 GL_OBJECT_LABEL_TYPES = {"buffer": 0x82E0, "texture": GL.GL_TEXTURE, "vertex_array": 0x8074,
@@ -105,8 +104,8 @@ class GlMappedBuffer(GlBuffer):
             try:
                 GL.glBufferStorage(target, self.nbytes, None, self.STORAGE_FLAGS)
                 ptr = GL.glMapBufferRange(target, 0, self.nbytes, self.MAP_FLAGS)
-            except GLerror.GLError as exc:
-                raise GlError(exc.err, where=where, detail=f"{detail} failed") from exc
+            except GL.GLError as exc:
+                raise GlError(exc.code, where=where, detail=f"{detail} failed") from exc
             address = ptr if isinstance(ptr, int) else ctypes.cast(ptr, ctypes.c_void_p).value
             err = GL.glGetError()
             if err or not address:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from OpenGL import GL
-
+from app.gl import api as GL
 from app.gl.objects import GlBufferTexture, GlVertexArray
 from app.gl.raw import gl_function
 from app.gl.shaders import Program

@@ -2,7 +2,8 @@
 with prepared argument arrays: no PyOpenGL wrapper, argument conversion or per-call glGetError.
 
 What is called this way is checked once per frame instead (``check_gl`` after the render phase's
-draw): an error is still recorded on its frame, not lost. Everything else goes through PyOpenGL.
+draw): an error is still recorded on its frame, not lost. Everything else goes through
+``app.gl.api``, which resolves its entry points here and checks each call.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from functools import lru_cache
 from app.errors import GlError
 
 GLuint, GLint, GLenum, GLsizei, GLfloat = ctypes.c_uint, ctypes.c_int, ctypes.c_uint, ctypes.c_int, ctypes.c_float
+GLbitfield, GLboolean, GLint64, GLuint64 = ctypes.c_uint, ctypes.c_ubyte, ctypes.c_int64, ctypes.c_uint64
+GLintptr = GLsizeiptr = ctypes.c_ssize_t
 P = ctypes.POINTER
 
 SIGNATURES = {
@@ -45,7 +48,8 @@ SIGNATURES = {
 
 @lru_cache(maxsize=None)
 def gl_function(name: str):
-    """The entry point ``name`` (a key of SIGNATURES) of the current GL, as a ctypes function.
+    """The entry point ``name`` (a key of SIGNATURES, which ``app.gl.api`` extends with its own) of
+    the current GL, as a ctypes function.
 
     Raises:
         GlError: the GL implementation does not export it.

@@ -12,11 +12,10 @@ import logging
 import weakref
 from pathlib import Path
 
-from OpenGL import GL
-
 from app.config import SHADERS_DIR
 from app.diagnostics import live
 from app.errors import ShaderBuildError
+from app.gl import api as GL
 from app.gl.objects import _label
 from app.source_files import failing_line, read_source, save_failed_copy, shown, signature
 

@@ -73,7 +73,7 @@ class GlTimer:
         self._uval = ctypes.c_uint64()
         self._no_wait = False
         try:
-            from OpenGL import GL
+            from app.gl import api as GL
 
             self._gl = GL
             major, minor = int(GL.glGetIntegerv(GL.GL_MAJOR_VERSION)), int(GL.glGetIntegerv(GL.GL_MINOR_VERSION))

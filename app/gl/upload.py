@@ -11,9 +11,9 @@ import ctypes
 from typing import Iterator
 
 import numpy as np
-from OpenGL import GL
 
 from app.errors import GlError
+from app.gl import api as GL
 
 GL_PIXEL_PACK_BUFFER, GL_STREAM_COPY = GL.GL_PIXEL_PACK_BUFFER, GL.GL_STREAM_COPY
 READ = GL.GL_MAP_READ_BIT

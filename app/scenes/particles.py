@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl.programs import KernelProgram
 from app.diagnostics import live
+from app.gl import api as GL
 from app.gl.objects import GlVertexArray
 from app.gl.shaders import Program
 from app.scenes.base import Scene, SceneOption

@@ -54,10 +54,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from OpenGL import GL
 
 from app.diagnostics import live
 from app.errors import GlError, SharingUnavailable
+from app.gl import api as GL
 from app.gl.objects import GlBuffer, GlVertexArray, _label
 from app.gl.quad import ImageQuad
 from app.gl.shaders import Program

@@ -34,9 +34,9 @@ import os
 from pathlib import Path
 
 import numpy as np
-from OpenGL import GL
 
 from app.cl.planar import YuvImage, plane_layout
+from app.gl import api as GL
 from app.gl.formats import unsigned_integer
 from app.gl.objects import GlBuffer
 from app.gl.quad import ImageQuad

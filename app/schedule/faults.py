@@ -147,11 +147,11 @@ class FaultPlan:
                       f"out_of_resources@{rec.index}; no driver call failed); the kernel was not enqueued")
 
     def _gl_error(self, rec) -> None:
-        from OpenGL import GL
+        from app.gl import api as GL
 
         try:
             GL.glEnable(UNDEFINED_GL_ENUM)
-        except GL.GLError:  # PyOpenGL's own check read glGetError already
+        except GL.GLError:  # the checked call read glGetError already
             code = GL.GL_INVALID_ENUM
         else:
             code = int(GL.glGetError())

@@ -16,10 +16,10 @@ import operator
 import time
 
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl.ext import event_info
 from app.errors import ClError, GlshareError, QueueStalled, as_glshare_error
+from app.gl import api as GL
 from app.gl.context import check_gl
 from app.gl.raw import gl_function
 from app.gl.timer import GlTimer

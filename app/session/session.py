@@ -333,8 +333,7 @@ class Session:
         is kept to the viewport the UI gives (viewport and scissor), and ``scene_rect`` says so."""
         if not self.surface.bind_target():
             return None
-        from OpenGL import GL
-
+        from app.gl import api as GL
         from app.gl.raw import gl_function as raw  # every frame: straight through ctypes (checked after the draw)
 
         fb = tuple(self.surface.framebuffer_size)
@@ -403,7 +402,7 @@ class Session:
             return
         scene, tracker = self.scene, self.backend.tracker
         if self.stepper.covers(scene.shared, tracker.owner_of):
-            from OpenGL import GL
+            from app.gl import api as GL
 
             GL.glClearColor(0.08, 0.08, 0.10, 1.0)
             GL.glClear(GL.GL_COLOR_BUFFER_BIT)

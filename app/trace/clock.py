@@ -163,7 +163,7 @@ class ClockMap:
 
     def calibrate_gl(self, samples: int = 5) -> None:
         """Bracket ``glGetInteger64v(GL_TIMESTAMP)`` (needs a current GL 3.3 context)."""
-        from OpenGL import GL
+        from app.gl import api as GL
 
         value = ctypes.c_int64()
         for _ in range(samples):

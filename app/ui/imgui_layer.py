@@ -34,10 +34,9 @@ import logging
 import math
 import time
 
-from OpenGL import GL
-
 from app.diagnostics import live
 from app.errors import GlError, GlshareError
+from app.gl import api as GL
 from app.ui.bundle import imgui, implot
 
 log = logging.getLogger(__name__)
@@ -144,11 +143,10 @@ def _trim_heap() -> None:
 
 
 def _gl_error(exc: BaseException, where: str) -> GlError:
-    """A PyOpenGL GLError (whose repr is dozens of lines) as glshare's one-line GlError."""
-    code = getattr(exc, "err", None)
-    if isinstance(code, int):
-        op = getattr(getattr(exc, "baseOperation", None), "__name__", "")
-        return GlError(code, where=where, detail=op)
+    """A failed GL call (``GL.GLError``: the call and its code) or anything else raised while the
+    layer was made, as glshare's one-line GlError naming ``where``."""
+    if isinstance(exc, GL.GLError):
+        return GlError(exc.code, where=where, detail=exc.call)
     return GlError(GL.GL_INVALID_OPERATION, where=where, detail=f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 
@@ -177,10 +175,13 @@ class _Layer:
             if status != GL.GL_FRAMEBUFFER_COMPLETE:
                 raise GlError(GL.GL_INVALID_FRAMEBUFFER_OPERATION, where=f"panel layer {self.size[0]}x{self.size[1]}",
                               detail=f"framebuffer incomplete (0x{int(status):04X})")
+        except GL.GLError as exc:  # a call's error, named by the layer: nothing left behind
+            self._free()
+            raise _gl_error(exc, f"panel layer {self.size[0]}x{self.size[1]}") from None
         except GlError:
             self._free()
             raise
-        except Exception as exc:  # noqa: BLE001 - PyOpenGL's GLError: one line, nothing left behind
+        except Exception as exc:  # noqa: BLE001 - one line, nothing left behind
             self._free()
             raise _gl_error(exc, f"panel layer {self.size[0]}x{self.size[1]}") from None
         live.created("gl_texture", "ui")
@@ -410,10 +411,10 @@ class ImGuiLayer:
             self.failures += 1
             if what[0] != "layer":
                 self._broken = True  # ImGui's frame did not finish: rebuild before the next one
-            if isinstance(exc, GlshareError):
-                err = exc
-            elif isinstance(exc, GL.GLError):
+            if isinstance(exc, GL.GLError):
                 err = _gl_error(exc, f"panel {what[0]}")
+            elif isinstance(exc, GlshareError):
+                err = exc
             else:  # ImGui's own assertion, or the panel's code: one line, where it happened
                 err = GlshareError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                                    where=f"panel {what[0]}")

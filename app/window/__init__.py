@@ -98,7 +98,7 @@ def gl_max_framebuffer(limit: int | None = None) -> tuple[int, int]:
     """The largest framebuffer GL draws on the current context: GL_MAX_VIEWPORT_DIMS,
     GL_MAX_RENDERBUFFER_SIZE and GL_MAX_TEXTURE_SIZE (the panel's layer is a texture of the
     framebuffer's size), and ``limit`` (a window system's own, such as X's) where given."""
-    from OpenGL import GL
+    from app.gl import api as GL
 
     vw, vh = (int(v) for v in GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS))
     side = min(int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE)), int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_SIZE)))

@@ -11,9 +11,10 @@ import logging
 import os
 
 import numpy as np
-from OpenGL import EGL, GL
+from OpenGL import EGL
 
 from app.errors import GlshareError
+from app.gl import api as GL
 from app.gl.raw import gl_function
 from app.window import KeyEvent
 

@@ -14,9 +14,9 @@ import logging
 
 import glfw
 import numpy as np
-from OpenGL import GL
 
 from app.errors import GlshareError
+from app.gl import api as GL
 from app.gl.raw import gl_function
 from app.source_files import capturing_stderr
 from app.ui.bundle import complete as _complete_imgui_bundle

@@ -11,11 +11,11 @@ import logging
 import sys
 
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl.device import GL_SHARING_EXTENSIONS
 from app.cl.ext import ExtensionFunctions, create_event_from_gl_sync
 from app.errors import ClError, SharingUnavailable, cl_error_name
+from app.gl import api as GL
 from app.gl.objects import GlBuffer, GlTexture
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharingBackend
 from app.sharing.sync import SyncMode

@@ -12,9 +12,9 @@ complete event where the caller asks for one: ``acquire(..., event=True)``).
 from __future__ import annotations
 
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl.formats import cl_image_format
+from app.gl import api as GL
 from app.gl.objects import GlBuffer
 from app.gl.upload import (
     READ,

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl.formats import cl_image_format
 from app.errors import ClError, GlshareError, SharingUnavailable
+from app.gl import api as GL
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import (
     BUFFER_TEXTURE_FORMATS,

@@ -48,12 +48,12 @@ import os
 from typing import NoReturn
 
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl import ext as clext
 from app.cl.formats import cl_image_format
 from app.diagnostics import live
 from app.errors import ClError, SharingUnavailable, as_glshare_error
+from app.gl import api as GL
 from app.gl.context import check_gl
 from app.gl.objects import (
     BUFFER_TEXTURE_FORMATS,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
-from OpenGL import GL
 
 from app.cl.ext import open_fds
 from app.diagnostics import live
+from app.gl import api as GL
 
 KMT_NOTE = ("A KMT / global share handle (OPAQUE_WIN32_KMT, D3D11_TEXTURE_KMT) owns no reference: it "
             "'will become invalid when all memory objects and Direct3D resources associated with it are "

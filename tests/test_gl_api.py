@@ -157,7 +157,8 @@ def test_shader_source_status_and_log(gl):
 
 def test_a_headless_run_does_not_import_pyopengls_gl():
     """What the start-up saves: PyOpenGL's OpenGL.GL (a wrapper module per GL version and
-    extension) is not imported by a headless run on this machine's backend; the run still draws."""
+    extension) is not imported by a headless run (the default backend: host_mapped on the CPU,
+    external_memory on the GPU machine); the run still draws."""
     code = ("import json, sys, runpy\n"
             "sys.argv = ['glshare', 'run', '--headless', '--quiet', '--frames', '3', '--scene', 'image',\n"
             "            '--report', sys.argv[1]]\n"

@@ -19,6 +19,7 @@ an int, or a tuple for the vector queries in ``_VECTOR_QUERIES``; ``glGetString*
 ``glShaderSource(shader, text)``; ``glGet{Shader,Program}iv(name, pname)`` an int and
 ``glGet{Shader,Program}InfoLog(name)`` bytes; ``glReadPixels(x, y, w, h, format, type)`` the
 pixels as bytes; a data pointer may be a numpy array, bytes, None, an int or a ctypes object.
+Everything else is called in its C form (``GL.GLuint`` is ctypes' c_uint, as PyOpenGL's is).
 """
 from __future__ import annotations
 
@@ -163,7 +164,23 @@ _PROTOTYPES = {
     "glDeleteRenderbuffers": (None, [GLsizei, P(GLuint)]),
     "glDeleteVertexArrays": (None, [GLsizei, P(GLuint)]),
     "glDeleteQueries": (None, [GLsizei, P(GLuint)]),
+    # GL_EXT_memory_object, GL_EXT_memory_object_fd, GL_EXT_semaphore, GL_EXT_semaphore_fd (the
+    # external_memory backend; called in their C form)
+    "glCreateMemoryObjectsEXT": (None, [GLsizei, P(GLuint)]),
+    "glDeleteMemoryObjectsEXT": (None, [GLsizei, P(GLuint)]),
+    "glImportMemoryFdEXT": (None, [GLuint, GLuint64, GLenum, GLint]),
+    "glNamedBufferStorageMemEXT": (None, [GLuint, GLsizeiptr, GLuint, GLuint64]),
+    "glGenSemaphoresEXT": (None, [GLsizei, P(GLuint)]),
+    "glDeleteSemaphoresEXT": (None, [GLsizei, P(GLuint)]),
+    "glImportSemaphoreFdEXT": (None, [GLuint, GLenum, GLint]),
+    # GL_ARB_cl_event (gl_sharing's sync: a GL sync object from a CL event)
+    "glCreateSyncFromCLeventARB": (vp, [vp, vp, GLbitfield]),
 }
+# the core glGen* and glDelete* calls answered in PyOpenGL's form: gen(n) -> name(s), delete(n, list)
+_GEN = ("glGenBuffers", "glGenTextures", "glGenFramebuffers", "glGenRenderbuffers", "glGenVertexArrays",
+        "glGenQueries")
+_DELETE = ("glDeleteBuffers", "glDeleteTextures", "glDeleteFramebuffers", "glDeleteRenderbuffers",
+           "glDeleteVertexArrays", "glDeleteQueries")
 SIGNATURES.update(_PROTOTYPES)  # gl_function resolves these names too
 
 # glGetIntegerv's queries that answer more than one value (the rest answer one)
@@ -339,9 +356,9 @@ _DATA_ARGUMENT = {"glBufferData": 2, "glBufferSubData": 3, "glBufferStorage": 2,
 def _resolve(name: str):
     if name in _BUILDERS:
         return _BUILDERS[name]()
-    if name.startswith("glGen") and name in _PROTOTYPES:
+    if name in _GEN:
         return _make_gen(name)
-    if name.startswith("glDelete") and name.endswith("s") and name in _PROTOTYPES:
+    if name in _DELETE:
         return _make_delete(name)
     if name in _DATA_ARGUMENT:
         return _make_data_call(name, _DATA_ARGUMENT[name])

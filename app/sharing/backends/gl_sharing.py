@@ -180,9 +180,7 @@ class GlEventSync(SyncMode):
     def after_release(self, queue, release_event, waits) -> None:
         queue.flush()
         if release_event is not None and self.backend.env.gl_info.has("GL_ARB_cl_event"):
-            from OpenGL.GL.ARB.cl_event import glCreateSyncFromCLeventARB
-
-            sync = glCreateSyncFromCLeventARB(self.backend.context.int_ptr, release_event.int_ptr, 0)
+            sync = GL.glCreateSyncFromCLeventARB(self.backend.context.int_ptr, release_event.int_ptr, 0)
             GL.glWaitSync(sync, 0, GL.GL_TIMEOUT_IGNORED)
             GL.glDeleteSync(sync)
 

@@ -132,12 +132,8 @@ def _reraise(exc: Exception, where: str) -> NoReturn:
 
 
 def _gl_fn(name: str):
-    from OpenGL.GL.EXT import memory_object, memory_object_fd, semaphore, semaphore_fd
-
-    for mod in (memory_object, memory_object_fd, semaphore, semaphore_fd):
-        if hasattr(mod, name):
-            return getattr(mod, name)
-    raise AttributeError(name)
+    """An entry point of GL_EXT_memory_object(_fd) or GL_EXT_semaphore(_fd), checked (app.gl.api)."""
+    return getattr(GL, name)
 
 
 class GlMemoryObject:

@@ -57,6 +57,21 @@ def glshare_frame(rt, records: list) -> Sample:
     return timed(frame)
 
 
+def glshare_finished_frame(rt, records: list) -> Sample:
+    """The same frame, its GL work finished inside the sample and nothing of an earlier frame's left
+    for it to wait on: frames of two sessions on one context can be timed in turn without either
+    paying for the other's rasterization (with sync finish the next frame's acquire would wait for
+    this frame's draw anyway)."""
+    GL.glFinish()
+
+    def frame():
+        records.append(rt.session.step())
+        rt.session.surface.present()
+        GL.glFinish()
+
+    return timed(frame)
+
+
 def glshare_panel_frame(rt, records: list) -> Sample:
     """The same frame with the panel drawn (``Run.draw_ui``: app/ui/panel.py)."""
 

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from app.bench.loops import glshare_copy_frame, glshare_frame
+from app.bench.loops import glshare_copy_frame, glshare_finished_frame, glshare_frame
 from app.bench.sweep import Sweep, size_label
 from app.config import RunConfig
 
@@ -95,10 +95,12 @@ def race_rows(result: dict) -> list[dict]:
 
 def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: str | None, surface) -> dict:
     """``zero_copy`` and host_copy on the same scene and size, both sessions open at once on
-    ``surface`` (no UI), timed in alternating blocks: each round a block of zero-copy frames, a block
-    of host_copy frames and a block of host_copy copy frames (``glshare_copy_frame``: its acquire +
-    release with the kernel finished first), in an order that alternates. Each round's ratio:
-    median zero-copy frame / (median host_copy frame - median copy time)."""
+    ``surface`` (no UI), timed frame by frame in turn: each round ``per_round`` triples of a zero-copy
+    frame, a host_copy frame (each with its GL work finished inside its sample and none of the frame
+    before left to wait on: ``glshare_finished_frame``) and a host_copy copy frame
+    (``glshare_copy_frame``: its acquire + release with the kernel finished first), the order
+    rotating from triple to triple. Each round's ratio: median zero-copy frame / (median host_copy
+    frame - median copy time)."""
     from app.session.loop import Run
     from app.session.session import window_size_for
 
@@ -117,16 +119,19 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
             glshare_frame(hr, [])
         glshare_copy_frame(hr)
         for r in range(rounds):
-            blocks = {}
+            blocks: dict[str, list[int]] = {"z": [], "h": [], "c": []}
             records = {"z": [], "h": []}
-            order = ("z", "h", "c") if r % 2 == 0 else ("c", "h", "z")
-            for kind in order:
-                if kind == "z":
-                    blocks[kind] = [glshare_frame(zr, records["z"]).wall for _ in range(per_round)]
-                elif kind == "h":
-                    blocks[kind] = [glshare_frame(hr, records["h"]).wall for _ in range(per_round)]
-                else:
-                    blocks[kind] = [glshare_copy_frame(hr).extra["copy"] for _ in range(per_round)]
+            # one frame of each kind in turn, the order rotating: on the 2-core machine the frame
+            # (llvmpipe's rasterizing threads, the CL driver's) drifts by +-15 % within a second,
+            # more than a 2 MiB copy costs, and blocks of frames measured that drift as well
+            for i in range(per_round):
+                for kind in ("z", "h", "c")[(r + i) % 3:] + ("z", "h", "c")[:(r + i) % 3]:
+                    if kind == "z":
+                        blocks[kind].append(glshare_finished_frame(zr, records["z"]).wall)
+                    elif kind == "h":
+                        blocks[kind].append(glshare_finished_frame(hr, records["h"]).wall)
+                    else:
+                        blocks[kind].append(glshare_copy_frame(hr).extra["copy"])
             z, h, c = (float(np.median(blocks[k])) / 1e6 for k in ("z", "h", "c"))
             z_ms.append(z)
             h_ms.append(h)
@@ -140,7 +145,7 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
     moved = {k: int(np.median(v)) for k, v in every.items() if v}
     ratios_a = np.array([r for r in ratios if not math.isnan(r)])
     return {"scene": scene, "size": size_label(scene, size), "backend": zero_copy, "rounds": rounds,
-            "frames_per_block": per_round, "zero_copy_frame_ms": round(float(np.median(z_ms)), 4),
+            "frames_per_round": per_round, "zero_copy_frame_ms": round(float(np.median(z_ms)), 4),
             "host_copy_frame_ms": round(float(np.median(h_ms)), 4), "host_copy_copy_ms": round(float(np.median(c_ms)), 4),
             "host_copy_without_copies_ms": round(float(np.median(np.array(h_ms) - np.array(c_ms))), 4),
             "ratio_median": round(float(np.median(ratios_a)), 4) if ratios_a.size else None,

@@ -131,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="work-group size of the scenes' kernels (N means Nx1; 1-D kernels take W*H); "
                         "default: the driver's choice")
     r.add_argument("--round-points", action="store_true", help="particles: smooth round points instead of squares")
+    r.add_argument("--view", choices=("sample", "side"), default="sample",
+                   help="particles: the start view, the classic sample's (looking down the fountain) or from the side")
     r.add_argument("--filter", choices=("sobel", "blur"), default="sobel", help="postprocess: Sobel edges or box blur")
     r.add_argument("--blur-radius", type=int, default=2, metavar="N", help="postprocess: box blur radius, 0 to 15")
     r.add_argument("--inject", type=_fault, action="append", default=[], metavar="KIND@FRAME",

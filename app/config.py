@@ -92,6 +92,7 @@ class RunConfig:
     video: Path | None = None  # the yuv scene plays this file (PyAV) instead of its test pattern
     local_size: tuple[int, int] | None = None  # work-group W x H for the scenes' kernels; None: the driver's
     round_points: bool = False  # particles drawn as smooth discs instead of squares
+    view: str = "sample"  # the particles' start view (app/scenes/particles.VIEWS): the classic sample's, or "side"
     filter: str = "sobel"  # the postprocess scene's filter: "sobel" or "blur"
     blur_radius: int = 2  # the box blur's radius, 0 .. 15
 

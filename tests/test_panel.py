@@ -254,7 +254,7 @@ def test_every_command_says_what_it_did(small_runtime):
     rt.tick()
     args = {"switch": {"sync": "finish"}, "set_size": {"size": 2048}, "set_paused": {"paused": False},
             "demo": {"demo": "skip_release"}, "write_trace": {}, "orbit": {"dx": 3, "dy": 1}, "zoom": {"steps": 1},
-            "set_round_points": {"value": True}, "set_julia_c": {"value": (0.1, 0.2)}, "set_filter": {"value": "blur"},
+            "set_round_points": {"value": True}, "set_view": {"value": "side"}, "set_julia_c": {"value": (0.1, 0.2)}, "set_filter": {"value": "blur"},
             "set_blur_radius": {"value": 3}, "set_local_size": {"value": "driver"}}
     for cmd in COMMANDS:
         if cmd.name == "quit":

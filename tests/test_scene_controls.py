@@ -54,8 +54,25 @@ def test_orbit_camera_clamps_and_resets():
     assert cam.version == v + 1  # nothing moved: nothing to render again
 
 
-def test_particles_default_camera_is_the_classic_view():
-    """The start view is the fixed camera the scene had: side on, 62 degrees of tilt, 5 units back."""
+def test_particles_default_view_is_the_classic_samples():
+    """pyopencl's gl_particle_animation draws with gluPerspective(60, w/h, 0.1, 1000) and
+    glTranslatef(0, 0, -2.5) (no rotation at the start): the default view is that matrix."""
+    f = 1.0 / math.tan(math.radians(60) / 2)
+    near, far = 0.1, 1000.0
+    proj = np.array([[f / (4 / 3), 0, 0, 0], [0, f, 0, 0],
+                     [0, 0, (far + near) / (near - far), 2 * far * near / (near - far)], [0, 0, -1, 0]])
+    trans = np.eye(4)
+    trans[:3, 3] = (0, 0, -2.5)
+    want = np.ascontiguousarray((proj @ trans).T, np.float32)
+    assert np.allclose(view_projection(800, 600), want, atol=1e-6)
+    assert np.allclose(view_projection(800, 600, view="sample"), want, atol=1e-6)
+    # a point on the fountain's axis lands at the centre of the picture, one above the ground nearer
+    clip = want.T.astype(np.float64) @ np.array([0.0, 0.0, 0.4, 1.0])
+    assert np.allclose(clip[:2] / clip[3], 0.0, atol=1e-6)
+
+
+def test_particles_side_view_is_the_fixed_camera_the_scene_had():
+    """``--view side``: side on, 62 degrees of tilt, 5 units back, 55 degrees (the earlier default)."""
     a = math.radians(-62)
     rot = np.array([[1, 0, 0, 0], [0, math.cos(a), -math.sin(a), 0], [0, math.sin(a), math.cos(a), 0], [0, 0, 0, 1]])
     trans = np.eye(4)
@@ -63,7 +80,7 @@ def test_particles_default_camera_is_the_classic_view():
     f = 1.0 / math.tan(math.radians(55) / 2)
     proj = np.array([[f / (4 / 3), 0, 0, 0], [0, f, 0, 0], [0, 0, -100.1 / 99.9, -20 / 99.9], [0, 0, -1, 0]])
     want = np.ascontiguousarray((proj @ trans @ rot).T, np.float32)
-    assert np.allclose(view_projection(800, 600), want, atol=1e-6)
+    assert np.allclose(view_projection(800, 600, view="side"), want, atol=1e-6)
 
 
 # -- particles ------------------------------------------------------------------------------------
@@ -104,6 +121,20 @@ def test_round_points_and_orbit_change_only_the_picture(host_copy, gl):
     assert not np.array_equal(square[-1], rounded[-1])
     assert not np.array_equal(square[-1], orbited[-1])
     assert np.array_equal(square[1], orbited[1])  # before the drag: the same view
+
+
+def test_view_changes_only_the_picture_and_says_no_to_an_unknown_one(host_copy, gl):
+    cfg = RunConfig(size=4096, seed=2)
+    sample, pos_sample = _particles_frames(host_copy, gl, cfg, 3)
+    switched, pos_switched = _particles_frames(host_copy, gl, cfg, 3,
+                                               between=lambda f, s: s.set_view("side") if f == 2 else None)
+    side, _ = _particles_frames(host_copy, gl, cfg.with_(view="side"), 3)
+    assert np.array_equal(pos_sample, pos_switched)  # the data is the same
+    assert np.array_equal(sample[1], switched[1])  # before the switch: the same view
+    assert not np.array_equal(sample[-1], switched[-1]) and np.array_equal(switched[-1], side[-1])
+    scene = ParticlesScene(cfg)
+    with pytest.raises(UsageError, match="choose one of sample, side"):
+        scene.set_view("top")
 
 
 def test_round_point_shader_draws_a_smooth_disc(gl):
@@ -300,12 +331,20 @@ def test_the_panel_rows_carry_each_scenes_options_and_drive_them(gl):
         assert rt.session.switch(scene="particles")
         rt.tick()
         r = rows(rt)
-        assert list(r) == ["round_points", "camera", "local_size"]
+        assert list(r) == ["round_points", "view", "camera", "local_size"]
         rp = r["round_points"]
         assert (rp.kind, rp.value, rp.command, rp.keys) == ("toggle", False, "set_round_points", "r")
         controls.request(rp.command, value=True)  # the checkbox
         rt.tick()
         assert rt.session.scene.round_points and rows(rt)["round_points"].value is True
+        view = r["view"]
+        assert (view.kind, view.value, view.choices, view.command) == ("choice", "sample", ("sample", "side"), "set_view")
+        start = rows(rt)["camera"].value
+        controls.request(view.command, value="side")  # the combo
+        rt.tick()
+        assert rt.session.scene.view == "side" and rows(rt)["view"].value == "side"
+        assert rows(rt)["camera"].value != start and rt.session.cfg.view == "side"
+        assert "from the side" in rt.session.status
 
         assert rt.session.switch(scene="image")
         rt.tick()

@@ -104,7 +104,8 @@ def _config(args) -> RunConfig:
                     cl_device=selector, seed=args.seed, strict=args.strict,
                     panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
                     yuv_format=args.yuv_format, video=video, local_size=local_size,
-                    round_points=bool(getattr(args, "round_points", False)), filter=getattr(args, "filter", "sobel"),
+                    round_points=bool(getattr(args, "round_points", False)), view=getattr(args, "view", "sample"),
+                    filter=getattr(args, "filter", "sobel"),
                     blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
     import app.session.loop  # noqa: F401 - imported here, under the start-up collector's rule

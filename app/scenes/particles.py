@@ -1,20 +1,27 @@
 """The particle fountain (../shared/WORKLOADS.md): position and color shared, drawn as points.
 
 The camera orbits with a mouse drag and zooms with the wheel (``OrbitCamera``, z up as in the
-fountain's world; its start view is the fixed camera of the classic sample). Points are squares
-of 2 pixels, as in the sample, or with ``--round-points`` (the panel, key r) smooth discs of 4
-pixels: a second fragment shader (shaders/particles_round.frag) discards outside the disc and fades
-its rim. Neither touches what is shared: only how GL draws it.
+fountain's world). It starts at one of ``VIEWS`` (``--view``, the panel): by default the classic
+sample's own (pyopencl's gl_particle_animation: gluPerspective(60, aspect, 0.1, 1000) and
+glTranslatef(0, 0, -2.5), looking down the fountain's axis), so that a race against it draws the
+same pixels (on llvmpipe the rasterization of the points is most of the frame, and it depends on
+where they land: a view that gathers them on fewer of its 64x64 tiles costs more); or "side", the
+fountain from the side 28 degrees above the horizon. Points are squares of 2 pixels, as in the
+sample, or with ``--round-points`` (the panel, key r) smooth discs of 4 pixels: a second fragment
+shader (shaders/particles_round.frag) discards outside the disc and fades its rim. None of this
+touches what is shared: only how GL draws it.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
 from app.cl.programs import KernelProgram
 from app.diagnostics import live
+from app.errors import UsageError
 from app.gl import api as GL
 from app.gl.objects import GlVertexArray
 from app.gl.shaders import Program
@@ -87,16 +94,45 @@ SQUARE_POINT_PX = 2.0
 ROUND_POINT_PX = 4.0
 
 
-def fountain_camera() -> OrbitCamera:
-    """The classic sample's view: from the side, 28 degrees above the horizon, 5 units away."""
-    return OrbitCamera(yaw=0.0, pitch=math.radians(28), distance=5.0, up="z")
+@dataclass(frozen=True)
+class FountainView:
+    """A start view of the fountain: the projection (vertical field of view, far plane, a shift of
+    the picture up or down) and where the orbit camera starts (pitch above the horizon, distance)."""
+
+    name: str
+    fovy_deg: float
+    far: float
+    shift_y: float
+    pitch_deg: float
+    distance: float
+    what: str
 
 
-def view_projection(width: int, height: int, camera: OrbitCamera | None = None) -> np.ndarray:
-    """Camera looking at the fountain (by default from the side and a little above); column-major float32."""
+VIEWS = {
+    # pyopencl examples/gl_particle_animation.py: gluPerspective(60.0, w / h, 0.1, 1000.0), then
+    # glTranslatef(0, 0, -2.5) and rotations of 0: the eye 2.5 units up the fountain's z axis, looking down it
+    "sample": FountainView("sample", 60.0, 1000.0, 0.0, 90.0, 2.5,
+                           "the classic sample's: 2.5 units above the fountain, looking down its axis, 60 degrees"),
+    "side": FountainView("side", 55.0, 100.0, -0.35, 28.0, 5.0,
+                         "from the side, 28 degrees above the horizon, 5 units away, 55 degrees"),
+}
+DEFAULT_VIEW = "sample"
+
+
+def fountain_camera(view: str = DEFAULT_VIEW) -> OrbitCamera:
+    """The orbit camera at the start of ``view`` (pitch free to 90 degrees: the sample looks straight down)."""
+    v = VIEWS[view]
+    return OrbitCamera(yaw=0.0, pitch=math.radians(v.pitch_deg), distance=v.distance, up="z",
+                       pitch_range=(-math.pi / 2, math.pi / 2))
+
+
+def view_projection(width: int, height: int, camera: OrbitCamera | None = None,
+                    view: str = DEFAULT_VIEW) -> np.ndarray:
+    """``view``'s projection of the fountain seen by ``camera`` (its start view if None); column-major float32."""
     aspect = max(width, 1) / max(height, 1)
-    camera = camera or fountain_camera()
-    return gl_matrix(perspective(55, aspect, 0.1, 100) @ translation(0, -0.35, 0) @ camera.view())
+    v = VIEWS[view]
+    camera = camera or fountain_camera(view)
+    return gl_matrix(perspective(v.fovy_deg, aspect, 0.1, v.far) @ translation(0, v.shift_y, 0) @ camera.view())
 
 
 class ParticlesScene(Scene):
@@ -142,7 +178,8 @@ class ParticlesScene(Scene):
         self.gl_program = Program("particles", "particles.vert", "particles.frag", owner=backend.name)
         self.round_program = None  # built the first time round points are drawn
         self.round_points = bool(self.cfg.round_points)
-        self.camera = fountain_camera()
+        self.view = self.cfg.view
+        self.camera = fountain_camera(self.view)
         self.set_local_size(self.cfg.local_size)  # UsageError past the device's or the kernel's limit
         self.vao = GlVertexArray("particles.vao", owner=backend.name)
         self.vao.attribute(0, self.position.gl, 4)
@@ -161,9 +198,16 @@ class ParticlesScene(Scene):
     def set_round_points(self, on: bool) -> None:
         self.round_points = bool(on)
 
+    def set_view(self, name: str) -> None:
+        """Start over from view ``name`` (one of VIEWS): its projection, the camera at its start."""
+        if name not in VIEWS:
+            raise UsageError(f"view {name!r}: choose one of {', '.join(VIEWS)}")
+        self.view, self.camera = name, fountain_camera(name)
+
     def scene_options(self):
         return (SceneOption("round_points", "round points", "toggle", self.round_points, command="set_round_points",
-                            keys="r"),)
+                            keys="r"),
+                SceneOption("view", "view", "choice", self.view, command="set_view", choices=tuple(VIEWS), keys="o"))
 
     def compute(self, queue, frame, wait_for):
         global_size, local = self.launch((self.n,))
@@ -185,7 +229,7 @@ class ParticlesScene(Scene):
         GL.glEnable(GL.GL_PROGRAM_POINT_SIZE)
         program = self._points_program()
         program.use()
-        GL.glUniformMatrix4fv(program.uniform("mvp"), 1, GL.GL_FALSE, view_projection(*size, self.camera))
+        GL.glUniformMatrix4fv(program.uniform("mvp"), 1, GL.GL_FALSE, view_projection(*size, self.camera, self.view))
         GL.glUniform1f(program.uniform("point_size"), ROUND_POINT_PX if self.round_points else SQUARE_POINT_PX)
         GL.glBindVertexArray(self.vao.name)
         GL.glDrawArrays(GL.GL_POINTS, 0, self.n)

@@ -89,6 +89,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("reset_camera", "camera back to its start view", ("c",)),
     Command("toggle_round_points", "particles: round / square points", ("r",)),
     Command("set_round_points", "particles: round points on or off"),
+    Command("next_view", "particles: the sample's view / from the side", ("o",)),
+    Command("set_view", "particles: the start view (sample or side)"),
     Command("julia_real_down", "image: Julia constant, real part down", ("j",)),
     Command("julia_real_up", "image: Julia constant, real part up", ("l",)),
     Command("julia_imag_down", "image: Julia constant, imaginary part down", ("k",)),
@@ -287,6 +289,23 @@ class Controls:
         scene.set_round_points(bool(value))
         self.session.cfg = self.session.cfg.with_(round_points=bool(value))
         return f"particles: {'round' if value else 'square'} points"
+
+    def _do_next_view(self) -> str:
+        scene, refusal = self._scene_with("set_view", "view", "particles")
+        return refusal or self._do_set_view("side" if scene.view == "sample" else "sample")
+
+    def _do_set_view(self, value: str) -> str:
+        scene, refusal = self._scene_with("set_view", "view", "particles")
+        if refusal:
+            return refusal
+        try:
+            scene.set_view(str(value))
+        except UsageError as exc:
+            return f"view refused: {exc.one_line()}"
+        self.session.cfg = self.session.cfg.with_(view=scene.view)
+        from app.scenes.particles import VIEWS
+
+        return f"particles: {VIEWS[scene.view].what}"
 
     def _steer(self, d_real: float, d_imag: float) -> str:
         scene, refusal = self._scene_with("steer", "Julia constant", "image")

@@ -41,6 +41,7 @@ def frames(argv: list[str]) -> int:
     p.add_argument("--sync", default="finish")
     p.add_argument("--no-panel", action="store_true")
     p.add_argument("--no-overlay", action="store_true")
+    p.add_argument("--view", default="sample", help="particles: the start view (sample or side)")
     p.add_argument("--frames", type=int, default=int(os.environ.get("PEER_FRAMES", "300")))
     args = p.parse_args(argv)
     from app.window import select_platform
@@ -52,7 +53,7 @@ def frames(argv: list[str]) -> int:
 
     cfg = RunConfig(scene=args.scene, size=scene_class(args.scene).parse_size(args.size), backend=args.backend,
                     sync=args.sync, headless=False, panel=not args.no_panel, overlay=not args.no_overlay,
-                    frames=10**9)
+                    view=args.view, frames=10**9)
     stamps = []
     with Run(cfg) as rt:
         for _ in range(args.frames):

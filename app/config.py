@@ -74,7 +74,7 @@ class RunConfig:
     headless: bool = False
     frames: int | None = None
     size: tuple[int, int] | int | None = None
-    window_size: tuple[int, int] = (800, 600)
+    window_size: tuple[int, int] | None = None  # None: the scene's (Scene.window_size); given: the whole window
     report: Path | None = None
     screenshot: Path | None = None
     trace: Path | None = None

@@ -197,9 +197,14 @@ def test_window_panel_screenshot(glshare, tmp_path):
         assert res.returncode == 0, res.stderr
         assert "no display" not in res.stderr
     panel, plain = read_png(shots["panel"]), read_png(shots["plain"])
-    assert panel.shape == plain.shape and panel.shape[:2] == (600, 800)  # the default 800x600 window
+    # the scene's 800x600 (the samples' window) beside the panel; without the panel, that alone
+    assert panel.shape[:2] == (600, 800 + layout.PANEL_ROOM) and plain.shape[:2] == (600, 800)
+    beside = panel[:, layout.PANEL_ROOM:].astype(np.int16)
+    below_overlay = slice(200, 600)  # the --no-panel run's minimal overlay is at its top left
+    diff = np.abs(beside[below_overlay] - plain[below_overlay].astype(np.int16)).max(axis=-1)
+    assert (diff > 2).mean() < 0.001, f"{(diff > 2).mean():.2%} of the scene differs beside the panel"
     m = layout.MARGIN
-    window = (m, m, m + layout.default_width(800), 600 - m)
+    window = (m, m, m + layout.default_width(panel.shape[1]), 600 - m)
     win_a, win_b = _crop(panel, window), _crop(plain, window)
     changed = (np.abs(win_a.astype(np.int16) - win_b.astype(np.int16)).max(axis=-1) > 24).mean()
     assert changed > 0.5, f"only {changed:.0%} of the panel's area differs from the --no-panel run"
@@ -586,20 +591,25 @@ def test_phase_and_owner_legends_are_distinct():
                 assert max(abs(x - y) for x, y in zip(ca, cb)) >= 50, (a, b)
 
 
-def test_image_windows_open_with_room_for_the_panel_beside_the_scene():
+def test_windows_open_with_room_for_the_panel_beside_the_scene():
     from app.scenes import scene_class
     from app.ui import layout
 
     image = scene_class("image")
-    assert image.window_size(None, (800, 600)) == (512, 512)  # headless, or no panel: as before
-    fb = image.window_size(None, (800, 600), panel_room=layout.PANEL_ROOM)
+    assert image.window_size(None) == (512, 512)  # headless, or no panel: as before
+    fb = image.window_size(None, panel_room=layout.PANEL_ROOM)
     assert fb == (512 + layout.PANEL_ROOM, 512)
     right = layout.MARGIN + layout.default_width(fb[0])  # the panel's right edge before any resize
     assert layout.scene_viewport(fb, right) == (layout.PANEL_ROOM, 0, 512, 512)  # the image 1:1, uncovered
     assert layout.scene_viewport((640, 400), right) is None  # too little room: the scene under the panel
     assert layout.scene_viewport(fb, None) is None  # no panel, or collapsed: the whole window
     assert layout.fit((456, 0, 640, 512), (640, 360)) == (456, 76, 640, 360)  # a fixed size, undistorted
-    assert scene_class("particles").window_size(None, (800, 600), panel_room=layout.PANEL_ROOM) == (800, 600)
+    particles = scene_class("particles")  # a 3-D scene keeps the samples' 800x600 beside the panel
+    fb = particles.window_size(None, panel_room=layout.PANEL_ROOM)
+    assert fb == (800 + layout.PANEL_ROOM, 600) and particles.window_size(None) == (800, 600)
+    assert particles.window_size(None, (640, 400), panel_room=layout.PANEL_ROOM) == (640, 400)  # asked: as asked
+    right = layout.MARGIN + layout.default_width(fb[0])
+    assert layout.scene_viewport(fb, right) == (layout.PANEL_ROOM, 0, 800, 600)
 
 
 def test_timeline_steps_and_labels_have_units():

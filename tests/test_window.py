@@ -24,7 +24,10 @@ def test_window_60_frames(glshare, tmp_path):
     assert r["headless"] is False and r["frames"] == 60 and r["errors"] == []
     assert r["counts"] == {"acquire": 60, "compute": 60, "release": 60}
     px = read_png(shot)
-    assert px.shape[:2] == (600, 800)  # the window's framebuffer, scene and overlay as the user saw it
+    from app.ui.layout import PANEL_ROOM
+
+    # the window's framebuffer, scene and panel as the user saw it: the scene's 800x600 beside the panel
+    assert px.shape[:2] == (600, 800 + PANEL_ROOM)
     assert px.std() > 5
     overlay = px[8:40, 8:200].astype(int)
     assert overlay.max() - overlay.min() > 100  # the overlay's text is on the screenshot

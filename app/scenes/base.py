@@ -21,6 +21,7 @@ from app.config import RunConfig, parse_count, parse_wxh
 from app.sharing.base import SharedObject, SharingBackend
 
 MIN_PANEL_HEIGHT = 512  # a window with the panel beside the image is at least this tall
+VIEW_SIZE = (800, 600)  # what a 3-D scene (particles, postprocess) shows: the classic samples' window
 
 
 @dataclass(frozen=True)
@@ -88,16 +89,21 @@ class Scene(abc.ABC):
         return cfg.size if cls.accepts(cfg.size) else None
 
     @classmethod
-    def window_size(cls, size, default: tuple[int, int], panel_room: int = 0) -> tuple[int, int]:
-        """The window a run opens: image scenes show their image 1:1 up to 2048 pixels, beside the
-        panel when ``panel_room`` (the pixels the panel takes at the window's left) is given, in a
-        window at least MIN_PANEL_HEIGHT tall then; other scenes open ``default``."""
+    def window_size(cls, size, window: tuple[int, int] | None = None, panel_room: int = 0) -> tuple[int, int]:
+        """The window a run opens: image scenes show their image 1:1 up to 2048 pixels, other scenes
+        a view of VIEW_SIZE (the classic samples' windows), or the ``window`` asked for (the whole
+        window, as given); beside the panel when ``panel_room`` (the pixels the panel takes at the
+        window's left) is given, in a window at least MIN_PANEL_HEIGHT tall then, so that the scene
+        keeps its whole area (a race against a sample draws the same pixels with the panel on)."""
         if cls.size_kind == "image":
             w, h = tuple(size) if isinstance(size, tuple) and max(size) <= 2048 else tuple(cls.default_size)
-            if panel_room:
-                return (w + panel_room, max(h, MIN_PANEL_HEIGHT))
-            return (w, h)
-        return default
+        elif window is not None:
+            return tuple(window)
+        else:
+            w, h = VIEW_SIZE
+        if panel_room:
+            return (w + panel_room, max(h, MIN_PANEL_HEIGHT))
+        return (w, h)
 
     @classmethod
     def size_label(cls, size) -> str:

@@ -365,7 +365,8 @@ class Run:
             scene=s.cfg.scene, backend=s.backend_name, sync=s.cfg.sync, headless=s.surface.kind == "headless",
             size=size if isinstance(size, int) else (f"{size[0]}x{size[1]}" if size else None),
             bytes_per_frame=scene.bytes_per_frame if scene else 0,
-            gl={k: s.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")},
+            gl={**{k: s.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")},
+                "allocator": s.allocator},
             cl={"platform": choice.platform.name.strip(), "device": choice.device.name.strip(),
                 "version": choice.device.version.strip(), "extensions": sorted(choice.device.extensions.split())},
             backends=s.registry.as_list())

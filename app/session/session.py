@@ -20,6 +20,7 @@ import pyopencl as cl
 from app.cl.device import CL_SHARING_EXTENSIONS, select_device
 from app.config import RunConfig
 from app.errors import GlshareError, SharingUnavailable, as_glshare_error
+from app.gl.allocator import keep_freed_memory
 from app.gl.context import check_gl, gl_info
 from app.gl.timer import default_every
 from app.scenes import scene_class, scene_classes
@@ -100,6 +101,7 @@ class Session:
                 self._stack.callback(self.surface.close)
             self.choice = select_device(self.cfg.cl_device)
             self.gl_info = gl_info()
+            self.allocator = keep_freed_memory(self.gl_info.software)  # llvmpipe's per-frame memory: kept
             self.registry = Registry(ProbeEnv(self.choice, self.surface, self.gl_info))
             self._build(self.cfg.scene, self.registry.choose(self.cfg.backend), self.cfg.sync)
             self._stack.callback(self._teardown)

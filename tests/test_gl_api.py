@@ -181,3 +181,76 @@ def test_a_headless_run_does_not_import_pyopengls_gl():
         with open(report) as f:
             rep = json.load(f)
     assert rep["frames"] == 3 and not rep["errors"]
+
+
+def test_vector_queries_and_unbounded_ones(gl):
+    assert GL.glGetIntegerv(GL.GL_SCISSOR_BOX) == tuple(int(v) for v in PyGL.glGetIntegerv(PyGL.GL_SCISSOR_BOX))
+    assert GL.glGetIntegerv(GL.GL_COLOR_WRITEMASK) == (1, 1, 1, 1)
+    with pytest.raises(ValueError, match="driver-sized list"):
+        GL.glGetIntegerv(GL.GL_COMPRESSED_TEXTURE_FORMATS)
+
+
+def test_a_float64_matrix_is_uploaded_as_float32(gl):
+    """PyOpenGL converted an array to the call's type; so does glshare's wrapper (a float64 matrix
+    passed raw would reach GL as the bytes of other numbers)."""
+    src = ("#version 330 core\nuniform mat4 m;\nin vec4 p;\nvoid main() { gl_Position = m * p; }\n",
+           "#version 330 core\nout vec4 c;\nvoid main() { c = vec4(1.0); }\n")
+    program = GL.glCreateProgram()
+    shaders = []
+    for kind, text in zip((GL.GL_VERTEX_SHADER, GL.GL_FRAGMENT_SHADER), src):
+        sh = GL.glCreateShader(kind)
+        GL.glShaderSource(sh, text)
+        GL.glCompileShader(sh)
+        GL.glAttachShader(program, sh)
+        shaders.append(sh)
+    try:
+        GL.glLinkProgram(program)
+        assert GL.glGetProgramiv(program, GL.GL_LINK_STATUS) == 1
+        GL.glUseProgram(program)
+        loc = GL.glGetUniformLocation(program, "m")
+        m = np.arange(16, dtype=np.float64).reshape(4, 4)
+        GL.glUniformMatrix4fv(loc, 1, GL.GL_FALSE, m)
+        got = np.zeros(16, np.float32)
+        PyGL.glGetUniformfv(program, loc, got)
+        np.testing.assert_array_equal(got, m.astype(np.float32).ravel())
+    finally:
+        GL.glUseProgram(0)
+        GL.glDeleteProgram(program)
+        for sh in shaders:
+            GL.glDeleteShader(sh)
+
+
+def test_read_pixels_honours_the_pack_alignment_and_outputs_must_be_writable(gl):
+    """3 x 3 single-channel bytes at the default alignment of 4: rows of 3 bytes padded to 4, 11
+    bytes in all (a buffer of w*h bytes would be overrun), each row the cleared red (0.2 -> 51)."""
+    assert gl.bind_target()  # the session surface's framebuffer
+    GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 4)
+    try:
+        GL.glClearColor(0.2, 0.4, 0.6, 1.0)
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT)
+        got = GL.glReadPixels(0, 0, 3, 3, GL.GL_RED, GL.GL_UNSIGNED_BYTE)
+        assert len(got) == 11
+        assert [got[r * 4:r * 4 + 3] for r in range(3)] == [bytes([51] * 3)] * 3
+    finally:
+        GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
+        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)
+    strided = np.zeros((4, 8), np.uint8)[:, ::2]
+    with pytest.raises(ValueError, match="C-contiguous and writeable"):
+        GL.glReadPixels(0, 0, 1, 1, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, strided)
+
+
+def test_info_log_asked_before_any_status():
+    """glGet*InfoLog resolves the query it needs itself (in a fresh interpreter: nothing resolved yet)."""
+    code = ("from app.window.egl_headless import EglSurface\n"
+            "s = EglSurface((16, 16))\n"
+            "from app.gl import api as GL\n"
+            "sh = GL.glCreateShader(GL.GL_FRAGMENT_SHADER)\n"
+            "print(repr(GL.glGetShaderInfoLog(sh)))\n"
+            "s.close()\n")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    env["PYOPENGL_PLATFORM"] = "egl"
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "b''"

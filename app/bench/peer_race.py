@@ -41,7 +41,7 @@ def frames(argv: list[str]) -> int:
     p.add_argument("--sync", default="finish")
     p.add_argument("--no-panel", action="store_true")
     p.add_argument("--no-overlay", action="store_true")
-    p.add_argument("--view", default="sample", help="particles: the start view (sample or side)")
+    p.add_argument("--view", default="sample", choices=("sample", "side"), help="particles: the start view")
     p.add_argument("--frames", type=int, default=int(os.environ.get("PEER_FRAMES", "300")))
     args = p.parse_args(argv)
     from app.window import select_platform

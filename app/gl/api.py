@@ -61,6 +61,8 @@ GL_BLEND, GL_DEPTH_TEST, GL_SCISSOR_TEST = 0x0BE2, 0x0B71, 0x0C11
 GL_PROGRAM_POINT_SIZE = 0x8642
 GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA = 0x0302, 0x0303
 GL_VIEWPORT, GL_MAX_TEXTURE_SIZE, GL_MAX_VIEWPORT_DIMS = 0x0BA2, 0x0D33, 0x0D3A
+GL_SCISSOR_BOX, GL_COLOR_WRITEMASK, GL_DEPTH_RANGE = 0x0C10, 0x0C23, 0x0B70
+GL_COMPRESSED_TEXTURE_FORMATS, GL_PROGRAM_BINARY_FORMATS, GL_SHADER_BINARY_FORMATS = 0x86A3, 0x87FF, 0x8DF8
 GL_MAX_RENDERBUFFER_SIZE, GL_MAX_TEXTURE_BUFFER_SIZE = 0x84E8, 0x8C2B
 GL_MAJOR_VERSION, GL_MINOR_VERSION, GL_NUM_EXTENSIONS = 0x821B, 0x821C, 0x821D
 GL_VENDOR, GL_RENDERER, GL_VERSION, GL_EXTENSIONS = 0x1F00, 0x1F01, 0x1F02, 0x1F03
@@ -83,6 +85,7 @@ GL_TEXTURE_MAG_FILTER, GL_TEXTURE_MIN_FILTER, GL_TEXTURE_WRAP_S, GL_TEXTURE_WRAP
 GL_NEAREST, GL_CLAMP_TO_EDGE = 0x2600, 0x812F
 GL_TEXTURE0 = 0x84C0
 GL_ARRAY_BUFFER, GL_PIXEL_PACK_BUFFER, GL_PIXEL_UNPACK_BUFFER = 0x8892, 0x88EB, 0x88EC
+GL_PIXEL_PACK_BUFFER_BINDING = 0x88ED
 GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER = 0x8F36, 0x8F37
 GL_STREAM_DRAW, GL_STREAM_READ, GL_STREAM_COPY, GL_STATIC_DRAW, GL_DYNAMIC_DRAW = 0x88E0, 0x88E1, 0x88E2, 0x88E4, 0x88E8
 GL_MAP_READ_BIT, GL_MAP_WRITE_BIT, GL_MAP_INVALIDATE_BUFFER_BIT = 0x0001, 0x0002, 0x0008
@@ -184,7 +187,13 @@ _DELETE = ("glDeleteBuffers", "glDeleteTextures", "glDeleteFramebuffers", "glDel
 SIGNATURES.update(_PROTOTYPES)  # gl_function resolves these names too
 
 # glGetIntegerv's queries that answer more than one value (the rest answer one)
-_VECTOR_QUERIES = {GL_VIEWPORT: 4, GL_MAX_VIEWPORT_DIMS: 2}
+_VECTOR_QUERIES = {GL_VIEWPORT: 4, GL_MAX_VIEWPORT_DIMS: 2, GL_SCISSOR_BOX: 4, GL_COLOR_WRITEMASK: 4,
+                   GL_DEPTH_RANGE: 2}
+_SCRATCH = 16  # the buffer every query writes into: room for any fixed-size answer
+# as many values as the driver has formats: refused in the one-argument form, never overrun
+_UNBOUNDED_QUERIES = {GL_COMPRESSED_TEXTURE_FORMATS: "GL_COMPRESSED_TEXTURE_FORMATS",
+                      GL_PROGRAM_BINARY_FORMATS: "GL_PROGRAM_BINARY_FORMATS",
+                      GL_SHADER_BINARY_FORMATS: "GL_SHADER_BINARY_FORMATS"}
 # bytes per pixel of glReadPixels' (format, type) pairs glshare reads back
 _PIXEL_BYTES = {(GL_RGBA, GL_UNSIGNED_BYTE): 4, (GL_RGBA, GL_FLOAT): 16, (GL_RED, GL_UNSIGNED_BYTE): 1,
                 (GL_RED, GL_FLOAT): 4}
@@ -206,20 +215,40 @@ def _checked(name: str, fn):
     return call
 
 
-def _data(value):
-    """A data pointer argument: a numpy array as its address (C-contiguous: the caller's array, or
-    a contiguous copy of it that the caller keeps alive for the call), anything else as ctypes takes
-    it (None, an int address or offset, bytes, a ctypes object)."""
+# numpy dtype of a GL pixel or data type (what an input array is converted to, as PyOpenGL did)
+_DTYPES = {0x1400: np.int8, GL_UNSIGNED_BYTE: np.uint8, 0x1402: np.int16, GL_UNSIGNED_SHORT: np.uint16,
+           0x1404: np.int32, 0x1405: np.uint32, GL_FLOAT: np.float32, 0x140B: np.float16}
+
+
+def _data(value, dtype=None):
+    """A data pointer argument: a numpy array as an array whose address is passed (C-contiguous,
+    of ``dtype`` where the call says the type: the caller's array, or a converted copy that the
+    caller keeps alive for the call), anything else as ctypes takes it (None, an int address or
+    offset, bytes, a ctypes object)."""
     if isinstance(value, np.ndarray):
-        return np.ascontiguousarray(value)
+        return np.ascontiguousarray(value, dtype)
     return value
 
 
-def _make_data_call(name: str, index: int):
+def _output(value, name: str):
+    """An array GL writes into: passed as it is (a copy would take GL's answer away from the caller)."""
+    if isinstance(value, np.ndarray):
+        if not (value.flags.c_contiguous and value.flags.writeable):
+            raise ValueError(f"{name}: the output array must be C-contiguous and writeable")
+        return value
+    return value
+
+
+def _make_data_call(name: str, index: int, dtype_of=None, output: bool = False):
+    """``index``: the data argument; ``dtype_of(args)``: the numpy type an input array is converted
+    to (None: its bytes as they are); ``output``: GL writes there."""
     raw = _checked(name, gl_function(name))
 
     def call(*args):
-        data = _data(args[index])  # held here until the call returns
+        if output:
+            data = _output(args[index], name)
+        else:  # held here until the call returns
+            data = _data(args[index], dtype_of(args) if dtype_of is not None else None)
         pointer = data.ctypes.data if isinstance(data, np.ndarray) else data
         return raw(*args[:index], pointer, *args[index + 1:])
 
@@ -266,7 +295,7 @@ def _make_info_log(name: str, getiv: str):
     raw = _checked(name, gl_function(name))
 
     def log(obj: int) -> bytes:
-        size = globals()[getiv](obj, GL_INFO_LOG_LENGTH)
+        size = getattr(sys.modules[__name__], getiv)(obj, GL_INFO_LOG_LENGTH)  # resolved on first use
         if size <= 0:
             return b""
         buf = ctypes.create_string_buffer(size)
@@ -284,10 +313,13 @@ def _make_get_integerv():
     def glGetIntegerv(pname: int, out=None):
         if out is not None:  # the C form: an output pointer given
             return raw(pname, out)
+        if pname in _UNBOUNDED_QUERIES:
+            raise ValueError(f"glGetIntegerv({_UNBOUNDED_QUERIES[pname]}) answers a driver-sized list: pass an "
+                             "output array of the size GL_NUM_... says")
         n = _VECTOR_QUERIES.get(pname, 1)
-        values = (GLint * n)()
+        values = (GLint * _SCRATCH)()  # room for any fixed-size query, the known ones read back by count
         raw(pname, values)
-        return values[0] if n == 1 else tuple(values)
+        return values[0] if n == 1 else tuple(values[:n])
 
     return glGetIntegerv
 
@@ -320,15 +352,22 @@ def _make_read_pixels():
     raw = _checked("glReadPixels", gl_function("glReadPixels"))
 
     def glReadPixels(x: int, y: int, width: int, height: int, fmt: int, kind: int, pixels=None):
-        """The C form with ``pixels`` given; without it, the pixels as bytes (rows packed: glshare
-        sets GL_PACK_ALIGNMENT to 1 before reading, and RGBA rows are whole words anyway)."""
+        """The C form with ``pixels`` given (an array GL writes into, or a pack buffer offset);
+        without it, the pixels as bytes, rows as GL packs them (GL_PACK_ALIGNMENT and
+        GL_PACK_ROW_LENGTH: glshare sets the alignment to 1 and RGBA rows are whole words anyway)."""
         if pixels is not None:
-            data = _data(pixels)  # held here until the call returns
+            data = _output(pixels, "glReadPixels")
             return raw(x, y, width, height, fmt, kind, data.ctypes.data if isinstance(data, np.ndarray) else data)
         size = _PIXEL_BYTES.get((fmt, kind))
         if size is None:
             raise ValueError(f"glReadPixels into bytes: format 0x{fmt:04X} type 0x{kind:04X} not known here")
-        buf = ctypes.create_string_buffer(int(width) * int(height) * size)
+        get = sys.modules[__name__].glGetIntegerv
+        if get(GL_PIXEL_PACK_BUFFER_BINDING):
+            raise ValueError("glReadPixels into bytes with a pixel pack buffer bound: GL would write into the buffer")
+        row_pixels = get(GL_PACK_ROW_LENGTH) or int(width)
+        align = get(GL_PACK_ALIGNMENT)
+        stride = -(-row_pixels * size // align) * align
+        buf = ctypes.create_string_buffer(stride * (int(height) - 1) + int(width) * size if height > 0 else 0)
         raw(x, y, width, height, fmt, kind, buf)
         return buf.raw
 
@@ -348,9 +387,20 @@ _BUILDERS = {
     "glGetError": lambda: gl_function("glGetError"),
 }
 # the argument that is a data pointer, by position
-_DATA_ARGUMENT = {"glBufferData": 2, "glBufferSubData": 3, "glBufferStorage": 2, "glGetBufferSubData": 3,
-                  "glNamedBufferData": 2, "glClearNamedBufferData": 4, "glTexImage2D": 8, "glTexSubImage2D": 8,
-                  "glGetTexImage": 4, "glUniformMatrix4fv": 3, "glVertexAttribPointer": 5}
+# (index, the numpy type an input array becomes: a GL type argument's index, a dtype, or None for
+# raw bytes, whether GL writes there)
+_DATA_ARGUMENT = {"glBufferData": (2, None, False), "glBufferSubData": (3, None, False),
+                  "glBufferStorage": (2, None, False), "glNamedBufferData": (2, None, False),
+                  "glClearNamedBufferData": (4, 3, False), "glTexImage2D": (8, 7, False),
+                  "glTexSubImage2D": (8, 7, False), "glUniformMatrix4fv": (3, np.float32, False),
+                  "glVertexAttribPointer": (5, None, False), "glGetBufferSubData": (3, None, True),
+                  "glGetTexImage": (4, None, True)}
+
+
+def _dtype_of(spec):
+    if spec is None or not isinstance(spec, int):
+        return None if spec is None else (lambda args: spec)
+    return lambda args: _DTYPES.get(int(args[spec]))  # unknown (packed) types: bytes as they are
 
 
 def _resolve(name: str):
@@ -361,7 +411,8 @@ def _resolve(name: str):
     if name in _DELETE:
         return _make_delete(name)
     if name in _DATA_ARGUMENT:
-        return _make_data_call(name, _DATA_ARGUMENT[name])
+        index, dtype, output = _DATA_ARGUMENT[name]
+        return _make_data_call(name, index, _dtype_of(dtype), output)
     return _checked(name, gl_function(name))
 
 

@@ -151,8 +151,8 @@ class FaultPlan:
 
         try:
             GL.glEnable(UNDEFINED_GL_ENUM)
-        except GL.GLError:  # the checked call read glGetError already
-            code = GL.GL_INVALID_ENUM
+        except GL.GLError as exc:  # the checked call read glGetError already
+            code = exc.code
         else:
             code = int(GL.glGetError())
         if code == GL.GL_NO_ERROR:

@@ -178,8 +178,7 @@ class ParticlesScene(Scene):
         self.gl_program = Program("particles", "particles.vert", "particles.frag", owner=backend.name)
         self.round_program = None  # built the first time round points are drawn
         self.round_points = bool(self.cfg.round_points)
-        self.view = self.cfg.view
-        self.camera = fountain_camera(self.view)
+        self.set_view(self.cfg.view)  # an unknown view: UsageError, one line
         self.set_local_size(self.cfg.local_size)  # UsageError past the device's or the kernel's limit
         self.vao = GlVertexArray("particles.vao", owner=backend.name)
         self.vao.attribute(0, self.position.gl, 4)

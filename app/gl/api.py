@@ -239,6 +239,12 @@ def _output(value, name: str):
     return value
 
 
+def _address(data):
+    """What a pointer argument passes for ``data`` (as ``_data`` or ``_output`` returned it): an
+    array's address, anything else as it is."""
+    return data.ctypes.data if isinstance(data, np.ndarray) else data
+
+
 def _make_data_call(name: str, index: int, dtype_of=None, output: bool = False):
     """``index``: the data argument; ``dtype_of(args)``: the numpy type an input array is converted
     to (None: its bytes as they are); ``output``: GL writes there."""
@@ -249,8 +255,7 @@ def _make_data_call(name: str, index: int, dtype_of=None, output: bool = False):
             data = _output(args[index], name)
         else:  # held here until the call returns
             data = _data(args[index], dtype_of(args) if dtype_of is not None else None)
-        pointer = data.ctypes.data if isinstance(data, np.ndarray) else data
-        return raw(*args[:index], pointer, *args[index + 1:])
+        return raw(*args[:index], _address(data), *args[index + 1:])
 
     call.__name__ = call.__qualname__ = name
     return call
@@ -357,7 +362,7 @@ def _make_read_pixels():
         GL_PACK_ROW_LENGTH: glshare sets the alignment to 1 and RGBA rows are whole words anyway)."""
         if pixels is not None:
             data = _output(pixels, "glReadPixels")
-            return raw(x, y, width, height, fmt, kind, data.ctypes.data if isinstance(data, np.ndarray) else data)
+            return raw(x, y, width, height, fmt, kind, _address(data))
         size = _PIXEL_BYTES.get((fmt, kind))
         if size is None:
             raise ValueError(f"glReadPixels into bytes: format 0x{fmt:04X} type 0x{kind:04X} not known here")

@@ -103,10 +103,9 @@ class GlMappedBuffer(GlBuffer):
         try:
             try:
                 GL.glBufferStorage(target, self.nbytes, None, self.STORAGE_FLAGS)
-                ptr = GL.glMapBufferRange(target, 0, self.nbytes, self.MAP_FLAGS)
+                address = GL.glMapBufferRange(target, 0, self.nbytes, self.MAP_FLAGS)  # an int, or None
             except GL.GLError as exc:
                 raise GlError(exc.code, where=where, detail=f"{detail} failed") from exc
-            address = ptr if isinstance(ptr, int) else ctypes.cast(ptr, ctypes.c_void_p).value
             err = GL.glGetError()
             if err or not address:
                 raise GlError(err, where=where, detail=f"{detail} failed")

@@ -22,8 +22,7 @@ WRITE_DISCARD = GL.GL_MAP_WRITE_BIT | GL.GL_MAP_INVALIDATE_BUFFER_BIT
 
 def mapped_bytes(target: int, nbytes: int, access: int) -> np.ndarray:
     """Map the buffer bound to ``target`` and view the mapping as ``nbytes`` bytes."""
-    ptr = GL.glMapBufferRange(target, 0, nbytes, access)
-    address = ptr if isinstance(ptr, int) else ctypes.cast(ptr, ctypes.c_void_p).value
+    address = GL.glMapBufferRange(target, 0, nbytes, access)  # an int, or None where GL mapped nothing
     if not address:
         raise GlError(GL.glGetError(), where="glMapBufferRange", detail=f"mapping {nbytes} bytes failed")
     return np.ctypeslib.as_array((ctypes.c_ubyte * nbytes).from_address(address))

@@ -171,7 +171,7 @@ class GlEventSync(SyncMode):
         fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
         GL.glFlush()
         self._fences = [fence]
-        address = fence if isinstance(fence, int) else int(getattr(fence, "value", 0) or 0)
+        address = fence or 0  # app.gl.api's glFenceSync: the GLsync as an int (None: no fence)
         try:
             return [create_event_from_gl_sync(self.ext, self.backend.context, address)]
         except cl.Error as exc:

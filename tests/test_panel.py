@@ -271,6 +271,20 @@ def test_every_command_says_what_it_did(small_runtime):
     assert rt.session.history.loop_errors == []
 
 
+def test_a_refused_scene_option_says_why_and_keeps_the_old_value(small_runtime):
+    """The scene options set through the controls: a value the scene refuses is a status line, the
+    scene and the session's config keep what they had; an option of another scene says which."""
+    rt = small_runtime
+    rt.tick()
+    assert rt.controls.run("set_view", value="top") == "view refused: view 'top': choose one of sample, side"
+    assert rt.session.scene.view == rt.session.cfg.view == "sample"
+    assert rt.controls.run("set_view", value="side").startswith("particles: from the side")
+    assert rt.session.scene.view == rt.session.cfg.view == "side"
+    status = rt.controls.run("set_blur_radius", value=3)
+    assert status.startswith("blur radius: the postprocess scene only"), status
+    assert rt.session.cfg.blur_radius == 2
+
+
 def test_a_refused_switch_says_why(small_runtime):
     rt = small_runtime
     rt.tick()

@@ -257,6 +257,21 @@ class Controls:
             return s, ""
         return None, f"{what}: the {scene} scene only (this is {self.session.cfg.scene}; s switches)"
 
+    def _set_scene_option(self, command: str, what: str, scene: str, value, cfg_field: str,
+                          attribute: str) -> tuple[object | None, str]:
+        """A scene option set through the running scene's ``command`` method: (the scene, "") once
+        set, the session's config following it (``cfg_field`` from the scene's ``attribute``), or
+        (None, the status line) where the scene has no such option or refuses the value."""
+        s, refusal = self._scene_with(command, what, scene)
+        if refusal:
+            return None, refusal
+        try:
+            getattr(s, command)(value)
+        except UsageError as exc:
+            return None, f"{what} refused: {exc.one_line()}"
+        self.session.cfg = self.session.cfg.with_(**{cfg_field: getattr(s, attribute)})
+        return s, ""
+
     def _do_orbit(self, dx: float = 0.0, dy: float = 0.0) -> str:
         scene = self.session.scene
         if scene is None or getattr(scene, "camera", None) is None:
@@ -295,14 +310,9 @@ class Controls:
         return refusal or self._do_set_view("side" if scene.view == "sample" else "sample")
 
     def _do_set_view(self, value: str) -> str:
-        scene, refusal = self._scene_with("set_view", "view", "particles")
+        scene, refusal = self._set_scene_option("set_view", "view", "particles", str(value), "view", "view")
         if refusal:
             return refusal
-        try:
-            scene.set_view(str(value))
-        except UsageError as exc:
-            return f"view refused: {exc.one_line()}"
-        self.session.cfg = self.session.cfg.with_(view=scene.view)
         from app.scenes.particles import VIEWS
 
         return f"particles: {VIEWS[scene.view].what}"
@@ -343,14 +353,9 @@ class Controls:
         return refusal or self._do_set_filter("blur" if scene.filter == "sobel" else "sobel")
 
     def _do_set_filter(self, value: str) -> str:
-        scene, refusal = self._scene_with("set_filter", "filter", "postprocess")
+        scene, refusal = self._set_scene_option("set_filter", "filter", "postprocess", value, "filter", "filter")
         if refusal:
             return refusal
-        try:
-            scene.set_filter(value)
-        except UsageError as exc:
-            return f"filter refused: {exc.one_line()}"
-        self.session.cfg = self.session.cfg.with_(filter=scene.filter)
         return f"postprocess: {'Sobel edges' if scene.filter == 'sobel' else f'box blur, radius {scene.radius}'}"
 
     def _do_blur_more(self) -> str:
@@ -362,14 +367,10 @@ class Controls:
         return refusal or self._do_set_blur_radius(max(scene.radius - 1, 0))
 
     def _do_set_blur_radius(self, value: int) -> str:
-        scene, refusal = self._scene_with("set_blur_radius", "blur radius", "postprocess")
+        scene, refusal = self._set_scene_option("set_blur_radius", "blur radius", "postprocess", value,
+                                                "blur_radius", "radius")
         if refusal:
             return refusal
-        try:
-            scene.set_blur_radius(value)
-        except UsageError as exc:
-            return f"blur radius refused: {exc.one_line()}"
-        self.session.cfg = self.session.cfg.with_(blur_radius=scene.radius)
         shown = "" if scene.filter == "blur" else " (shown with the blur filter: e)"
         return f"postprocess: blur radius {scene.radius}{shown}"
 

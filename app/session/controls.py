@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from app.config import parse_local_size
-from app.errors import UsageError
+from app.errors import GlshareError, UsageError
 from app.session.session import Session
 from app.session.views import DemoView
 from app.validate.findings import stops_on
@@ -397,7 +397,22 @@ class Controls:
         sched = self.session.scheduler
         sched.skip ^= {phase}
         log.info("hazard demo: skip %s", sorted(sched.skip))
-        return f"hazard demo: {'skipping' if phase in sched.skip else 'no longer skipping'} the {phase}"
+        if phase in sched.skip:
+            return f"hazard demo: skipping the {phase}"
+        message = f"hazard demo: no longer skipping the {phase}"
+        if phase == "release":
+            # what the skipped frames acquired and never released goes back now, once per acquisition
+            # (a driver that nests them waits for every release: SharingBackend.hand_back); a stepped
+            # frame in progress runs to its end first, its own release included
+            try:
+                if sched.current is not None:
+                    self.session.finish_teaching_frame()
+                calls = self.session.backend.hand_back()
+            except GlshareError as exc:
+                return f"{message}; handing back what CL kept failed: {exc.one_line()}"
+            if calls:
+                message += f"; {calls} release call(s) handed back what CL kept (one per unmatched acquire)"
+        return message
 
     def _do_demo_skip_acquire(self) -> str:
         return self._skip("acquire")

@@ -188,12 +188,9 @@ class Session:
         a stopped frame left with CL are released first."""
         with contextlib.suppress(Exception):
             self.finish_teaching_frame()
-        if self.backend is not None and self.scene is not None:
-            held = [o for o in self.scene.shared if self.backend.tracker.owner_of(o) == "cl"]
-            if held:
-                with contextlib.suppress(Exception):
-                    self.backend.tracker.strict = False
-                    self.backend.release(self.backend.queue, held)
+        if self.backend is not None:
+            with contextlib.suppress(Exception):
+                self.backend.hand_back()
         if self.scheduler is not None:
             with contextlib.suppress(Exception):
                 self.scheduler.finish()

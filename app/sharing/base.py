@@ -450,6 +450,33 @@ class SharingBackend(abc.ABC):
             event = completed_event(self.context)  # external memory's empty call still identifies a command
         return event
 
+    def hand_back(self, queue=None) -> int:
+        """Release every shared object CL still holds, once for each acquire call no release call
+        matched, then wait for the queue; returns how many release calls that took (0: nothing was held).
+
+        What a skipped release (the hazard demonstration, a stopped frame) leaves behind. The
+        acquire/release text (../shared/spec/gl-acquire-release.txt) defines no nesting, but a driver
+        may count acquisitions: NVIDIA's does (580, H200), and destroying the context while its
+        imported memory is still acquired hangs there (bench/probes/gpu_hazard_demos_probe.py), so
+        every acquisition is matched. The releases bypass the validator and the tracker's findings:
+        they repair the demonstration's state, they are not the program's hand-over."""
+        queue = queue if queue is not None else self.queue
+        tracker, calls = self.tracker, 0
+        while True:
+            held = [o for o in self.objects if tracker.unreleased(o) > calls]
+            if not held:
+                break
+            try:
+                self._enqueue_release(queue, held, None)
+            except cl.Error as exc:
+                raise ClError.from_pyopencl(exc, f"{self.name}.release (handing back)") from exc
+            calls += 1
+        if calls:
+            tracker.handed_back([o for o in self.objects if tracker.unreleased(o)])
+            queue.finish()
+            log.info("%s: handed back %d unmatched acquisition(s)", self.name, calls)
+        return calls
+
     def bare_acquire(self, queue, objects, wait_for=None) -> cl.Event | None:
         """The hand-over GL -> CL alone: what a user's loop would call by hand (no validation, no
         ownership tracking: the bench's bare loop)."""
@@ -490,6 +517,10 @@ class SharingBackend(abc.ABC):
             return
         self._closed = True
         self._splits.clear()
+        try:  # nothing may stay acquired when the memory objects and the context go (hand_back)
+            self.hand_back()
+        except Exception as exc:  # noqa: BLE001 - closing goes on; the driver said why
+            log.warning("%s: handing back before close: %s", self.name, exc)
         for obj in list(self.objects):
             self.unshare(obj)
         self._queue.release()

@@ -148,6 +148,10 @@ class Ownership:
     queue: Any = None  # the queue that acquired it
     acquires: int = 0
     releases: int = 0
+    # acquire calls not yet matched by a release call. A driver may nest acquisitions: NVIDIA's
+    # (580, H200) does, and destroying a context whose imported memory is still acquired hangs there
+    # (bench/probes/gpu_hazard_demos_probe.py); ``SharingBackend.hand_back`` releases them all
+    depth: int = 0
 
 
 @dataclass
@@ -238,6 +242,7 @@ class OwnershipTracker:
                 err = self._flag("double_acquire", st.label, "acquire", err)
             st.owner, st.since_frame, st.queue = CL, self.frame, queue
             st.acquires += 1
+            st.depth += 1
         if err is not None:
             raise err
 
@@ -254,8 +259,24 @@ class OwnershipTracker:
                 err = self._flag("release_on_other_queue", st.label, "release", err)
             st.owner, st.since_frame, st.queue = GL, self.frame, None
             st.releases += 1
+            if st.depth:
+                st.depth -= 1
         if err is not None:
             raise err
+
+    def handed_back(self, objects) -> None:
+        """The driver got a release for every acquisition of ``objects`` left unmatched
+        (``SharingBackend.hand_back``): GL's again, nothing outstanding, nothing flagged."""
+        for obj in objects:
+            st = self.states.get(id(obj))
+            if st is not None:
+                st.releases += st.depth
+                st.owner, st.since_frame, st.queue, st.depth = GL, self.frame, None, 0
+
+    def unreleased(self, obj) -> int:
+        """Acquire calls on ``obj`` that no release call matched yet (0 for an object not tracked)."""
+        st = self.states.get(id(obj))
+        return st.depth if st is not None else 0
 
     # -- uses -------------------------------------------------------------------------------
     def cl_use(self, objects, where: str = "kernel") -> None:

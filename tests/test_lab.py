@@ -486,3 +486,28 @@ def test_raw_entry_points_marshal_the_c_signatures():
     assert seen[1] == ("sem", 0x1000, 1, ctypes.addressof(arr), None, 1, ctypes.addressof(arr), 0x2000)
     assert seen[2] == ("create", 0x3000, [drivers.CL_SEMAPHORE_TYPE_KHR, drivers.CL_SEMAPHORE_TYPE_BINARY_KHR, 0])
     assert seen[3] == ("release", 0x5E3A)
+
+
+def test_the_empty_external_memory_call_is_a_marker_not_the_driver(external_lab, monkeypatch):
+    """cl_khr_external_memory's (0, NULL) "will trivially succeed after its event dependencies are
+    satisfied and will update its completion event": glshare's API enqueues a marker with the wait
+    list and never hands the empty call to the driver, which NVIDIA 580 refuses (CL_INVALID_VALUE,
+    the H200's errors-nvidia.json)."""
+    import pyopencl as cl
+
+    backend, _ = external_lab
+
+    def refused(*args):
+        raise AssertionError("the empty call reached the backend's enqueue")
+
+    monkeypatch.setattr(backend, "_enqueue_acquire", refused)
+    monkeypatch.setattr(backend, "_enqueue_release", refused)
+    gate = cl.UserEvent(backend.context)
+    for call in ("acquire", "release"):
+        ev = getattr(backend, call)(backend.queue, [], [gate])
+        assert isinstance(ev, cl.Event) and ev.command_type == cl.command_type.MARKER
+        assert ev.command_execution_status != cl.command_execution_status.COMPLETE  # waits for its list
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    backend.queue.finish()
+    assert ev.command_execution_status == cl.command_execution_status.COMPLETE
+    assert backend.acquire(backend.queue, []).command_type == cl.command_type.MARKER  # no wait list

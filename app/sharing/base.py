@@ -438,16 +438,23 @@ class SharingBackend(abc.ABC):
     def _hand_over(self, call: str, queue, objects, wait_for) -> cl.Event | None:
         """Validate, enqueue (the backend's own way), then record the new owner."""
         objects, verdict = self._validated(call, queue, objects, wait_for)
-        if not objects and verdict != EMPTY:
-            return None  # GL sharing's (0, NULL): "the function does nothing"
+        if not objects:
+            if verdict != EMPTY:
+                return None  # GL sharing's (0, NULL): "the function does nothing"
+            # external memory's (0, NULL) "will trivially succeed after its event dependencies are
+            # satisfied and will update its completion event" (cl_khr_external_memory, 5.5.1.1): a
+            # marker with the same wait list is that command. Not forwarded: NVIDIA 580 refuses the
+            # empty call with CL_INVALID_VALUE (the H200's errors-nvidia.json, the driver column)
+            try:
+                return cl.enqueue_marker(queue, wait_for=list(wait_for) if wait_for else None)
+            except cl.Error as exc:
+                raise ClError.from_pyopencl(exc, f"{self.name}.{call} (no objects: a marker)") from exc
         enqueue = self._enqueue_acquire if call == "acquire" else self._enqueue_release
         try:
             event = enqueue(queue, objects, list(wait_for) if wait_for else None)
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{self.name}.{call}") from exc
         (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)
-        if event is None and verdict == EMPTY:
-            event = completed_event(self.context)  # external memory's empty call still identifies a command
         return event
 
     def hand_back(self, queue=None) -> int:

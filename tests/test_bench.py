@@ -480,6 +480,26 @@ def test_overhead_breakdown_uses_the_hooks(gl):
         assert "check_python" not in vars(rt.session.backend.validator)  # undone
 
 
+def test_copy_frame_times_the_copy_calls_apart_from_the_hand_over(gl):
+    """host_copy's copy frame says how long its copy calls took (``copy_ns``): the particles' two
+    buffers go CL -> GL in the release, inside the hand-over's time and less than it; host_mapped
+    copies nothing and its copy calls take no time."""
+    from app.bench.loops import glshare_copy_frame
+
+    with _live_run(backend="host_copy") as rt:
+        rt.tick()
+        calls_before = rt.session.backend.copy_ns
+        samples = [glshare_copy_frame(rt).extra for _ in range(3)]
+        assert rt.session.backend.copy_ns - calls_before == sum(x["copy_calls"] for x in samples)
+        for x in samples:
+            assert 0 < x["copy_calls"] < x["copy"], x
+            assert x["errors"] == 0
+    with _live_run(backend="host_mapped") as rt:
+        rt.tick()
+        x = glshare_copy_frame(rt).extra
+        assert x["copy_calls"] == 0 and x["copy"] > 0 and rt.session.backend.copy_ns == 0
+
+
 @pytest.mark.parametrize("size", [(64, 48), (33, 17)])
 def test_kernel_race_reference_writes_glshare_texels(probe_env, size):
     """The reference formulation (one work-item per pixel, sizes from the launch) and glshare's

@@ -118,14 +118,18 @@ def show_panel(rt, on: bool) -> None:
 def glshare_copy_frame(rt) -> Sample:
     """A frame driven phase by phase (the teaching mode's generator) with the kernel finished before
     the release and GL finished after the draw, so acquire + release time only glshare's copies and
-    its own bookkeeping. Returns that time in ``extra["copy"]`` (ns)."""
+    its own bookkeeping. Returns that time in ``extra["copy"]`` (ns), and the time inside the copy
+    calls alone (the backend's ``copy_ns``: the bytes moving, none of the hand-over's bookkeeping
+    that a zero-copy backend pays too) in ``extra["copy_calls"]``."""
 
     def frame():
         GL.glFinish()  # the frame before (a floor frame, say) drew: not this frame's wait
+        backend = rt.session.backend
+        copied = backend.copy_ns
         steps = rt.session.scheduler.frame_phases(rt.session.frame, lambda: render_target(rt))
         next(steps)  # acquire
         next(steps)  # compute
-        rt.session.backend.queue.finish()
+        backend.queue.finish()
         resumed = ns()  # the release phase's clock ran while the kernel finished: start it here
         for _ in steps:  # release, render
             pass
@@ -133,7 +137,8 @@ def glshare_copy_frame(rt) -> Sample:
         GL.glFinish()
         rec = rt.session.scheduler.records[-1]
         acquire, release = rec.phases["acquire"], rec.phases["release"]
-        return {"copy": (acquire[1] - acquire[0]) + (release[1] - resumed), "errors": len(rec.errors)}
+        return {"copy": (acquire[1] - acquire[0]) + (release[1] - resumed), "errors": len(rec.errors),
+                "copy_calls": backend.copy_ns - copied}
 
     return timed(frame)
 

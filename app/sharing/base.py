@@ -199,6 +199,7 @@ class SharingBackend(abc.ABC):
         self.bypass_validation = False  # the hazard lab turns it off to let a mistake through
         self._closed = False
         self.bytes_copied = 0
+        self.copy_ns = 0  # host time inside the calls that moved those bytes (a copying backend's own)
 
     # -- to implement ---------------------------------------------------------------------------
     @classmethod

@@ -11,6 +11,8 @@ complete event where the caller asks for one: ``acquire(..., event=True)``).
 """
 from __future__ import annotations
 
+import time
+
 import pyopencl as cl
 
 from app.cl.formats import cl_image_format
@@ -26,6 +28,7 @@ from app.gl.upload import (
 )
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
 
+ns = time.perf_counter_ns
 
 class HostCopy(SharingBackend):
     name = "host_copy"
@@ -95,7 +98,9 @@ class HostCopy(SharingBackend):
         for obj in objects:
             if obj.access == "write_only" or obj.synced_generation == obj.gl_generation:
                 continue
+            t0 = ns()
             events.append(self._copy_gl_to_cl(queue, obj, wait_for))
+            self.copy_ns += ns() - t0
             obj.synced_generation = obj.gl_generation
             self.bytes_copied += obj.nbytes
         if len(events) == 1:
@@ -124,7 +129,9 @@ class HostCopy(SharingBackend):
         for obj in objects:
             if obj.access == "read_only":
                 continue
+            t0 = ns()  # a blocking copy: it includes waiting for the commands before it (the kernel)
             events.append(self._copy_cl_to_gl(queue, obj, wait_for))
+            self.copy_ns += ns() - t0
             obj.synced_generation = obj.gl_generation
             self.bytes_copied += obj.nbytes
         if events:

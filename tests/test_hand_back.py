@@ -24,9 +24,12 @@ def test_tracker_counts_acquisitions_no_release_matched():
     assert tracker.flagged("double_acquire") == 4
     tracker.released([a], "q")  # the owner was GL already: flagged, and one more acquisition matched
     assert tracker.unreleased(a) == 1 and tracker.flagged("release_without_acquire") == 1
-    tracker.handed_back([a, b])
-    assert (tracker.unreleased(a), tracker.unreleased(b)) == (0, 0)
-    assert tracker.owner_of(a) == tracker.owner_of(b) == "gl"
+    tracker.handed_back([a, b])  # one release call each: a is done, b keeps two
+    assert (tracker.unreleased(a), tracker.unreleased(b)) == (0, 2)
+    assert (tracker.owner_of(a), tracker.owner_of(b)) == ("gl", "cl")
+    tracker.handed_back([a, b], all_of_them=True)  # a hand-over that does not nest: one call matches all
+    assert (tracker.unreleased(a), tracker.unreleased(b)) == (0, 0) and tracker.owner_of(b) == "gl"
+    assert tracker.state(b).acquires == tracker.state(b).releases == 3
     tracker.released([b], "q")  # nothing outstanding: a release now is one without an acquire
     assert tracker.unreleased(b) == 0 and tracker.flagged("release_without_acquire") == 2
 
@@ -43,7 +46,15 @@ def _count_releases(backend) -> list:
     return calls
 
 
-def test_ending_the_skip_release_demo_hands_back_every_acquisition(gl):
+def _skip_release(rt, frames: int) -> None:
+    rt.controls.key("2")
+    for _ in range(frames):
+        rt.tick()
+
+
+def test_ending_the_skip_release_demo_hands_back_what_cl_kept(gl):
+    """host_copy's own hand-over does not nest: one release call (one copy) hands back four frames'
+    acquisitions, and the next frame is an ordinary one."""
     from app.config import RunConfig
     from app.session.loop import Run
 
@@ -52,23 +63,65 @@ def test_ending_the_skip_release_demo_hands_back_every_acquisition(gl):
         rt.tick()
         backend = rt.session.backend
         shared = list(rt.session.scene.shared)
-        rt.controls.key("2")
-        for _ in range(4):
-            rt.tick()
+        _skip_release(rt, 4)
         assert [backend.tracker.unreleased(o) for o in shared] == [4] * len(shared)
         calls = _count_releases(backend)
         message = rt.controls.key("2")
-        assert "4 release call(s) handed back" in message, message
-        assert calls == [tuple(o.label for o in shared)] * 4
+        assert "1 release call(s) handed back" in message, message
+        assert calls == [tuple(o.label for o in shared)]
         assert [backend.tracker.unreleased(o) for o in shared] == [0] * len(shared)
         assert {backend.tracker.owner_of(o) for o in shared} == {"gl"}
         rec = rt.tick()  # an ordinary frame again: acquired once, released once, nothing flagged
-        assert rec.hazards == [] and len(calls) == 5
+        assert rec.hazards == [] and len(calls) == 2
         assert [backend.tracker.unreleased(o) for o in shared] == [0] * len(shared)
         assert "handed back" not in rt.controls.key("2") + rt.controls.key("2")  # on and off, no frame between
 
 
+def test_a_driver_that_nests_gets_one_release_per_acquisition(gl):
+    """Where the driver nests acquisitions (NVIDIA's external memory) every acquisition gets its
+    own release call, objects of different depths each as many as they need; a call the driver
+    refuses is reported and the calls made before it are not made again."""
+    import pyopencl as cl
+
+    from app.config import RunConfig
+    from app.session.loop import Run
+
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
+    with Run(cfg, surface=gl) as rt:
+        rt.tick()
+        backend = rt.session.backend
+        backend.nests_acquisitions = True
+        position, color = rt.session.scene.shared
+        _skip_release(rt, 3)
+        backend.tracker.released([color], backend.queue)  # color: one acquisition matched already
+        assert (backend.tracker.unreleased(position), backend.tracker.unreleased(color)) == (3, 2)
+        calls = _count_releases(backend)
+        message = rt.controls.key("2")
+        assert "3 release call(s) handed back" in message, message
+        assert calls == [(position.label, color.label)] * 2 + [(position.label,)]
+        assert backend.tracker.state(position).acquires == backend.tracker.state(position).releases
+        # a refusal half-way: the call before it counts, the retry makes only what is still owed
+        _skip_release(rt, 3)
+        refuse_after = [1]
+        enqueue = backend._enqueue_release
+
+        def refusing(queue, objects, wait_for):
+            if not refuse_after[0]:
+                raise cl.LogicError("clEnqueueReleaseExternalMemObjectsKHR failed: INVALID_OPERATION")
+            refuse_after[0] -= 1
+            return enqueue(queue, objects, wait_for)
+
+        backend._enqueue_release = refusing
+        message = rt.controls.key("2")
+        assert "handing back what CL kept failed" in message, message
+        assert backend.tracker.unreleased(position) == 2
+        backend._enqueue_release = enqueue
+        assert backend.hand_back() == 2 and backend.tracker.unreleased(position) == 0
+        assert backend.hand_back() == 0
+
+
 def test_closing_hands_back_what_the_skipped_releases_kept(gl):
+    """The backend's own close hands back before it releases the memory objects, whoever closes it."""
     from app.config import RunConfig
     from app.session.loop import Run
 
@@ -76,10 +129,29 @@ def test_closing_hands_back_what_the_skipped_releases_kept(gl):
     with Run(cfg, surface=gl) as rt:
         rt.tick()
         backend = rt.session.backend
+        backend.nests_acquisitions = True
         labels = tuple(o.label for o in rt.session.scene.shared)
-        rt.controls.key("2")
-        for _ in range(3):
-            rt.tick()
+        _skip_release(rt, 3)
         calls = _count_releases(backend)
-    assert calls == [labels] * 3
-    assert backend.objects == [] and backend.hand_back() == 0  # closed: nothing left, nothing to hand back
+        backend.close()  # not the session's teardown: the backend itself
+        assert calls == [labels] * 3
+        assert backend.objects == [] and backend.hand_back() == 0
+        rt.session.backend = None  # closed already
+
+
+def test_an_object_unshared_while_cl_holds_it_is_handed_back_first(gl):
+    """A shared object destroyed while the demonstration keeps it acquired (the image scene's resize
+    with the window) gets its releases before its CL memory object goes."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+
+    cfg = RunConfig(scene="image", size=(64, 64), headless=True, frames=10_000, overlay=False, backend="host_copy")
+    with Run(cfg, surface=gl) as rt:
+        rt.tick()
+        backend = rt.session.backend
+        backend.nests_acquisitions = True
+        obj = rt.session.scene.shared[0]
+        _skip_release(rt, 2)
+        calls = _count_releases(backend)
+        backend.unshare(obj)
+        assert calls == [(obj.label,)] * 2 and obj not in backend.objects

@@ -402,16 +402,19 @@ class Controls:
         message = f"hazard demo: no longer skipping the {phase}"
         if phase == "release":
             # what the skipped frames acquired and never released goes back now, once per acquisition
-            # (a driver that nests them waits for every release: SharingBackend.hand_back); a stepped
-            # frame in progress runs to its end first, its own release included
+            # where the driver nests them (SharingBackend.hand_back); a stepped frame in progress runs
+            # to its end first, its own release included (a failure of it is said, the hand-back goes on)
             try:
                 if sched.current is not None:
                     self.session.finish_teaching_frame()
-                calls = self.session.backend.hand_back()
+            except GlshareError as exc:
+                message += f"; the stepped frame failed: {exc.one_line()}"
+            try:
+                calls = self.session.backend.hand_back(gl=True)
             except GlshareError as exc:
                 return f"{message}; handing back what CL kept failed: {exc.one_line()}"
             if calls:
-                message += f"; {calls} release call(s) handed back what CL kept (one per unmatched acquire)"
+                message += f"; {calls} release call(s) handed back what CL kept"
         return message
 
     def _do_demo_skip_acquire(self) -> str:

@@ -188,12 +188,13 @@ class Session:
         a stopped frame left with CL are released first."""
         with contextlib.suppress(Exception):
             self.finish_teaching_frame()
+        if self.scheduler is not None:
+            with contextlib.suppress(Exception):
+                self.scheduler.finish()  # first: it lets go of a queue stalled on purpose (the fault lab)
         if self.backend is not None:
             with contextlib.suppress(Exception):
                 self.backend.hand_back()
         if self.scheduler is not None:
-            with contextlib.suppress(Exception):
-                self.scheduler.finish()
             self.scheduler.close()
             self.scheduler = None
         if self.scene is not None:

@@ -22,7 +22,7 @@ import pyopencl as cl
 
 from app.cl.device import ComputeQueue, DeviceChoice
 from app.diagnostics import live
-from app.errors import ClError, SharingUnavailable
+from app.errors import ClError, GlshareError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
 from app.gl.upload import GL_PIXEL_PACK_BUFFER, GL_STREAM_COPY, copy_buffer, texture_to_pack_buffer
@@ -167,6 +167,11 @@ class SharingBackend(abc.ABC):
     hazard_effects: ClassVar[Mapping[str, str]] = {}  # hazard demonstration -> what the user sees here
     uploads_reach_cl: ClassVar[bool] = False  # ``upload`` writes the memory CL reads (no GL -> CL copy owed)
     rule_set: ClassVar[str] = "gl_sharing"  # the calls' error lists it is validated against (app/validate)
+    # the driver counts acquisitions: an object acquired n times needs n releases (``hand_back``).
+    # Measured on NVIDIA's external memory; assumed of a driver not measured (a release too many is
+    # an error the hand-back reports, a release too few hung the H200). glshare's own hand-overs
+    # (host_copy, host_mapped) need one
+    nests_acquisitions: ClassVar[bool] = True
     registry: ClassVar[dict[str, type["SharingBackend"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:
@@ -395,6 +400,11 @@ class SharingBackend(abc.ABC):
         """Release the CL side of ``obj`` (always before its GL object is deleted). Idempotent."""
         if obj not in self.objects:
             return
+        if self.tracker.unreleased(obj):  # destroyed while CL holds it (a resize during the demonstration)
+            try:
+                self.hand_back(objects=[obj])
+            except GlshareError as exc:  # the CL object goes all the same; the driver said why
+                log.warning("%s: handing back %s before unsharing it: %s", self.name, obj.label, exc.one_line())
         self.objects.remove(obj)
         self.objects_version += 1
         self._splits.clear()  # no list kept there pins the object any longer
@@ -458,20 +468,25 @@ class SharingBackend(abc.ABC):
         (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)
         return event
 
-    def hand_back(self, queue=None) -> int:
-        """Release every shared object CL still holds, once for each acquire call no release call
-        matched, then wait for the queue; returns how many release calls that took (0: nothing was held).
+    def hand_back(self, queue=None, objects=None, *, gl: bool = False) -> int:
+        """Release every shared object (of ``objects``, default all) that CL still holds, once for
+        each acquire call no release call matched where the driver nests acquisitions
+        (``nests_acquisitions``), else once; then wait for the queue. Returns how many release calls
+        that took (0: nothing was held). ``gl``: GL's side of each release follows (a texture's copy
+        from its buffer), for a picture that goes on.
 
         What a skipped release (the hazard demonstration, a stopped frame) leaves behind. The
         acquire/release text (../shared/spec/gl-acquire-release.txt) defines no nesting, but a driver
         may count acquisitions: NVIDIA's does (580, H200), and destroying the context while its
-        imported memory is still acquired hangs there (bench/probes/gpu_hazard_demos_probe.py), so
-        every acquisition is matched. The releases bypass the validator and the tracker's findings:
-        they repair the demonstration's state, they are not the program's hand-over."""
+        imported memory is still acquired hangs there (bench/probes/gpu_hazard_demos_probe.py). The
+        releases bypass the validator and the tracker's findings: they repair the demonstration's
+        state, they are not the program's hand-over. Each call that reached the driver is counted
+        at once (``OwnershipTracker.handed_back``), so a failed call leaves no release to repeat."""
         queue = queue if queue is not None else self.queue
-        tracker, calls = self.tracker, 0
+        tracker, calls, released = self.tracker, 0, []
+        pool = list(self.objects if objects is None else objects)
         while True:
-            held = [o for o in self.objects if tracker.unreleased(o) > calls]
+            held = [o for o in pool if tracker.unreleased(o)]
             if not held:
                 break
             try:
@@ -479,9 +494,12 @@ class SharingBackend(abc.ABC):
             except cl.Error as exc:
                 raise ClError.from_pyopencl(exc, f"{self.name}.release (handing back)") from exc
             calls += 1
+            released.extend(o for o in held if o not in released)
+            tracker.handed_back(held, all_of_them=not self.nests_acquisitions)
         if calls:
-            tracker.handed_back([o for o in self.objects if tracker.unreleased(o)])
             queue.finish()
+            if gl:
+                self.gl_after_release(released)
             log.info("%s: handed back %d unmatched acquisition(s)", self.name, calls)
         return calls
 

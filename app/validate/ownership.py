@@ -264,14 +264,19 @@ class OwnershipTracker:
         if err is not None:
             raise err
 
-    def handed_back(self, objects) -> None:
-        """The driver got a release for every acquisition of ``objects`` left unmatched
-        (``SharingBackend.hand_back``): GL's again, nothing outstanding, nothing flagged."""
+    def handed_back(self, objects, *, all_of_them: bool = False) -> None:
+        """One release call reached the driver for ``objects`` to match an acquisition left
+        unmatched (``SharingBackend.hand_back``); ``all_of_them``: it matched them all (a hand-over
+        that does not nest). GL's again once nothing is outstanding; nothing is flagged."""
         for obj in objects:
             st = self.states.get(id(obj))
-            if st is not None:
-                st.releases += st.depth
-                st.owner, st.since_frame, st.queue, st.depth = GL, self.frame, None, 0
+            if st is None or not st.depth:
+                continue
+            matched = st.depth if all_of_them else 1
+            st.releases += matched
+            st.depth -= matched
+            if not st.depth:
+                st.owner, st.since_frame, st.queue = GL, self.frame, None
 
     def unreleased(self, obj) -> int:
         """Acquire calls on ``obj`` that no release call matched yet (0 for an object not tracked)."""

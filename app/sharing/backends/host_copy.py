@@ -35,6 +35,7 @@ class HostCopy(SharingBackend):
     title = "copies through mapped GL buffers (any OpenCL device, GL 3.3)"
     probe_order = 90
     capabilities = Capabilities(zero_copy=False)
+    nests_acquisitions = False  # glshare's own hand-over: one release hands back any number of acquires
     teaching = {
         "acquire": "host_copy: copied GL -> CL where GL changed the data since CL's last copy (write-only "
                    "objects: nothing to copy). Sync 'finish' waited in glFinish first.",

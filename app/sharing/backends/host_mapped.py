@@ -231,6 +231,7 @@ class HostMapped(SharingBackend):
     title = "CL buffers and images over persistently mapped GL buffers (CPU OpenCL, GL in host memory), zero-copy"
     probe_order = 80  # after the extensions (gl_sharing, external_memory), before host_copy
     capabilities = Capabilities(zero_copy=True, buffer_textures=True)
+    nests_acquisitions = False  # glshare's own hand-over: one release hands back any number of acquires
     teaching = {
         "acquire": "host_mapped: GL's commands on the shared memory are complete (sync 'finish' waited in "
                    "glFinish), so CL may use it; nothing is enqueued or copied: CL's buffer is GL's mapped buffer.",

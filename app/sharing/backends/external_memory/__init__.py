@@ -187,7 +187,10 @@ class ExternalMemory(SharingBackend):
                         "still looks right, but nothing orders GL's last draw before the kernel, so stale or torn "
                         "frames are possible.",
         "skip_release": "GL reads memory CL never released: no ownership transfer back, so GL may see stale data "
-                        "or a half-written frame; a texture's buffer -> texture copy still runs.",
+                        "or a half-written frame; a texture's buffer -> texture copy still runs. Every frame "
+                        "acquires again what CL still holds, and NVIDIA's driver nests those acquisitions: "
+                        "turning the demonstration off releases each one (the status line counts them); left "
+                        "acquired, destroying the CL context hung on the H200 (driver 580).",
         "sync_none": "Nothing orders GL and CL on the shared memory: GL may draw while the kernel writes: torn "
                      "particles or image bands, flicker.",
         "wrong_delete_order": "A scratch shared buffer's GL object is deleted before its CL memory object; the "

@@ -75,6 +75,11 @@ def test_ending_the_skip_release_demo_hands_back_what_cl_kept(gl):
         assert rec.hazards == [] and len(calls) == 2
         assert [backend.tracker.unreleased(o) for o in shared] == [0] * len(shared)
         assert "handed back" not in rt.controls.key("2") + rt.controls.key("2")  # on and off, no frame between
+        from app.trace.report import build_report
+
+        counts = build_report(rt.session.history, rt.facts())["counts"]
+        # 1 + 4 + 1 frames acquired; 1 + 1 released in frames, the skipped frames' release handed back
+        assert counts == {"acquire": 6, "compute": 6, "release": 2, "handed_back": 1}, counts
 
 
 def test_a_driver_that_nests_gets_one_release_per_acquisition(gl):

@@ -78,6 +78,11 @@ class RunHistory:
         if self.on_harvested is not None:
             self.on_harvested(rec)
 
+    def handed_back(self, calls: int) -> None:
+        """``calls`` release calls made outside any frame to match acquisitions that skipped
+        releases left (``SharingBackend.hand_back``): the report's ``counts.handed_back``."""
+        self.totals["handed_back"] += calls
+
     def loop_error(self, err: ErrorRecord) -> None:
         """An error outside a frame (a refused switch, a resize, the panel): kept, the oldest dropped."""
         self.loop_errors.append(err)

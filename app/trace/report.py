@@ -74,6 +74,8 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
     records = list(history.records)  # the run's kept history, every set-up's
     totals = history.totals
     counts = {k: totals[k] for k in ("acquire", "compute", "release")}
+    if totals["handed_back"]:  # releases outside the frames, for acquisitions a skipped release left
+        counts["handed_back"] = totals["handed_back"]
     by_segment: dict[int, list] = {}
     for r in records:
         by_segment.setdefault(r.segment, []).append(r)

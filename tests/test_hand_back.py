@@ -160,3 +160,24 @@ def test_an_object_unshared_while_cl_holds_it_is_handed_back_first(gl):
         calls = _count_releases(backend)
         backend.unshare(obj)
         assert calls == [(obj.label,)] * 2 and obj not in backend.objects
+
+
+def test_a_switch_during_the_demonstration_hands_back_before_the_old_backend_goes(gl):
+    """Switching backends while the release is skipped: the old backend's close hands back what CL
+    kept before its memory objects and its context go (the hang on NVIDIA), and the run goes on."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
+    with Run(cfg, surface=gl) as rt:
+        rt.tick()
+        old = rt.session.backend
+        old.nests_acquisitions = True
+        labels = tuple(o.label for o in rt.session.scene.shared)
+        _skip_release(rt, 2)
+        calls = _count_releases(old)
+        outcome = rt.session.switch(backend="host_mapped")
+        assert rt.session.backend_name == "host_mapped", outcome.message
+        assert calls == [labels] * 2 and old.objects == []
+        rec = rt.tick()
+        assert rec is not None and rec.errors == []

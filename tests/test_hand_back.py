@@ -4,6 +4,8 @@ and destroying a context whose imported memory is still acquired hung there (the
 bench/probes/gpu_hazard_demos_probe.py); here the calls are counted on the CPU's backend."""
 from __future__ import annotations
 
+import contextlib
+
 from app.validate.ownership import OwnershipTracker
 
 
@@ -125,19 +127,26 @@ def test_a_driver_that_nests_gets_one_release_per_acquisition(gl):
         assert backend.hand_back() == 0
 
 
-def test_closing_hands_back_what_the_skipped_releases_kept(gl):
-    """The backend's own close hands back before it releases the memory objects, whoever closes it."""
+@contextlib.contextmanager
+def _held(gl, scene: str, size, skipped: int):
+    """A host_copy run made to nest acquisitions as NVIDIA's driver does, its release skipped for
+    ``skipped`` frames: yields the run, its backend and the release calls made from then on."""
     from app.config import RunConfig
     from app.session.loop import Run
 
-    cfg = RunConfig(scene="image", size=(64, 64), headless=True, frames=10_000, overlay=False, backend="host_copy")
+    cfg = RunConfig(scene=scene, size=size, headless=True, frames=10_000, overlay=False, backend="host_copy")
     with Run(cfg, surface=gl) as rt:
         rt.tick()
         backend = rt.session.backend
         backend.nests_acquisitions = True
+        _skip_release(rt, skipped)
+        yield rt, backend, _count_releases(backend)
+
+
+def test_closing_hands_back_what_the_skipped_releases_kept(gl):
+    """The backend's own close hands back before it releases the memory objects, whoever closes it."""
+    with _held(gl, "image", (64, 64), 3) as (rt, backend, calls):
         labels = tuple(o.label for o in rt.session.scene.shared)
-        _skip_release(rt, 3)
-        calls = _count_releases(backend)
         backend.close()  # not the session's teardown: the backend itself
         assert calls == [labels] * 3
         assert backend.objects == [] and backend.hand_back() == 0
@@ -147,17 +156,8 @@ def test_closing_hands_back_what_the_skipped_releases_kept(gl):
 def test_an_object_unshared_while_cl_holds_it_is_handed_back_first(gl):
     """A shared object destroyed while the demonstration keeps it acquired (the image scene's resize
     with the window) gets its releases before its CL memory object goes."""
-    from app.config import RunConfig
-    from app.session.loop import Run
-
-    cfg = RunConfig(scene="image", size=(64, 64), headless=True, frames=10_000, overlay=False, backend="host_copy")
-    with Run(cfg, surface=gl) as rt:
-        rt.tick()
-        backend = rt.session.backend
-        backend.nests_acquisitions = True
+    with _held(gl, "image", (64, 64), 2) as (rt, backend, calls):
         obj = rt.session.scene.shared[0]
-        _skip_release(rt, 2)
-        calls = _count_releases(backend)
         backend.unshare(obj)
         assert calls == [(obj.label,)] * 2 and obj not in backend.objects
 
@@ -165,17 +165,8 @@ def test_an_object_unshared_while_cl_holds_it_is_handed_back_first(gl):
 def test_a_switch_during_the_demonstration_hands_back_before_the_old_backend_goes(gl):
     """Switching backends while the release is skipped: the old backend's close hands back what CL
     kept before its memory objects and its context go (the hang on NVIDIA), and the run goes on."""
-    from app.config import RunConfig
-    from app.session.loop import Run
-
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
-    with Run(cfg, surface=gl) as rt:
-        rt.tick()
-        old = rt.session.backend
-        old.nests_acquisitions = True
+    with _held(gl, "particles", 1024, 2) as (rt, old, calls):
         labels = tuple(o.label for o in rt.session.scene.shared)
-        _skip_release(rt, 2)
-        calls = _count_releases(old)
         outcome = rt.session.switch(backend="host_mapped")
         assert rt.session.backend_name == "host_mapped", outcome.message
         assert calls == [labels] * 2 and old.objects == []

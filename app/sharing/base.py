@@ -476,9 +476,11 @@ class SharingBackend(abc.ABC):
         from its buffer), for a picture that goes on.
 
         What a skipped release (the hazard demonstration, a stopped frame) leaves behind. The
-        acquire/release text (../shared/spec/gl-acquire-release.txt) defines no nesting, but a driver
-        may count acquisitions: NVIDIA's does (580, H200), and destroying the context while its
-        imported memory is still acquired hangs there (bench/probes/gpu_hazard_demos_probe.py). The
+        acquire/release text (../shared/spec/gl-acquire-release.txt) defines no nesting, and
+        cl_khr_external_memory leaves it to the implementation ("Acquiring a memory object multiple
+        times without releasing it results in implementation-defined behavior", 5.5.1.1). NVIDIA's
+        driver (580, H200) nests them, and destroying the context while its imported memory is still
+        acquired hangs there (bench/probes/gpu_hazard_demos_probe.py). The
         releases bypass the validator and the tracker's findings: they repair the demonstration's
         state, they are not the program's hand-over. Each call that reached the driver is counted
         at once (``OwnershipTracker.handed_back``), so a failed call leaves no release to repeat."""

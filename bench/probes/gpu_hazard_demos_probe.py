@@ -1,14 +1,15 @@
-"""GPU probe: do the hazard demonstrations (skip the acquire, skip the release, sync none) run on the
-machine's backend without hanging, and where does a hang sit? Not part of the package; run from a
-project root:
+"""GPU probe: do the hazard demonstrations (skip the acquire, skip the release, sync none, delete GL
+before CL, the unordered render) run on the machine's backend without hanging, and where does a hang
+sit? Not part of the package; run from a project root:
 
     GLSHARE_CL_DEVICE=NVIDIA python3 bench/probes/gpu_hazard_demos_probe.py [backend] [frames]
 
-Each case (scene x sync x demo) runs in a child process: a headless ``Run`` ticks a few frames,
-turns the demo on as the panel's key does, ticks ``frames`` more, turns it off and ticks three.
-Every step is printed with its time as it happens; a child still running after 40 s has all its
-threads' stacks dumped (faulthandler) and is killed. One JSON line per case: ok / hung / failed,
-the last step reached, the frame errors and hazard flags counted.
+Each case (scene x sync x demonstration; the unordered render on postprocess alone) runs in a child
+process: a headless ``Run`` ticks a few frames, turns the demonstration on as the panel's key does,
+ticks ``frames`` more, turns it off (the delete order is a one-off) and ticks three. Every step is
+printed with its time as it happens; a child still running after 30 s has all its threads' stacks
+dumped (faulthandler) and is killed. One JSON line per case: ok / hung / failed, the last step
+reached, the frame errors and hazard flags counted.
 """
 import json
 import os
@@ -40,12 +41,14 @@ def child(scene: str, backend: str, sync: str, demo: str, frames: int) -> None:
         step(f"started: {rt.session.backend.name} / {rt.session.cfg.sync}")
         for _ in range(3):
             rt.tick()
-        key = {"skip_acquire": "1", "skip_release": "2", "sync_none": "3"}[demo]
+        key = {"skip_acquire": "1", "skip_release": "2", "sync_none": "3", "wrong_delete_order": "4",
+               "unordered_render": "5"}[demo]
         step(f"key {key}: {rt.controls.key(key)}")
         for _ in range(frames):
             rt.tick()
             step(f"frame {rt.session.frame} ticked")
-        step(f"key {key}: {rt.controls.key(key)}")
+        if demo != "wrong_delete_order":  # a one-off: nothing to turn off
+            step(f"key {key}: {rt.controls.key(key)}")
         for _ in range(3):
             rt.tick()
         step("off, 3 frames ticked")
@@ -60,7 +63,8 @@ def main() -> None:
     backend = sys.argv[1] if len(sys.argv) > 1 else "external_memory"
     frames = int(sys.argv[2]) if len(sys.argv) > 2 else 12
     cases = [(scene, sync, demo) for scene in ("particles", "image") for sync in ("finish", "semaphore")
-             for demo in ("skip_release", "skip_acquire", "sync_none")]
+             for demo in ("skip_release", "skip_acquire", "sync_none", "wrong_delete_order")]
+    cases += [("postprocess", sync, "unordered_render") for sync in ("finish", "semaphore")]
     for scene, sync, demo in cases:
         t = time.perf_counter()
         try:

@@ -172,3 +172,25 @@ def test_a_switch_during_the_demonstration_hands_back_before_the_old_backend_goe
         assert calls == [labels] * 2 and old.objects == []
         rec = rt.tick()
         assert rec is not None and rec.errors == []
+
+
+def test_ending_the_demonstration_inside_a_stepped_frame(gl):
+    """Teaching mode, the release skipped, the demonstration turned off after the acquire of a
+    stepped frame: that frame runs to its end (its own release made, since the skip is off), then
+    what the earlier frames kept is handed back; nothing is left acquired and nothing is flagged twice."""
+    with _held(gl, "particles", 1024, 2) as (rt, backend, calls):
+        shared = list(rt.session.scene.shared)
+        rt.controls.key("t")  # teaching mode: paused, one phase per step
+        rt.controls.key("n")
+        rt.tick()  # the acquire of the stepped frame: a third acquisition
+        assert rt.session.stepper.mid_frame
+        assert [backend.tracker.unreleased(o) for o in shared] == [3] * len(shared)
+        message = rt.controls.key("2")
+        assert not rt.session.stepper.mid_frame  # finished first
+        # the stepped frame's own release (1 call), then two hand-back calls for the skipped frames
+        assert "2 release call(s) handed back" in message, message
+        assert len(calls) == 3
+        assert [backend.tracker.unreleased(o) for o in shared] == [0] * len(shared)
+        assert rt.session.history.totals["handed_back"] == 2
+        flags = backend.tracker.counts
+        assert flags.get("release_without_acquire", 0) == 0, flags

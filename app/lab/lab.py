@@ -499,8 +499,8 @@ def _python_api_check(backend, family: str, call: str) -> tuple[bool, str]:
     enqueued); cl_khr_external_memory's "will update its completion event" (an event is due)."""
     try:
         ev = getattr(backend, call)(backend.queue, [])
-    except ClError as exc:  # the hand-over refused the empty call (glshare enqueues a marker for it, never the driver's)
-        return False, f"the driver refused the empty call the spec allows: {exc.name} ({exc.code})"
+    except ClError as exc:  # glshare enqueues a marker for external memory's empty call: the CL runtime refused it
+        return False, f"the empty call the spec allows was refused: {exc.name} ({exc.code})"
     if family == "gl_sharing":
         return ev is None, "nothing enqueued" if ev is None else "an event came back for a call that does nothing"
     if ev is not None:

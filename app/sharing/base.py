@@ -480,10 +480,10 @@ class SharingBackend(abc.ABC):
         cl_khr_external_memory leaves it to the implementation ("Acquiring a memory object multiple
         times without releasing it results in implementation-defined behavior", 5.5.1.1). NVIDIA's
         driver (580, H200) nests them, and destroying the context while its imported memory is still
-        acquired hangs there (bench/probes/gpu_hazard_demos_probe.py). The
-        releases bypass the validator and the tracker's findings: they repair the demonstration's
-        state, they are not the program's hand-over. Each call that reached the driver is counted
-        at once (``OwnershipTracker.handed_back``), so a failed call leaves no release to repeat."""
+        acquired hangs there (bench/probes/gpu_hazard_demos_probe.py). The releases bypass the
+        validator and the tracker's findings: they repair the demonstration's state, they are not
+        the program's hand-over. Each call that reached the driver is counted at once
+        (``OwnershipTracker.handed_back``), so a failed call leaves no release to repeat."""
         queue = queue if queue is not None else self.queue
         tracker, calls, released = self.tracker, 0, []
         pool = list(self.objects if objects is None else objects)

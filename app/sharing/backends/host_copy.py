@@ -30,6 +30,7 @@ from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, Shared
 
 ns = time.perf_counter_ns
 
+
 class HostCopy(SharingBackend):
     name = "host_copy"
     title = "copies through mapped GL buffers (any OpenCL device, GL 3.3)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a run on the lent NVIDIA H200 machine does (the device tool carries .device, made by
 # ../shared/gpu/prepare-device-bundle.sh plus the av wheel). Writes at most 8 files under $OUT (or ./out/gpu):
-# machine.txt (GPU, commit, every step's exit status and log tail), pytest-gpu.txt, errors-nvidia.json,
+# machine.txt (GPU, commit, every step's exit status and log tail, the hazard demonstrations' outcomes), pytest-gpu.txt, errors-nvidia.json,
 # info.json, runs.json, bench.json, bench.png, profile.txt. Each step has its own time limit.
 set -uo pipefail
 out=${OUT:-out/gpu}; mkdir -p "$out"
@@ -18,6 +18,10 @@ GLSHARE_LAB_OUT=/tmp/lab step pytest 420 python3 -m pytest -m "gpu or not gpu" -
   tests/test_gpu.py tests/test_lab_gpu.py tests/contract ${GPU_PYTEST_ARGS:-} > "$out/pytest-gpu.txt" 2>&1
 tail -5 "$out/pytest-gpu.txt" >> "$log"
 step errors 180 python3 -m app errors --json --backend external_memory > "$out/errors-nvidia.json" 2>>"$log"
+# every hazard demonstration on the machine's backend, each in a child process with a watchdog (a hang
+# there once stopped every later step): one line per case into machine.txt
+step hazards 300 python3 bench/probes/gpu_hazard_demos_probe.py external_memory 12 > /tmp/hazards.txt 2>&1
+grep '^{' /tmp/hazards.txt | cut -c1-220 >> "$log"
 for spec in "particles external_memory semaphore" "particles external_memory finish" "image external_memory semaphore" \
             "postprocess external_memory semaphore" "yuv external_memory semaphore" "particles host_copy finish"; do
   set -- $spec

@@ -274,9 +274,8 @@ class OwnershipTracker:
             st = self.states.get(id(obj))
             if st is None or not st.depth:
                 continue
-            matched = st.depth if all_of_them else 1
-            st.releases += matched
-            st.depth -= matched
+            st.releases += 1  # release calls, as the transitions count them
+            st.depth -= st.depth if all_of_them else 1
             if not st.depth:
                 st.owner, st.since_frame, st.queue = GL, self.frame, None
 

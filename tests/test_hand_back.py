@@ -5,6 +5,7 @@ bench/probes/gpu_hazard_demos_probe.py); here the calls are counted on the CPU's
 from __future__ import annotations
 
 import contextlib
+import json
 
 from app.validate.ownership import OwnershipTracker
 
@@ -54,7 +55,7 @@ def _skip_release(rt, frames: int) -> None:
         rt.tick()
 
 
-def test_ending_the_skip_release_demo_hands_back_what_cl_kept(gl):
+def test_ending_the_skip_release_demo_hands_back_what_cl_kept(gl, tmp_path):
     """host_copy's own hand-over does not nest: one release call (one copy) hands back four frames'
     acquisitions, and the next frame is an ordinary one."""
     from app.config import RunConfig
@@ -84,6 +85,11 @@ def test_ending_the_skip_release_demo_hands_back_what_cl_kept(gl):
         counts = build_report(rt.session.history, rt.facts())["counts"]
         # 1 + 4 + 1 frames acquired; 1 + 1 released in frames, the skipped frames' release handed back
         assert counts == {"acquire": 6, "compute": 6, "release": 2, "handed_back": 1}, counts
+        trace = json.loads(open(rt._write_trace(tmp_path / "t.json")).read())
+        hand_backs = [e for e in trace["traceEvents"] if e.get("cat") == "handback"]
+        assert len(hand_backs) == 1 and hand_backs[0]["ph"] == "i" and hand_backs[0]["args"]["calls"] == 1
+        after = next(r for r in rt.session.history.records if r.index == hand_backs[0]["args"]["frame"])
+        assert after.counts["release"] == 1  # the event sits on the first frame after it, which released
 
 
 def test_a_driver_that_nests_gets_one_release_per_acquisition(gl):

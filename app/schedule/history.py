@@ -40,6 +40,7 @@ class RunHistory:
     segments: list[Segment] = field(default_factory=list)
     totals: collections.Counter = field(default_factory=collections.Counter)
     switches: list[dict] = field(default_factory=list)
+    hand_backs: list[dict] = field(default_factory=list)  # the newest MAX_LOOP_ERRORS (``handed_back``)
     loop_errors: list[ErrorRecord] = field(default_factory=list)
     loop_errors_total: int = 0
     # called once with each record whose CL profiles have all been read (FrameScheduler.harvest):
@@ -78,10 +79,13 @@ class RunHistory:
         if self.on_harvested is not None:
             self.on_harvested(rec)
 
-    def handed_back(self, calls: int) -> None:
-        """``calls`` release calls made outside any frame to match acquisitions that skipped
-        releases left (``SharingBackend.hand_back``): the report's ``counts.handed_back``."""
+    def handed_back(self, calls: int, frame: int, why: str) -> None:
+        """``calls`` release calls made outside any frame, before frame ``frame``, to match
+        acquisitions that skipped releases left (``SharingBackend.hand_back``): the report's
+        ``counts.handed_back``, and an instant event in the trace."""
         self.totals["handed_back"] += calls
+        self.hand_backs.append({"frame": frame, "calls": calls, "why": why})
+        del self.hand_backs[:-MAX_LOOP_ERRORS]
 
     def loop_error(self, err: ErrorRecord) -> None:
         """An error outside a frame (a refused switch, a resize, the panel): kept, the oldest dropped."""

@@ -414,7 +414,7 @@ class Controls:
             except GlshareError as exc:
                 return f"{message}; handing back what CL kept failed: {exc.one_line()}"
             if calls:
-                self.session.history.handed_back(calls)
+                self.session.history.handed_back(calls, self.session.frame, "skip-release demonstration ended")
                 message += f"; {calls} release call(s) handed back what CL kept"
         return message
 

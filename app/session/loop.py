@@ -378,7 +378,8 @@ class Run:
         if s.scheduler is not None:
             s.scheduler.harvest()  # the CL profiles of the frames since the last batch, and GL results in
         meta = {"glshare_scene": s.cfg.scene, "backend": s.backend_name, "sync": s.cfg.sync,
-                "switches": s.history.switches, "cl_device": s.choice.label, "gl_renderer": s.gl_info.renderer}
+                "switches": s.history.switches, "hand_backs": s.history.hand_backs, "cl_device": s.choice.label,
+                "gl_renderer": s.gl_info.renderer}
         return write_trace(path, list(s.history.records), s.clock, meta)
 
     def finish(self) -> dict:

@@ -20,7 +20,8 @@ timeline has one lane each:
 - counters ``frame time`` (ms, present to present: ``FrameRecord.period_ns``, sampled at the
   previous present so that each value spans the frame it measures; a frame without a period, the
   first or one after a pause or a step, has no sample) and ``bytes moved`` (per frame);
-  switches of scene, backend, sync mode or size as global instant events.
+  switches of scene, backend, sync mode or size as global instant events, and so are the hand-backs
+  (release calls made between frames for acquisitions a skipped release left).
 
 Slices are named as in the panel's legend (app/ui/legend.py): Perfetto colours a slice by its
 name, chrome://tracing by its ``cname`` (set from the legend); the legend itself is in
@@ -116,7 +117,7 @@ class _Flows:
 
 def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None) -> dict:
     """The trace-event object for ``records`` (FrameRecords, oldest first); ``meta["switches"]``
-    (RunHistory.switches) become instant events. Reads ``clock`` and changes nothing: the records'
+    (RunHistory.switches) and ``meta["hand_backs"]`` (RunHistory.hand_backs) become instant events. Reads ``clock`` and changes nothing: the records'
     own stamps were observed once, when they were harvested (RunHistory.on_harvested)."""
     clock = clock or ClockMap()
     events: list[dict] = [{"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "glshare"}}]
@@ -213,6 +214,12 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
         new = " / ".join(str(v) for v in (sw.get("to") or {}).values())
         events.append(_instant(f"switch {sw.get('what', '')}: {old} -> {new}", "switch", None,
                                _us(at.start_ns, base), {"frame": sw.get("frame"), **sw}, scope="g"))
+    for hb in (meta or {}).get("hand_backs", ()):
+        at = next((r for r in records if r.index >= hb.get("frame", 0)), None)
+        if at is None:
+            continue
+        events.append(_instant(f"hand back: {hb.get('calls')} release call(s) ({hb.get('why', '')})", "handback",
+                               None, _us(at.start_ns, base), dict(hb), scope="g"))
     events += flows.events
     other.update({"frames": len(records), "time_base": "ts = (perf_counter_ns - first frame start) / 1000"})
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}

@@ -3,10 +3,8 @@
 layout(location = 0) in vec4 position;
 layout(location = 1) in vec4 color;
 uniform mat4 mvp;
-uniform float point_size;
 out vec4 v_color;
 void main() {
     gl_Position = mvp * vec4(position.xyz, 1.0);
-    gl_PointSize = point_size;
     v_color = color;
 }

@@ -157,15 +157,15 @@ def test_round_point_shader_draws_a_smooth_disc(gl):
         GL.glClear(GL.GL_COLOR_BUFFER_BIT)
         GL.glEnable(GL.GL_BLEND)
         GL.glBlendFunc(GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)
-        GL.glEnable(GL.GL_PROGRAM_POINT_SIZE)
+        GL.glPointSize(32.0)  # the particles' point size is GL state (the scene sets it the same way)
         prog.use()
         GL.glUniformMatrix4fv(prog.uniform("mvp"), 1, GL.GL_FALSE, np.eye(4, dtype=np.float32))
-        GL.glUniform1f(prog.uniform("point_size"), 32.0)
         GL.glBindVertexArray(vao.name)
         GL.glDrawArrays(GL.GL_POINTS, 0, 1)
         GL.glBindVertexArray(0)
         GL.glUseProgram(0)
         GL.glDisable(GL.GL_BLEND)
+        GL.glPointSize(1.0)
         px = gl.read_pixels()[..., 0].astype(int)
     finally:
         for thing in (vao, pos, col, prog):

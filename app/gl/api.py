@@ -109,6 +109,7 @@ _PROTOTYPES = {
     "glReadBuffer": (None, [GLenum]),
     "glBlendFunc": (None, [GLenum, GLenum]),
     "glUniform1f": (None, [GLint, GLfloat]),
+    "glPointSize": (None, [GLfloat]),
     "glUniform3f": (None, [GLint, GLfloat, GLfloat, GLfloat]),
     "glUniformMatrix4fv": (None, [GLint, GLsizei, GLboolean, vp]),
     "glUnmapBuffer": (GLboolean, [GLenum]),

@@ -90,6 +90,9 @@ def reference_steps(state: dict[str, np.ndarray], steps: int, dt: float = DT) ->
     return {"position": p, "velocity": v, "color": c}
 
 
+# point sizes, set as GL state (glPointSize) and not written by the vertex shader: on llvmpipe a
+# per-vertex gl_PointSize made the draw call of 100,000 points 12 % slower for the same pixels
+# (bench/results/README.md, sixth session)
 SQUARE_POINT_PX = 2.0
 ROUND_POINT_PX = 4.0
 
@@ -225,11 +228,11 @@ class ParticlesScene(Scene):
         GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT)
         GL.glEnable(GL.GL_BLEND)
         GL.glBlendFunc(GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)
-        GL.glEnable(GL.GL_PROGRAM_POINT_SIZE)
+        GL.glDisable(GL.GL_PROGRAM_POINT_SIZE)  # the size is GL's state, not the shader's
+        GL.glPointSize(ROUND_POINT_PX if self.round_points else SQUARE_POINT_PX)
         program = self._points_program()
         program.use()
         GL.glUniformMatrix4fv(program.uniform("mvp"), 1, GL.GL_FALSE, view_projection(*size, self.camera, self.view))
-        GL.glUniform1f(program.uniform("point_size"), ROUND_POINT_PX if self.round_points else SQUARE_POINT_PX)
         GL.glBindVertexArray(self.vao.name)
         GL.glDrawArrays(GL.GL_POINTS, 0, self.n)
         GL.glBindVertexArray(0)

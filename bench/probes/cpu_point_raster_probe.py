@@ -3,12 +3,14 @@ core: points are sprites, rasterized as quads) against a compatibility context (
 sample's: legacy points, rasterized as rectangles). Not part of the package; under Xvfb, from the
 project root:
 
-    xvfb-run -a python bench/probes/cpu_point_raster_probe.py core
-    xvfb-run -a python bench/probes/cpu_point_raster_probe.py compat
+    xvfb-run -a python bench/probes/cpu_point_raster_probe.py core [scale]
+    xvfb-run -a python bench/probes/cpu_point_raster_probe.py compat [scale]
 
-Each mode draws the same 100,000 points (seeded positions on the fountain's ring, 2 pixels,
-alpha-blended) into an 800x600 window's back buffer: the draw call (binning) and the glFinish after
-it (rasterization) are timed apart, median of 200 frames. One JSON line.
+Each mode draws the same 100,000 points (seeded positions on a ring of the fountain's start state,
+``scale`` of the window, 2 pixels, alpha-blended) into an 800x600 window's back buffer: the draw call
+(binning) and the glFinish after it (rasterization) are timed apart, median of 200 frames. The core
+mode writes gl_PointSize in its vertex shader. One JSON line. Run the modes alternately: this
+machine's speed drifts between processes.
 """
 import ctypes
 import json

@@ -22,6 +22,7 @@ step errors 180 python3 -m app errors --json --backend external_memory > "$out/e
 # there once stopped every later step): one line per case into machine.txt
 step hazards 300 python3 bench/probes/gpu_hazard_demos_probe.py external_memory 12 > /tmp/hazards.txt 2>&1
 grep '^{' /tmp/hazards.txt | cut -c1-220 >> "$log"
+grep -q '"state": "\(hung\|failed\)"' /tmp/hazards.txt && tail -80 /tmp/hazards.txt >> "$log"  # the stacks of a hang
 for spec in "particles external_memory semaphore" "particles external_memory finish" "image external_memory semaphore" \
             "postprocess external_memory semaphore" "yuv external_memory semaphore" "particles host_copy finish"; do
   set -- $spec

@@ -130,6 +130,7 @@ def test_a_driver_that_nests_gets_one_release_per_acquisition(gl):
         message = rt.controls.key("2")
         assert "handing back what CL kept failed" in message, message
         assert backend.tracker.unreleased(position) == 2
+        assert rt.session.history.hand_backs[-1]["calls"] == 1  # the call made before the refusal counts
         backend._enqueue_release = enqueue
         assert backend.hand_back() == 2 and backend.tracker.unreleased(position) == 0
         assert backend.hand_back() == 0
@@ -178,6 +179,9 @@ def test_a_switch_during_the_demonstration_hands_back_before_the_old_backend_goe
         outcome = rt.session.switch(backend="host_mapped")
         assert rt.session.backend_name == "host_mapped", outcome.message
         assert calls == [labels] * 2 and old.objects == []
+        # the report and the trace count them: the switch's teardown made them, between two frames
+        assert rt.session.history.totals["handed_back"] == 2
+        assert [(h["calls"], "torn down" in h["why"]) for h in rt.session.history.hand_backs] == [(2, True)]
         rec = rt.tick()
         assert rec is not None and rec.errors == []
 

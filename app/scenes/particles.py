@@ -91,7 +91,7 @@ def reference_steps(state: dict[str, np.ndarray], steps: int, dt: float = DT) ->
 
 
 # point sizes, set as GL state (glPointSize) and not written by the vertex shader: on llvmpipe a
-# per-vertex gl_PointSize made the draw call of 100,000 points 12 % slower for the same pixels
+# per-vertex gl_PointSize made the draw call of 100,000 points 14 % slower for the same pixels
 # (bench/results/README.md, sixth session)
 SQUARE_POINT_PX = 2.0
 ROUND_POINT_PX = 4.0

@@ -410,11 +410,10 @@ class Controls:
             except GlshareError as exc:
                 message += f"; the stepped frame failed: {exc.one_line()}"
             try:
-                calls = self.session.backend.hand_back(gl=True)
+                calls = self.session.backend.hand_back(gl=True, why="the skip-release demonstration ended")
             except GlshareError as exc:
                 return f"{message}; handing back what CL kept failed: {exc.one_line()}"
             if calls:
-                self.session.history.handed_back(calls, self.session.frame, "skip-release demonstration ended")
                 message += f"; {calls} release call(s) handed back what CL kept"
         return message
 

@@ -149,6 +149,7 @@ class Session:
             del self.history.segments[segments:]
             self._undo_build(new_backend, new_scene, strategy, scheduler)
             raise
+        new_backend.on_hand_back = lambda calls, why: self.history.handed_back(calls, self.frame, why)
         self.backend, self.scene, self.scheduler = new_backend, new_scene, scheduler
         self.cfg = cfg
         self._last_size = self._scene_size()
@@ -193,7 +194,7 @@ class Session:
                 self.scheduler.finish()  # first: it lets go of a queue stalled on purpose (the fault lab)
         if self.backend is not None:
             with contextlib.suppress(Exception):
-                self.backend.hand_back()
+                self.backend.hand_back(why="its set-up was torn down (a switch, the end of the run)")
         if self.scheduler is not None:
             self.scheduler.close()
             self.scheduler = None

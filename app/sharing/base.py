@@ -205,6 +205,9 @@ class SharingBackend(abc.ABC):
         self._closed = False
         self.bytes_copied = 0
         self.copy_ns = 0  # host time inside the calls that moved those bytes (a copying backend's own)
+        # told of every hand-back that made release calls: (calls, why); the session records them
+        # (the report's counts.handed_back, the trace's instant events)
+        self.on_hand_back: Callable[[int, str], None] | None = None
 
     # -- to implement ---------------------------------------------------------------------------
     @classmethod
@@ -402,7 +405,7 @@ class SharingBackend(abc.ABC):
             return
         if self.tracker.unreleased(obj):  # destroyed while CL holds it (a resize during the demonstration)
             try:
-                self.hand_back(objects=[obj])
+                self.hand_back(objects=[obj], why=f"{obj.label} unshared while CL held it")
             except GlshareError as exc:  # the CL object goes all the same; the driver said why
                 log.warning("%s: handing back %s before unsharing it: %s", self.name, obj.label, exc.one_line())
         self.objects.remove(obj)
@@ -468,7 +471,7 @@ class SharingBackend(abc.ABC):
         (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)
         return event
 
-    def hand_back(self, queue=None, objects=None, *, gl: bool = False) -> int:
+    def hand_back(self, queue=None, objects=None, *, gl: bool = False, why: str = "a skipped release") -> int:
         """Release every shared object (of ``objects``, default all) that CL still holds, once for
         each acquire call no release call matched where the driver nests acquisitions
         (``nests_acquisitions``), else once; then wait for the queue. Returns how many release calls
@@ -483,26 +486,31 @@ class SharingBackend(abc.ABC):
         acquired hangs there (bench/probes/gpu_hazard_demos_probe.py). The releases bypass the
         validator and the tracker's findings: they repair the demonstration's state, they are not
         the program's hand-over. Each call that reached the driver is counted at once
-        (``OwnershipTracker.handed_back``), so a failed call leaves no release to repeat."""
+        (``OwnershipTracker.handed_back``), so a failed call leaves no release to repeat; the calls
+        made are told to ``on_hand_back`` with ``why``, a failure's too."""
         queue = queue if queue is not None else self.queue
         tracker, calls, released = self.tracker, 0, []
         pool = list(self.objects if objects is None else objects)
-        while True:
-            held = [o for o in pool if tracker.unreleased(o)]
-            if not held:
-                break
-            try:
-                self._enqueue_release(queue, held, None)
-            except cl.Error as exc:
-                raise ClError.from_pyopencl(exc, f"{self.name}.release (handing back)") from exc
-            calls += 1
-            released.extend(o for o in held if o not in released)
-            tracker.handed_back(held, all_of_them=not self.nests_acquisitions)
+        try:
+            while True:
+                held = [o for o in pool if tracker.unreleased(o)]
+                if not held:
+                    break
+                try:
+                    self._enqueue_release(queue, held, None)
+                except cl.Error as exc:
+                    raise ClError.from_pyopencl(exc, f"{self.name}.release (handing back)") from exc
+                calls += 1
+                released.extend(o for o in held if o not in released)
+                tracker.handed_back(held, all_of_them=not self.nests_acquisitions)
+        finally:
+            if calls and self.on_hand_back is not None:
+                self.on_hand_back(calls, why)
         if calls:
             queue.finish()
             if gl:
                 self.gl_after_release(released)
-            log.info("%s: handed back %d unmatched acquisition(s)", self.name, calls)
+            log.info("%s: handed back %d unmatched acquisition(s) (%s)", self.name, calls, why)
         return calls
 
     def bare_acquire(self, queue, objects, wait_for=None) -> cl.Event | None:
@@ -546,7 +554,7 @@ class SharingBackend(abc.ABC):
         self._closed = True
         self._splits.clear()
         try:  # nothing may stay acquired when the memory objects and the context go (hand_back)
-            self.hand_back()
+            self.hand_back(why="the backend closed")
         except Exception as exc:  # noqa: BLE001 - closing goes on; the driver said why
             log.warning("%s: handing back before close: %s", self.name, exc)
         for obj in list(self.objects):

@@ -228,8 +228,7 @@ class ParticlesScene(Scene):
         GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT)
         GL.glEnable(GL.GL_BLEND)
         GL.glBlendFunc(GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)
-        GL.glDisable(GL.GL_PROGRAM_POINT_SIZE)  # the size is GL's state, not the shader's
-        GL.glPointSize(ROUND_POINT_PX if self.round_points else SQUARE_POINT_PX)
+        GL.glPointSize(ROUND_POINT_PX if self.round_points else SQUARE_POINT_PX)  # GL_PROGRAM_POINT_SIZE stays off
         program = self._points_program()
         program.use()
         GL.glUniformMatrix4fv(program.uniform("mvp"), 1, GL.GL_FALSE, view_projection(*size, self.camera, self.view))

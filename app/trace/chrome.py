@@ -117,7 +117,8 @@ class _Flows:
 
 def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None) -> dict:
     """The trace-event object for ``records`` (FrameRecords, oldest first); ``meta["switches"]``
-    (RunHistory.switches) and ``meta["hand_backs"]`` (RunHistory.hand_backs) become instant events. Reads ``clock`` and changes nothing: the records'
+    (RunHistory.switches) and ``meta["hand_backs"]`` (RunHistory.hand_backs) become instant events
+    on the first kept frame at or after theirs. Reads ``clock`` and changes nothing: the records'
     own stamps were observed once, when they were harvested (RunHistory.on_harvested)."""
     clock = clock or ClockMap()
     events: list[dict] = [{"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "glshare"}}]
@@ -206,17 +207,19 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
                 flows.link(f"release -> {ev['name']}", release, ev, f)
             elif phase == "render" and first_gl is not None:
                 flows.link(f"gl -> {ev['name']}", first_gl, ev, f)
+    def at_frame(item: dict):
+        """The first kept record at or after ``item``'s frame (None: no such frame was kept)."""
+        return next((r for r in records if r.index >= item.get("frame", 0)), None)
+
     for sw in (meta or {}).get("switches", ()):
-        at = next((r for r in records if r.index >= sw.get("frame", 0)), None)
-        if at is None:
+        if (at := at_frame(sw)) is None:
             continue
         old = " / ".join(str(v) for v in (sw.get("from") or {}).values())
         new = " / ".join(str(v) for v in (sw.get("to") or {}).values())
         events.append(_instant(f"switch {sw.get('what', '')}: {old} -> {new}", "switch", None,
                                _us(at.start_ns, base), {"frame": sw.get("frame"), **sw}, scope="g"))
     for hb in (meta or {}).get("hand_backs", ()):
-        at = next((r for r in records if r.index >= hb.get("frame", 0)), None)
-        if at is None:
+        if (at := at_frame(hb)) is None:
             continue
         events.append(_instant(f"hand back: {hb.get('calls')} release call(s) ({hb.get('why', '')})", "handback",
                                None, _us(at.start_ns, base), dict(hb), scope="g"))

@@ -32,7 +32,13 @@ info: setup
 lint: setup
 	$(VENV)/bin/ruff check app tests
 
-setup: system $(STAMP)
+# app/native: the CL profiling stamps read in C, a batch per call (without a C compiler glshare reads
+# them through ctypes and says so in `glshare info`)
+NATIVE := app/native/_stamps.so
+setup: system $(STAMP) $(NATIVE)
+
+$(NATIVE): app/native/stamps.c app/native/__init__.py $(STAMP)
+	@$(PY) -m app.native build
 
 system:
 	@bash .ci/system-packages.sh
@@ -42,4 +48,4 @@ $(STAMP): pyproject.toml .ci/install-venv.sh
 	@touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) out .pytest_cache $(NATIVE)

@@ -592,6 +592,10 @@ def test_a_command_the_driver_gave_no_stamps_has_no_device_time(host_copy, surfa
             def profile(ptr, submit=True):
                 return (0, None if not submit else 0, 0, 0) if ptr in unstamped else real.profile(ptr, submit)
 
+            @staticmethod
+            def profiles(ptrs, submit=True):  # the harvest's batch: the same, event by event
+                return [ZeroForReleases.profile(p, submit) for p in ptrs]
+
         monkeypatch.setattr(scheduler_module, "event_info", lambda: ZeroForReleases())
         sched.harvest()
     finally:

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pyopencl as cl
 
+from app import native
 from app.cl.ext import event_info
 from app.gl import api as GL
 from app.schedule.frame import FrameRecord
@@ -114,10 +115,17 @@ def overhead_alone(rt, reps: int = 200) -> dict:
 
     def profile():  # as FrameScheduler.harvest reads them: the newest event's status, then every profile
         if info.status(events[-1].int_ptr) == cl.command_execution_status.COMPLETE:
+            info.profiles([ev.int_ptr for ev in events], submit)
+
+    def profile_call_by_call():  # the same through ctypes, one call per stamp (where app/native is not built)
+        if info.status(events[-1].int_ptr) == cl.command_execution_status.COMPLETE:
             for ev in events:
                 info.profile(ev.int_ptr, submit)
 
     parts["CL profiling of 3 events"] = _cpu_us(profile, reps)
+    # beside the parts (not in their sum): what the native batch saves, measured in the same run
+    compared = {"stamps": native.describe(),
+                "CL profiling of 3 events, call by call": _cpu_us(profile_call_by_call, reps)}
     timer = rt.session.scheduler.gl_timer
     if timer.enabled:
         rec = FrameRecord(0, scene.name, backend.name, "finish")
@@ -128,11 +136,18 @@ def overhead_alone(rt, reps: int = 200) -> dict:
 
         parts["GL timer span (2 glQueryCounter)"] = _cpu_us(span, reps, setup=lambda: (GL.glFinish(), timer.harvest()))
         parts["GL timer harvest of one pass"] = _cpu_us(timer.harvest, reps, setup=lambda: (span(), GL.glFinish()))
+        if timer.batched:
+            batch, timer._batch = timer._batch, None
+            try:
+                compared["GL timer harvest of one pass, call by call"] = _cpu_us(
+                    timer.harvest, reps, setup=lambda: (span(), GL.glFinish()))
+            finally:
+                timer._batch = batch
     waits: list = []
     parts["sync wait wrappers (2)"] = _cpu_us(lambda: (timed_wait(waits, "a", _noop), timed_wait(waits, "b", _noop)),
                                               reps, setup=waits.clear)
     done.wait()
-    return {"parts_us": parts, "sum_us": round(sum(parts.values()), 1), "reps": reps}
+    return {"parts_us": parts, "sum_us": round(sum(parts.values()), 1), "reps": reps, "compared": compared}
 
 
 def _noop() -> None:

@@ -37,9 +37,14 @@ CL_SEMAPHORE_TYPE_BINARY_KHR = 1
 CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR = 0x2055
 
 
-def _raise(code: int, routine: str, what: str = "") -> None:
+def _error(code: int, routine: str, what: str = "") -> cl.Error:
+    """The pyopencl-style error pyopencl itself would raise for a CL status."""
     record = _cl._ErrorRecord(msg=what or cl_error_name(code), code=int(code), routine=routine)
-    raise (cl.RuntimeError if code in (-4, -5, -6) else cl.LogicError)(record)
+    return (cl.RuntimeError if code in (-4, -5, -6) else cl.LogicError)(record)
+
+
+def _raise(code: int, routine: str, what: str = "") -> None:
+    raise _error(code, routine, what)
 
 
 @lru_cache(maxsize=1)
@@ -220,6 +225,23 @@ class EventInfo:
         self._profiling = prof
         self._u64 = cl_ulong()
         self._u64_ref = ctypes.byref(self._u64)
+        # a batch of events' stamps in one foreign call (app/native/stamps.c) where it is built
+        from app import native
+
+        try:
+            self._batch = native.load().glshare_read_stamps
+            self._profiling_addr = ctypes.cast(prof, vp).value
+        except native.NativeUnavailable:
+            self._batch = None
+        self._capacity = 0
+        self._events = self._stamps = None
+        self._failed = cl_int()
+        self._failed_ref = ctypes.byref(self._failed)
+
+    @property
+    def batched(self) -> bool:
+        """Whether ``profiles`` reads a batch in one call to the native library."""
+        return self._batch is not None
 
     def context(self, event_ptr: int) -> int | None:
         """The event's cl_context handle, or None where the driver refuses the query."""
@@ -254,6 +276,43 @@ class EventInfo:
         if submit:
             return tuple(stamps)
         return stamps[0], None, stamps[1], stamps[2]
+
+    def profiles(self, event_ptrs: list[int], submit: bool = True) -> list:
+        """``profile`` of each event, in order: its stamps, or the pyopencl-style error of a refused
+        query (not raised: the other events are still read). Through the native library a batch is
+        one foreign call (a refusal ends it there; the rest is read in the next call), else one
+        ``profile`` per event."""
+        if self._batch is None:
+            out = []
+            for ptr in event_ptrs:
+                try:
+                    out.append(self.profile(ptr, submit))
+                except cl.Error as exc:
+                    out.append(exc)
+            return out
+        n = len(event_ptrs)
+        if n > self._capacity:  # the buffers grow to the largest batch and are kept
+            self._capacity = max(n, 2 * self._capacity, 32)
+            self._events = (vp * self._capacity)()
+            self._stamps = (cl_ulong * (4 * self._capacity))()
+        events, stamps = self._events, self._stamps
+        events[:n] = event_ptrs
+        out: list = []
+        start = 0
+        while start < n:
+            err = self._batch(self._profiling_addr, ctypes.byref(events, start * ctypes.sizeof(vp)), n - start,
+                              1 if submit else 0, ctypes.byref(stamps, 4 * start * 8), self._failed_ref)
+            stop = n if not err else start + self._failed.value
+            flat = stamps[4 * start:4 * stop]
+            if submit:
+                out += [tuple(flat[i:i + 4]) for i in range(0, len(flat), 4)]
+            else:
+                out += [(flat[i], None, flat[i + 2], flat[i + 3]) for i in range(0, len(flat), 4)]
+            if not err:
+                break
+            out.append(_error(err, "clGetEventProfilingInfo"))
+            start = stop + 1
+        return out
 
 
 @lru_cache(maxsize=1)

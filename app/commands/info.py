@@ -5,7 +5,7 @@ import os
 
 import pyopencl as cl
 
-from app import __version__
+from app import __version__, native
 from app.cl.device import CL_SHARING_EXTENSIONS, all_devices, select_device
 
 
@@ -49,6 +49,7 @@ def gather(selector: str | None) -> dict:
         return {
             "glshare": __version__,
             "pyopencl": {"version": cl.VERSION_TEXT, "have_gl": bool(cl.have_gl())},
+            "native": {"used": not native.reason(), "what": native.describe()},
             "devices": [_device_entry(c) for c in all_devices()],
             # [spec] where the ICD loader found the implementations (glshare's venv registers Intel's CPU runtime)
             "icd_vendors": os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors",
@@ -66,7 +67,8 @@ def gather(selector: str | None) -> dict:
 
 def render_text(data: dict) -> str:
     out = [f"glshare {data['glshare']}  (pyopencl {data['pyopencl']['version']}, "
-           f"built {'with' if data['pyopencl']['have_gl'] else 'WITHOUT'} GL support)", "",
+           f"built {'with' if data['pyopencl']['have_gl'] else 'WITHOUT'} GL support)",
+           f"  {data['native']['what']}" if "native" in data else "", "",
            f"OpenCL devices (ICD vendors: {data.get('icd_vendors', '/etc/OpenCL/vendors')}):"]
     sel = data["selected_device"]
     for d in data["devices"]:

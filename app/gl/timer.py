@@ -72,6 +72,8 @@ class GlTimer:
         self._ival = ctypes.c_int()
         self._uval = ctypes.c_uint64()
         self._no_wait = False
+        self._batch = None
+        self._batch_pairs = self._batch_stamps = None  # (made at the first batch: the ring's size)
         try:
             from app.gl import api as GL
 
@@ -91,6 +93,15 @@ class GlTimer:
             self._query_counter = gl_function("glQueryCounter")
             self._get_iv, self._get_ui64v = gl_function("glGetQueryObjectiv"), gl_function("glGetQueryObjectui64v")
             self._ival_ref, self._uval_ref = ctypes.byref(self._ival), ctypes.byref(self._uval)
+            # the passes in flight read in one call where app/native is built (stamps.c)
+            from app import native
+
+            try:
+                self._batch = native.load().glshare_read_query_pairs
+                self._batch_fns = (ctypes.cast(self._get_ui64v, ctypes.c_void_p).value,
+                                   None if self._no_wait else ctypes.cast(self._get_iv, ctypes.c_void_p).value)
+            except native.NativeUnavailable:
+                self._batch = None
             names = [int(q) for q in GL.glGenQueries(2 * slots)]
             self._all = names
             self._free = [(names[2 * i], names[2 * i + 1]) for i in range(slots)]
@@ -143,6 +154,9 @@ class GlTimer:
             if not self._pending or (self._calls % self.harvest_every and len(self._free) > 2):
                 return  # nothing in flight, or the ring has room: collect every few frames (each check costs)
         try:
+            if self._batch is not None and not wait:
+                self._harvest_batch()
+                return
             while self._pending:
                 rec, name, q0, q1 = self._pending[0]
                 # GL answers queries in order: when the end stamp is there, the start stamp is too
@@ -155,6 +169,34 @@ class GlTimer:
                 self._free.append((q0, q1))
         except Exception as exc:  # noqa: BLE001
             self._disable(exc)
+
+    def _harvest_batch(self) -> None:
+        """``harvest`` in one call to app/native: every pass in flight is handed over, and the C
+        code reads them oldest first up to the first whose end stamp is not there yet."""
+        pending = self._pending
+        n = len(pending)
+        if self._batch_pairs is None or len(self._batch_pairs) < 2 * n:
+            size = 2 * max(n, len(self._all) // 2)  # the ring's pairs: never more in flight
+            self._batch_pairs, self._batch_stamps = (ctypes.c_uint32 * size)(), (ctypes.c_uint64 * size)()
+        pairs = self._batch_pairs
+        i = 0
+        for _, _, q0, q1 in pending:
+            pairs[i], pairs[i + 1] = q0, q1
+            i += 2
+        done = self._batch(*self._batch_fns, pairs, n, self._batch_stamps)
+        if not done:
+            return
+        stamps, free = self._batch_stamps[:2 * done], self._free
+        for i in range(0, 2 * done, 2):
+            rec, name, q0, q1 = pending.popleft()
+            rec.gl_passes.append((name, stamps[i], stamps[i + 1]))
+            free.append((q0, q1))
+        self.timed += done
+
+    @property
+    def batched(self) -> bool:
+        """Whether ``harvest`` reads the passes in flight in one call to app/native."""
+        return self._batch is not None
 
     @property
     def sampling(self) -> str:

@@ -320,17 +320,25 @@ class FrameScheduler:
             else:  # commands may complete out of order: each is asked, up to the first not complete
                 while upto < len(flat) and info.status(flat[upto][2].int_ptr) == CL_COMPLETE:
                     upto += 1
-        for rec, name, ev in flat[:upto]:
-            try:
-                if wait:
-                    ev.wait()
-                prof = info.profile(ev.int_ptr, submit)
-                if prof[0] and prof[2] and prof[3]:
-                    rec.cl_profile[name] = prof
-                else:  # a zero stamp is none: the driver did not time the command (NVIDIA's markers)
-                    rec.unstamped += (name,)
-            except cl.Error as exc:
-                rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
+        read = flat[:upto]
+        if wait:
+            waited = []
+            for item in read:
+                try:
+                    item[2].wait()
+                    waited.append(item)
+                except cl.Error as exc:  # a command that failed: its error, and no profile to read
+                    item[0].errors.append(error_record(item[0].index, exc, f"profile {item[1]}"))
+                    del item[0].events[item[1]]
+            read = waited
+        # one call for the whole batch where app/native is built (EventInfo.profiles)
+        for (rec, name, _), prof in zip(read, info.profiles([ev.int_ptr for _, _, ev in read], submit)):
+            if isinstance(prof, cl.Error):
+                rec.errors.append(error_record(rec.index, prof, f"profile {name}"))
+            elif prof[0] and prof[2] and prof[3]:
+                rec.cl_profile[name] = prof
+            else:  # a zero stamp is none: the driver did not time the command (NVIDIA's markers)
+                rec.unstamped += (name,)
             del rec.events[name]
         while pending and not pending[0].events:
             self.history.harvested(pending.popleft())

@@ -72,7 +72,15 @@ def switches(s):
     def timer(on):
         sch.gl_timer.enabled = on
 
-    out = {"profiling": (harvest_off, lambda: sch.__dict__.pop("harvest", None)),
+    from app.cl.ext import event_info
+
+    info, kept = event_info(), (event_info()._batch, sch.gl_timer._batch)
+
+    def native(on):  # app/native's batch reads (CL profiling, GL timer) or the ctypes reads call by call
+        info._batch, sch.gl_timer._batch = kept if on else (None, None)
+
+    out = {"native": (lambda: native(False), lambda: native(True)),
+           "profiling": (harvest_off, lambda: sch.__dict__.pop("harvest", None)),
            "validator": (validator_off, validator_on),
            "GL timer": (lambda: timer(False), lambda: timer(True)),
            "tracker": (tracker_off, tracker_on)}

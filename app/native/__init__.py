@@ -1,0 +1,126 @@
+"""glshare's native piece: ``stamps.c``, a frame's time stamps read in batches, one call each: the CL
+profiling stamps of many events (``app.cl.ext.EventInfo``) and the GL timestamp queries of many timed
+passes (``app.gl.timer.GlTimer``).
+
+Built by ``python -m app.native build`` (``make setup`` runs it) into ``_stamps.so`` beside the
+source, with the C compiler ``cc`` (or ``$CC``); it links against nothing (the OpenCL entry point is
+handed in), so it loads on any machine of the same architecture. Where it is missing, stale (built from another stamps.c, or of
+another version) or turned off (``GLSHARE_NATIVE=0``), the stamps are read through ctypes call by call, as
+before, and ``reason()`` says why: ``glshare info`` shows it.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from functools import lru_cache
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(_HERE, "stamps.c")  # (os.path, not pathlib: this is imported on glshare's start-up path)
+LIBRARY = os.path.join(_HERE, "_stamps.so")
+_NAME = "_stamps.so"
+VERSION = 2  # GLSHARE_STAMPS_VERSION in stamps.c: bumped with any change of what the library does
+CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c99", "-Wall", "-Werror")
+
+
+class NativeUnavailable(Exception):
+    """Why the native library is not used (one line)."""
+
+
+def compiler() -> str | None:
+    import shutil  # (build-time only: not imported on glshare's start-up path)
+
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def source_crc() -> int:
+    """CRC-32 of stamps.c, compiled into the library (``glshare_stamps_source``): a library built
+    from other source is stale, whatever the files' times (a copy to another machine changes them)."""
+    import zlib
+
+    with open(SOURCE, "rb") as f:
+        return zlib.crc32(f.read())
+
+
+def _built_from(lib: ctypes.CDLL) -> int:
+    fn = lib.glshare_stamps_source
+    fn.restype = ctypes.c_uint32
+    return fn()
+
+
+def up_to_date() -> bool:
+    if not os.path.exists(LIBRARY):
+        return False
+    try:
+        return _built_from(ctypes.CDLL(LIBRARY)) == source_crc()
+    except (OSError, AttributeError):
+        return False
+
+
+def build(force: bool = False) -> str:
+    """Compile ``stamps.c`` (into a temporary file, moved into place: a failed build leaves the
+    previous library, or none). Returns what was done; raises NativeUnavailable when it cannot."""
+    if not force and up_to_date():
+        os.utime(LIBRARY)  # newer than its sources for make, which asked
+        return f"{_NAME} is up to date"
+    import subprocess
+    import tempfile
+
+    cc = compiler()
+    if cc is None:
+        raise NativeUnavailable("no C compiler (cc, gcc or clang; or set CC)")
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=_HERE)
+    os.close(fd)
+    try:
+        done = subprocess.run([cc, *CFLAGS, f"-DGLSHARE_STAMPS_SOURCE={source_crc()}u", "-o", tmp, SOURCE], capture_output=True, text=True)
+        if done.returncode:
+            first = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
+            raise NativeUnavailable(f"{os.path.basename(cc)} failed on stamps.c: {first}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, LIBRARY)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    load.cache_clear()
+    return f"built {_NAME} with {os.path.basename(cc)}"
+
+
+@lru_cache(maxsize=1)
+def load() -> ctypes.CDLL:
+    """The loaded library, its calls typed; raises NativeUnavailable with the reason otherwise."""
+    if os.environ.get("GLSHARE_NATIVE", "1") == "0":
+        raise NativeUnavailable("turned off (GLSHARE_NATIVE=0)")
+    if not os.path.exists(LIBRARY):
+        raise NativeUnavailable(f"{_NAME} is not built (make setup, or python -m app.native build)")
+    try:
+        lib = ctypes.CDLL(LIBRARY)
+        built_from = _built_from(lib)
+    except (OSError, AttributeError) as exc:
+        raise NativeUnavailable(f"{_NAME} does not load: {exc}") from None
+    if built_from != source_crc():
+        raise NativeUnavailable(f"{_NAME} was built from another stamps.c (make setup rebuilds it)")
+    if lib.glshare_stamps_version() != VERSION:
+        raise NativeUnavailable(f"{_NAME} is version {lib.glshare_stamps_version()}, glshare needs {VERSION} "
+                                "(make setup rebuilds it)")
+    vp = ctypes.c_void_p
+    fn = lib.glshare_read_stamps
+    fn.restype = ctypes.c_int32
+    fn.argtypes = [vp, vp, ctypes.c_int32, ctypes.c_int32, vp, vp]
+    fn = lib.glshare_read_query_pairs
+    fn.restype = ctypes.c_int32
+    fn.argtypes = [vp, vp, vp, ctypes.c_int32, vp]
+    return lib
+
+
+def reason() -> str:
+    """"" where the native stamps are used, else why not."""
+    try:
+        load()
+    except NativeUnavailable as exc:
+        return str(exc)
+    return ""
+
+
+def describe() -> str:
+    why = reason()
+    return f"CL profiling and GL timer stamps read in C, a batch per call ({_NAME})" if not why else \
+        f"CL profiling and GL timer stamps read through ctypes call by call: {why}"

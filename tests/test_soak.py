@@ -25,12 +25,12 @@ pytestmark = [pytest.mark.slow,
 
 EVERY = 1000
 CYCLE = 6  # switches in one pass of _switches' plan (it moves to the next backend once a pass)
-AFTER_WARM = 8  # samples after the warm-up, where the growth is measured
+AFTER_WARM = 8  # samples from the warm-up's on (it included), over which the growth is measured
 
 
 def _frames(backends: int) -> int:
     """GLSHARE_SOAK_FRAMES, else 20,000, and never fewer than the warm-up (one pass of the plan on
-    every backend the machine has) plus AFTER_WARM samples."""
+    every backend the machine has) and AFTER_WARM samples from it on."""
     least = (CYCLE * max(1, backends) + AFTER_WARM) * EVERY
     return max(least, int(os.environ.get("GLSHARE_SOAK_FRAMES", "20000")))
 RSS_LIMIT_MB = 10.0

@@ -98,8 +98,8 @@ class GlTimer:
 
             try:
                 self._batch = native.load().glshare_read_query_pairs
-                self._batch_fns = (ctypes.cast(self._get_ui64v, ctypes.c_void_p).value,
-                                   None if self._no_wait else ctypes.cast(self._get_iv, ctypes.c_void_p).value)
+                self._get_ui64v_addr = ctypes.cast(self._get_ui64v, ctypes.c_void_p).value
+                self._get_iv_addr = ctypes.cast(self._get_iv, ctypes.c_void_p).value
             except native.NativeUnavailable:
                 self._batch = None
             names = [int(q) for q in GL.glGenQueries(2 * slots)]
@@ -183,7 +183,9 @@ class GlTimer:
         for _, _, q0, q1 in pending:
             pairs[i], pairs[i + 1] = q0, q1
             i += 2
-        done = self._batch(*self._batch_fns, pairs, n, self._batch_stamps)
+        # no availability query where the end stamp is read with QUERY_RESULT_NO_WAIT (as _end_if_there)
+        done = self._batch(self._get_ui64v_addr, None if self._no_wait else self._get_iv_addr, pairs, n,
+                           self._batch_stamps)
         if not done:
             return
         stamps, free = self._batch_stamps[:2 * done], self._free

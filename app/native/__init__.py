@@ -19,17 +19,24 @@ SOURCE = os.path.join(_HERE, "stamps.c")  # (os.path, not pathlib: this is impor
 LIBRARY = os.path.join(_HERE, "_stamps.so")
 _NAME = "_stamps.so"
 VERSION = 2  # GLSHARE_STAMPS_VERSION in stamps.c: bumped with any change of what the library does
-CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c99", "-Wall", "-Werror")
+CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c99", "-Wall")
 
 
 class NativeUnavailable(Exception):
     """Why the native library is not used (one line)."""
 
 
-def compiler() -> str | None:
-    import shutil  # (build-time only: not imported on glshare's start-up path)
+def compiler() -> list[str] | None:
+    """The C compiler's command: $CC (split as a shell would: "ccache gcc"), else cc, gcc or clang;
+    None where none is found on PATH."""
+    import shlex  # (build-time only: not imported on glshare's start-up path)
+    import shutil
 
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if os.environ.get("CC", "").strip():
+        cmd = shlex.split(os.environ["CC"])
+        return cmd if shutil.which(cmd[0]) else None
+    found = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    return [found] if found else None
 
 
 def source_crc() -> int:
@@ -37,8 +44,11 @@ def source_crc() -> int:
     from other source is stale, whatever the files' times (a copy to another machine changes them)."""
     import zlib
 
-    with open(SOURCE, "rb") as f:
-        return zlib.crc32(f.read())
+    try:
+        with open(SOURCE, "rb") as f:
+            return zlib.crc32(f.read())
+    except OSError as exc:  # an install without the source beside the library: not checked, not used
+        raise NativeUnavailable(f"stamps.c cannot be read: {exc.strerror}") from None
 
 
 def _built_from(lib: ctypes.CDLL) -> int:
@@ -58,7 +68,9 @@ def up_to_date() -> bool:
 
 def build(force: bool = False) -> str:
     """Compile ``stamps.c`` (into a temporary file, moved into place: a failed build leaves the
-    previous library, or none). Returns what was done; raises NativeUnavailable when it cannot."""
+    previous library, or none). Returns what was done; raises NativeUnavailable when it cannot. A
+    process that loaded the library keeps the one it loaded (the dynamic loader hands back the same
+    object for the same path): a new process loads the rebuilt one."""
     if not force and up_to_date():
         os.utime(LIBRARY)  # newer than its sources for make, which asked
         return f"{_NAME} is up to date"
@@ -67,21 +79,26 @@ def build(force: bool = False) -> str:
 
     cc = compiler()
     if cc is None:
-        raise NativeUnavailable("no C compiler (cc, gcc or clang; or set CC)")
+        raise NativeUnavailable("no C compiler (cc, gcc or clang on PATH, or $CC)")
+    name = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cc))
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=_HERE)
     os.close(fd)
     try:
-        done = subprocess.run([cc, *CFLAGS, f"-DGLSHARE_STAMPS_SOURCE={source_crc()}u", "-o", tmp, SOURCE], capture_output=True, text=True)
+        try:
+            done = subprocess.run([*cc, *CFLAGS, f"-DGLSHARE_STAMPS_SOURCE={source_crc()}u", "-o", tmp, SOURCE],
+                                  capture_output=True, text=True)
+        except OSError as exc:
+            raise NativeUnavailable(f"{name} could not run: {exc.strerror or exc}") from None
         if done.returncode:
             first = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
-            raise NativeUnavailable(f"{os.path.basename(cc)} failed on stamps.c: {first}")
+            raise NativeUnavailable(f"{name} failed on stamps.c: {first}")
         os.chmod(tmp, 0o755)
         os.replace(tmp, LIBRARY)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     load.cache_clear()
-    return f"built {_NAME} with {os.path.basename(cc)}"
+    return f"built {_NAME} with {name}"
 
 
 @lru_cache(maxsize=1)

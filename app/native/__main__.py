@@ -1,5 +1,7 @@
-"""``python -m app.native build [--force]``: compile stamps.c (make setup runs it). Without a C
-compiler it says so and exits 0: glshare then reads the stamps through ctypes (``glshare info``)."""
+"""``python -m app.native build [--force]``: compile stamps.c (make setup runs it). Where it cannot
+(no C compiler, or the compiler refuses) it says why in one line and exits 0: the library is a
+speed-up, and glshare then reads the stamps through ctypes (``glshare info`` says so; where a
+compiler is there, tests/test_native.py fails on a library that was not built)."""
 from __future__ import annotations
 
 import sys
@@ -14,8 +16,8 @@ def main(argv: list[str]) -> int:
     try:
         print(f"app.native: {native.build(force='--force' in argv)}")
     except native.NativeUnavailable as exc:
-        print(f"app.native: not built: {exc}; CL profiling stamps will be read through ctypes", file=sys.stderr)
-        return 0 if native.compiler() is None else 1
+        print(f"app.native: not built: {exc}; the time stamps will be read through ctypes", file=sys.stderr)
+        return 0
     return 0
 
 

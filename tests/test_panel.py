@@ -519,7 +519,11 @@ def test_composite_path_claims_no_skip_it_does_not_make(small_runtime):
     rt.tick()
     assert layer.composites == copies + 1  # copied this frame
     assert layer.composite_path == "glCopyImageSubData"
-    assert panel_snapshot(rt, tab="caps").caps.panel_refresh.endswith("composited by glCopyImageSubData")
+    caps = panel_snapshot(rt, tab="caps").caps
+    assert caps.panel_refresh.endswith("composited by glCopyImageSubData")
+    from app import native
+
+    assert caps.caps.stamps == native.describe()  # how the time stamps are read, said as glshare info says it
 
 
 def test_every_scenes_options_are_drawn_in_the_panel(small_runtime):

@@ -26,6 +26,7 @@ def test_headless_particles_60_frames(glshare, tmp_path):
         assert 0 < s["median"] <= s["p95"] <= s["max"], (phase, s)
     assert r["errors"] == []
     assert "Portable Computing Language" in r["cl"]["platform"]
+    assert "stamps read" in r["cl"]["stamps"]  # in C, or through ctypes with the reason
     assert r["gl"]["renderer"]
     px = read_png(shot)
     assert px.shape[2] == 3 and px.shape[0] > 100

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app import native
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig
 from app.errors import GlshareError
 from app.gl.context import check_gl
@@ -368,7 +369,8 @@ class Run:
             gl={**{k: s.gl_info.as_dict()[k] for k in ("vendor", "renderer", "version")},
                 "allocator": s.allocator},
             cl={"platform": choice.platform.name.strip(), "device": choice.device.name.strip(),
-                "version": choice.device.version.strip(), "extensions": sorted(choice.device.extensions.split())},
+                "version": choice.device.version.strip(), "extensions": sorted(choice.device.extensions.split()),
+                "stamps": native.describe()},
             backends=s.registry.as_list())
 
     def _write_trace(self, path) -> str:

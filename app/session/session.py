@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
+from app import native
 from app.cl.device import CL_SHARING_EXTENSIONS, select_device
 from app.config import RunConfig
 from app.errors import GlshareError, SharingUnavailable, as_glshare_error
@@ -494,7 +495,8 @@ class Session:
             surface=getattr(self.surface, "label", self.surface.kind),
             cl_extensions=tuple((e, e in cl_exts) for e in CL_SHARING_EXTENSIONS),
             gl_extensions=tuple(info["sharing_extensions"].items()),
-            backends=tuple(self.registry.as_list()), chosen=self.backend_name, sync=sync, memory=memory)
+            backends=tuple(self.registry.as_list()), chosen=self.backend_name, sync=sync, memory=memory,
+            stamps=native.describe())
         return self._caps
 
     def controls_view(self) -> views.ControlsView:

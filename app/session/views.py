@@ -70,6 +70,7 @@ class CapsView:
     chosen: str
     sync: tuple[Choice, ...]
     memory: dict  # the Memory tab: handle types, import types, the backend's own rows
+    stamps: str = ""  # how the CL profiling and GL timer stamps are read (app/native, or why through ctypes)
 
 
 @dataclass(frozen=True)

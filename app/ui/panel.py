@@ -982,6 +982,8 @@ def _capabilities(m: PanelModel, request, state: PanelState) -> None:
         imgui.text_wrapped(f"GL: {caps.gl}")
         imgui.text_wrapped(f"surface: {caps.surface}; GL timer queries: {part.gl_timer}; "
                            f"panel: {part.panel_refresh}")
+        if caps.stamps:
+            imgui.text_wrapped(caps.stamps)
         for name, method, off, unc in (("CL", clock.cl_method, clock.cl_offset_ms, clock.cl_uncertainty_us),
                                        ("GL", clock.gl_method, clock.gl_offset_ms, clock.gl_uncertainty_us)):
             imgui.text_colored(DIM, f"{name} clock on the host clock by {method}: offset {off:.3f} ms "

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What a run on the lent NVIDIA H200 machine does (the device tool carries .device, made by
-# ../shared/gpu/prepare-device-bundle.sh plus the av wheel). Writes at most 8 files under $OUT (or ./out/gpu):
+# ../shared/gpu/prepare-device-bundle.sh plus the av wheel, and app/native/_stamps.so, built here by
+# make setup: that machine has no C compiler, and without it the stamps are read through ctypes). Writes at most 8 files under $OUT (or ./out/gpu):
 # machine.txt (GPU, commit, every step's exit status and log tail, the hazard demonstrations' outcomes), pytest-gpu.txt, errors-nvidia.json,
 # info.json, runs.json, bench.json, bench.png, profile.txt. Each step has its own time limit.
 set -uo pipefail
@@ -8,7 +9,8 @@ out=${OUT:-out/gpu}; mkdir -p "$out"
 source .device/activate
 export GLSHARE_CL_DEVICE=${GLSHARE_CL_DEVICE:-NVIDIA}
 log="$out/machine.txt"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit ${GLSHARE_COMMIT:-unknown}"; date -u; } > "$log" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit ${GLSHARE_COMMIT:-unknown}"; date -u;
+  python3 -c "from app import native; print(native.describe())"; } > "$log" 2>&1
 part=${GPU_PART:-all}  # "tests" (info, pytest, lab, runs), "bench" (bench, profile) or "all"
 step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS; timeout "$limit" "$@"; local rc=$?
          echo "step $name: rc=$rc in $((SECONDS - t0)) s" >> "$log"; return $rc; }

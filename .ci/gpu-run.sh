@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a run on the lent NVIDIA H200 machine does (the device tool carries .device, made by
 # ../shared/gpu/prepare-device-bundle.sh plus the av wheel, and app/native/_stamps.so, built here by
-# make setup: that machine has no C compiler, and without it the stamps are read through ctypes). Writes at most 8 files under $OUT (or ./out/gpu):
+# make setup: the run there builds nothing, and without it the stamps are read through ctypes). Writes at most 8 files under $OUT (or ./out/gpu):
 # machine.txt (GPU, commit, every step's exit status and log tail, the hazard demonstrations' outcomes), pytest-gpu.txt, errors-nvidia.json,
 # info.json, runs.json, bench.json, bench.png, profile.txt. Each step has its own time limit.
 set -uo pipefail

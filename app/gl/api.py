@@ -58,7 +58,6 @@ GL_POINTS, GL_TRIANGLES, GL_TRIANGLE_STRIP = 0x0000, 0x0004, 0x0005
 GL_DEPTH_BUFFER_BIT, GL_COLOR_BUFFER_BIT = 0x0100, 0x4000
 GL_BACK = 0x0405
 GL_BLEND, GL_DEPTH_TEST, GL_SCISSOR_TEST = 0x0BE2, 0x0B71, 0x0C11
-GL_PROGRAM_POINT_SIZE = 0x8642
 GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA = 0x0302, 0x0303
 GL_VIEWPORT, GL_MAX_TEXTURE_SIZE, GL_MAX_VIEWPORT_DIMS = 0x0BA2, 0x0D33, 0x0D3A
 GL_SCISSOR_BOX, GL_COLOR_WRITEMASK, GL_DEPTH_RANGE = 0x0C10, 0x0C23, 0x0B70
@@ -404,9 +403,13 @@ _DATA_ARGUMENT = {"glBufferData": (2, None, False), "glBufferSubData": (3, None,
 
 
 def _dtype_of(spec):
-    if spec is None or not isinstance(spec, int):
-        return None if spec is None else (lambda args: spec)
-    return lambda args: _DTYPES.get(int(args[spec]))  # unknown (packed) types: bytes as they are
+    """``args -> numpy type`` for a ``_DATA_ARGUMENT`` spec: None (raw bytes), a dtype, or the index
+    of the call's GL type argument."""
+    if spec is None:
+        return None
+    if isinstance(spec, int):
+        return lambda args: _DTYPES.get(int(args[spec]))  # unknown (packed) types: bytes as they are
+    return lambda args: spec
 
 
 def _resolve(name: str):

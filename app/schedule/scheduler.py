@@ -323,13 +323,13 @@ class FrameScheduler:
         read = flat[:upto]
         if wait:
             waited = []
-            for item in read:
+            for rec, name, ev in read:
                 try:
-                    item[2].wait()
-                    waited.append(item)
+                    ev.wait()
+                    waited.append((rec, name, ev))
                 except cl.Error as exc:  # a command that failed: its error, and no profile to read
-                    item[0].errors.append(error_record(item[0].index, exc, f"profile {item[1]}"))
-                    del item[0].events[item[1]]
+                    rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
+                    del rec.events[name]
             read = waited
         # one call for the whole batch where app/native is built (EventInfo.profiles)
         for (rec, name, _), prof in zip(read, info.profiles([ev.int_ptr for _, _, ev in read], submit)):

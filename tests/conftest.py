@@ -47,11 +47,13 @@ def surface():
 
 @pytest.fixture
 def gl(surface):
-    """A clean GL state: no pending glGetError before, none after the test."""
+    """A clean GL state: the surface's framebuffer bound (a test before may have bound 0, which a
+    surfaceless context has no framebuffer for), no pending glGetError before, none after the test."""
     from OpenGL import GL
 
     from app.gl.context import check_gl
 
+    surface.bind_target()
     while GL.glGetError() != GL.GL_NO_ERROR:
         pass
     yield surface

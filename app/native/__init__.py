@@ -16,8 +16,8 @@ from functools import lru_cache
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(_HERE, "stamps.c")  # (os.path, not pathlib: this is imported on glshare's start-up path)
-LIBRARY = os.path.join(_HERE, "_stamps.so")
 _NAME = "_stamps.so"
+LIBRARY = os.path.join(_HERE, _NAME)
 VERSION = 2  # GLSHARE_STAMPS_VERSION in stamps.c: bumped with any change of what the library does
 CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c99", "-Wall")
 

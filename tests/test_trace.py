@@ -333,9 +333,22 @@ def test_scheduler_reads_cl_profiles_in_batches(host_copy, surface):
         assert all(not r.events and set(r.cl_profile) >= {"compute", "release"} for r in sched.records)
         for f in range(3, 3 + PROFILE_BATCH):
             sched.run_frame(f, target)
-        # a full batch is read by the frame that fills it, without being asked
-        assert not sched._pending and all(r.cl_profile for r in sched.records)
-        for rec in sched.records:
+        # a full batch waits for the next CPU wait for GL: not read by the frame that filled it
+        assert len(sched._pending) == PROFILE_BATCH and not sched.records[-1].cl_profile
+        sched.run_frame(3 + PROFILE_BATCH, target)
+        # the next frame read it before its glFinish, without being asked, and says so on its record
+        filler, reader = sched.records[-2], sched.records[-1]
+        assert list(sched._pending) == [reader] and all(r.cl_profile for r in list(sched.records)[:-1])
+        assert [name for name, _, _ in reader.bookkeeping] == ["CL profiling harvest", "GL timer harvest"]
+        (_, h0, h1), (_, g0, g1) = reader.bookkeeping
+        finish = next(w for w in reader.waits if w[0] == "glFinish")
+        cl_finish = next(w for w in reader.waits if w[0] == "clFinish")
+        acquire, release = reader.phases["acquire"], reader.phases["release"]
+        # inside the acquire phase, before glFinish; the GL timer's inside the release, before clFinish
+        assert acquire[0] <= h0 <= h1 <= finish[0] <= finish[1] <= acquire[1]
+        assert release[0] <= g0 <= g1 <= cl_finish[0] <= cl_finish[1] <= release[1]
+        assert not filler.bookkeeping or filler.bookkeeping[0][0] == "GL timer harvest"
+        for rec in list(sched.records)[:-1]:
             for q, sub, st, en in rec.cl_profile.values():
                 assert 0 < q <= sub <= st <= en
             assert rec.cl_profile["compute"][2] <= rec.cl_profile["release"][2]

@@ -34,6 +34,9 @@ class FrameRecord:
     end_ns: int = 0
     phases: dict[str, tuple[int, int]] = field(default_factory=dict)  # host (start, end)
     waits: list[tuple[str, int, int]] = field(default_factory=list)  # CPU waits: glFinish, clFinish ...
+    # glshare's own bookkeeping of earlier frames done inside this frame's waits (the CL and GL stamps
+    # read while the GPU finished: FrameScheduler's ``shadow``), (name, start, end); inside a phase
+    bookkeeping: list[tuple[str, int, int]] = field(default_factory=list)
     events: dict[str, Any] = field(default_factory=dict)  # CL events until their profile is read
     # queued, submit, start, end; submit None where not read (FrameScheduler.profile_submit: --trace reads it)
     cl_profile: dict[str, tuple[int, int | None, int, int]] = field(default_factory=dict)

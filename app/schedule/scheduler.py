@@ -6,7 +6,12 @@ as ClError / GlError with its phase) and the loop goes on; ``strict`` raises the
 modes' kinds (``app/validate/findings.py``: ``stops_on``), and ``strict=True`` every failure.
 Profiling of CL events is read once they complete, in batches of
 ``PROFILE_BATCH`` frames or when the panel or a report asks (``harvest``), so nothing waits just to
-measure and the frame itself stays short.
+measure and the frame itself stays short. That harvest and the GL timer's are done inside the sync
+mode's CPU waits where it has any (``app/sharing/sync.py``, ``shadow``): the CL stamps of earlier
+frames while GL finishes (before glFinish, or the run-ahead bound's fence wait), the GL timer's
+while CL finishes (before clFinish); each such span is on the record (``FrameRecord.bookkeeping``).
+A frame whose sync mode has no CPU wait does them where it always did: the GL timer's before the
+draw, the CL stamps at the frame's end.
 """
 from __future__ import annotations
 
@@ -97,6 +102,9 @@ class FrameScheduler:
         self.profile_submit = profile_submit
         self._labels_key: tuple = ()
         self._labels: tuple[str, ...] = ()
+        # the bookkeeping handed to the sync mode's CPU waits (``shadow``), once each a frame: bound once
+        self._shadow_cl, self._shadow_gl = self._harvest_cl_in_wait, self._harvest_gl_in_wait
+        self._cl_harvested = self._gl_harvested = False  # done in a wait of the frame in progress
 
     @property
     def strict(self) -> str:
@@ -148,6 +156,7 @@ class FrameScheduler:
         rec.start_ns = t = ns()
         samples.append(("start", t, tuple(map(_OWNER, owned))))
         copied = backend.bytes_copied
+        self._cl_harvested = self._gl_harvested = False
         ok = True
         try:
             if self.faults is not None:
@@ -155,7 +164,7 @@ class FrameScheduler:
             if self.sync.bounded_run_ahead:
                 self._bound_run_ahead(rec)
             backend.gl_before_acquire(scene.shared)
-            wait_for = self.sync.before_acquire(rec.waits)
+            wait_for = self.sync.before_acquire(rec.waits, self._shadow_cl)
             ev_a = None
             if "acquire" not in self.skip:
                 ev_a = backend.acquire(queue, scene.shared, wait_for or None)
@@ -199,7 +208,7 @@ class FrameScheduler:
                     rec.counts["release"] += 1
                     if ev_r is not None:
                         rec.events["release"] = ev_r
-                self.sync.after_release(queue, ev_r, rec.waits)
+                self.sync.after_release(queue, ev_r, rec.waits, self._shadow_gl)
                 backend.gl_after_release(scene.shared)
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "release")
@@ -211,7 +220,8 @@ class FrameScheduler:
             if self.faults is not None:
                 self.faults("render", rec)
             size = render_target()
-            self.gl_timer.harvest()  # the frames before (done once the sync waited), before this frame's pass
+            if not self._gl_harvested:  # (no wait for CL in this frame's sync mode took it)
+                self.gl_timer.harvest()  # the frames before (done once the sync waited), before this frame's pass
             if size is not None:
                 backend.tracker.gl_use(scene.gl_uses, "draw")
                 with self.gl_timer.span(rec, "gl render"):
@@ -242,13 +252,33 @@ class FrameScheduler:
         self.history.add(rec)
         self._pending.append(rec)
         self.current = None
-        if len(self._pending) >= self.profile_batch:
-            self.harvest(gl=False)
+        if not self._cl_harvested and len(self._pending) >= self.profile_batch:
+            self.harvest(gl=False)  # (no wait for GL in this frame's sync mode took it)
         yield "render"
+
+    def _harvest_cl_in_wait(self) -> None:
+        """The CL stamps of earlier frames, read while the CPU would wait for GL (a sync mode's
+        ``shadow``): where a batch is due, as the frame's end would read it."""
+        self._cl_harvested = True
+        if len(self._pending) >= self.profile_batch:
+            t0 = ns()
+            self.harvest(gl=False)
+            self.current.bookkeeping.append(("CL profiling harvest", t0, ns()))
+
+    def _harvest_gl_in_wait(self) -> None:
+        """The GL timer's finished passes, read while the CPU would wait for CL (a sync mode's ``shadow``)."""
+        self._gl_harvested = True
+        t0 = ns()
+        self.gl_timer.harvest()
+        self.current.bookkeeping.append(("GL timer harvest", t0, ns()))
 
     def _bound_run_ahead(self, rec: FrameRecord) -> None:
         """Wait, on the CPU, until no more than ``frames_in_flight - 1`` earlier frames may still run
         on the GPU (their release complete, GL past their draw); the wait is one of the frame's."""
+        if len(self._in_flight) >= self.frames_in_flight:
+            # the CPU is about to wait for the GPU: the bookkeeping of earlier frames first (``shadow``)
+            self._shadow_cl()
+            self._shadow_gl()
         while len(self._in_flight) >= self.frames_in_flight:
             release, fence = self._in_flight.popleft()
             t0 = ns()

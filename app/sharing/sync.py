@@ -3,6 +3,13 @@
 by name; a backend offers a mode when the mode's probe accepts it.
 
 ``waits`` collects (name, start_ns, end_ns) CPU waits for the frame record.
+
+``shadow``: work of glshare's own that needs no order with this frame's GPU commands (reading the
+stamps of earlier frames), handed to a mode's CPU waits. A mode that blocks the CPU flushes first,
+so the GPU already runs what the wait is for, then calls ``shadow()``, then waits: the bookkeeping
+runs in the time the CPU would spend blocked (NVIDIA's glFinish and clFinish spin on a core, so
+there it was CPU time too). The wait recorded is the blocking call alone. A mode with no CPU wait
+never calls it; the scheduler then does that work at the end of the frame.
 """
 from __future__ import annotations
 
@@ -48,11 +55,14 @@ class SyncMode:
     def __init__(self, backend: "SharingBackend") -> None:
         self.backend = backend
 
-    def before_acquire(self, waits: list) -> list[cl.Event]:
-        """GL's work on the shared objects ordered before CL's; returns events the acquire waits on."""
+    def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
+        """GL's work on the shared objects ordered before CL's; returns events the acquire waits on.
+        ``shadow``: called, if at all, while the CPU would wait for GL (module text)."""
         return []
 
-    def after_release(self, queue: cl.CommandQueue, release_event: cl.Event | None, waits: list) -> None:
+    def after_release(self, queue: cl.CommandQueue, release_event: cl.Event | None, waits: list,
+                      shadow=None) -> None:
+        """CL's work ordered before GL's; ``shadow`` as in ``before_acquire``, while the CPU would wait for CL."""
         queue.flush()
 
     def after_gl_use(self, waits: list) -> None:
@@ -91,13 +101,20 @@ class FinishSync(SyncMode):
         super().__init__(backend)
         from app.gl.raw import gl_function
 
-        self._gl_finish = gl_function("glFinish")  # every frame: straight through ctypes (app/gl/raw.py)
+        # every frame: straight through ctypes (app/gl/raw.py)
+        self._gl_finish, self._gl_flush = gl_function("glFinish"), gl_function("glFlush")
 
-    def before_acquire(self, waits: list) -> list[cl.Event]:
+    def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
+        if shadow is not None:
+            self._gl_flush()  # GL runs the frame before's draw while glshare does its bookkeeping
+            shadow()
         timed_wait(waits, "glFinish", self._gl_finish)
         return []
 
-    def after_release(self, queue, release_event, waits) -> None:
+    def after_release(self, queue, release_event, waits, shadow=None) -> None:
+        if shadow is not None:
+            queue.flush()  # the acquire, the kernel and the release run while glshare does its bookkeeping
+            shadow()
         timed_wait(waits, "clFinish", queue.finish)
 
 

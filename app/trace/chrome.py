@@ -164,6 +164,8 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
             phase = next((p for p, (ps, pe) in rec.phases.items() if ps <= s and e <= pe), None)
             wait_ev.append((phase, ev))
             events.append(ev)
+        for name, s, e in rec.bookkeeping:  # glshare's reads of earlier frames' stamps, inside a wait's window
+            events.append(_x(name, "cpu.bookkeeping", TID_CPU, _us(s, base), (e - s) / 1e3, {"frame": f}))
         cl_ev = {}
         for name, (q, sub, st, en) in rec.cl_profile.items():
             args = {"frame": f, "segment": rec.segment, "queued_ns": q, "submit_ns": sub, "start_ns": st,

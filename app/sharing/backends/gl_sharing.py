@@ -165,7 +165,7 @@ class GlEventSync(SyncMode):
         self.ext = ExtensionFunctions(backend.env.choice.platform)
         self._fences: list = []
 
-    def before_acquire(self, waits: list) -> list[cl.Event]:
+    def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
         for fence in self._fences:  # the previous frame's fences are complete (its acquire waited)
             GL.glDeleteSync(fence)
         fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
@@ -177,7 +177,7 @@ class GlEventSync(SyncMode):
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, "clCreateEventFromGLsyncKHR") from exc
 
-    def after_release(self, queue, release_event, waits) -> None:
+    def after_release(self, queue, release_event, waits, shadow=None) -> None:
         queue.flush()
         if release_event is not None and self.backend.env.gl_info.has("GL_ARB_cl_event"):
             sync = GL.glCreateSyncFromCLeventARB(self.backend.context.int_ptr, release_event.int_ptr, 0)

@@ -575,7 +575,7 @@ class SemaphoreSync(SyncMode):
             self._names_array, self._names_version = uint_array(self._names), version
         return len(self._names), self._names_array
 
-    def before_acquire(self, waits: list) -> list[cl.Event]:
+    def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
         queue = self.backend.queue
         slot = self.slot
         if self._pending[slot]:
@@ -594,7 +594,7 @@ class SemaphoreSync(SyncMode):
             return []
         return [self.gl_done_cl.enqueue_wait(queue)]
 
-    def after_release(self, queue, release_event, waits) -> None:
+    def after_release(self, queue, release_event, waits, shadow=None) -> None:
         # on the in-order queue the signal runs after the release without naming it (OpenCL 3.0, 5.1)
         wait_for = [release_event] if release_event is not None and not self._in_order(queue) else None
         self._check("signal", queue, self._cl_done_list, wait_for)

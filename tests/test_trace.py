@@ -345,8 +345,8 @@ def test_scheduler_reads_cl_profiles_in_batches(host_copy, surface):
         cl_finish = next(w for w in reader.waits if w[0] == "clFinish")
         acquire, release = reader.phases["acquire"], reader.phases["release"]
         # inside the acquire phase, before glFinish; the GL timer's inside the release, before clFinish
-        assert acquire[0] <= h0 <= h1 <= finish[0] <= finish[1] <= acquire[1]
-        assert release[0] <= g0 <= g1 <= cl_finish[0] <= cl_finish[1] <= release[1]
+        assert acquire[0] <= h0 <= h1 <= finish[1] <= finish[2] <= acquire[1]
+        assert release[0] <= g0 <= g1 <= cl_finish[1] <= cl_finish[2] <= release[1]
         assert not filler.bookkeeping or filler.bookkeeping[0][0] == "GL timer harvest"
         for rec in list(sched.records)[:-1]:
             for q, sub, st, en in rec.cl_profile.values():

@@ -477,6 +477,26 @@ def test_the_cl_lane_says_which_commands_the_driver_left_unstamped():
     assert build_timeline(rec, None).cl_note == ""
 
 
+def test_the_cpu_lane_shows_the_bookkeeping_done_inside_a_wait():
+    """The reads of earlier frames' stamps done before a wait are thin bars in the CPU lane, where
+    they ran, and not phases: the sequence of phases stays the scheduler's four."""
+    from app.ui.model import KIND_BOOKKEEPING, KIND_PHASE, LANE_CPU, build_timeline
+
+    rec = FrameRecord(9, "particles", "external_memory", "finish", start_ns=2_000_000, end_ns=2_400_000)
+    rec.phases = {"acquire": (2_000_000, 2_200_000), "compute": (2_200_000, 2_220_000),
+                  "release": (2_220_000, 2_350_000), "render": (2_350_000, 2_400_000)}
+    rec.waits = [("glFinish", 2_030_000, 2_190_000), ("clFinish", 2_240_000, 2_340_000)]
+    rec.bookkeeping = [("CL profiling harvest", 2_005_000, 2_025_000), ("GL timer harvest", 2_225_000, 2_232_000)]
+    tl = build_timeline(rec, None)
+    book = np.flatnonzero(tl.kind == KIND_BOOKKEEPING)
+    assert [tl.names[i] for i in book] == ["CL profiling harvest", "GL timer harvest"]
+    assert (tl.lane[book] == LANE_CPU).all()
+    np.testing.assert_allclose(tl.start[book], [0.005, 0.225], atol=1e-9)  # ms from the frame's start
+    np.testing.assert_allclose(tl.end[book], [0.025, 0.232], atol=1e-9)
+    phases = [tl.names[i] for i in np.flatnonzero((tl.lane == LANE_CPU) & (tl.kind == KIND_PHASE))]
+    assert phases == ["acquire", "compute", "release", "render"]
+
+
 def test_memory_tab_reads_the_payload_lifetime_now(small_runtime):
     """The Memory tab's counters are the backend's now, not those of the set-up's first view; each
     handle type says both how long its handle is valid and how long its memory lives."""

@@ -21,6 +21,7 @@ PHASE_RGB: dict[str, RGB] = {
     "frame": (238, 238, 238),    # the whole frame (timing plot)
 }
 WAIT_RGB: RGB = (170, 40, 40)  # the CPU waiting (glFinish, clFinish): dark red, a cost
+BOOKKEEPING_RGB: RGB = (120, 190, 230)  # glshare reading earlier frames' stamps inside a wait's window: sky blue
 GL_PASS_RGB: dict[str, RGB] = {"gl render": PHASE_RGB["render"], "gl panel": PHASE_RGB["panel"]}
 
 GL, CL, TO_CL, TO_GL = "GL", "CL", "GL -> CL", "CL -> GL"

@@ -41,7 +41,7 @@ TEACH_GAP_NS = 200_000  # a stepped frame's pause between two phases, drawn as t
 
 # timeline lanes and bar kinds (the panel colours a bar by its kind and name)
 LANE_CPU, LANE_WAIT, LANE_CL, LANE_GL = range(4)  # then one lane per shared object
-KIND_PHASE, KIND_WAIT, KIND_QUEUED, KIND_RUN, KIND_GL, KIND_OWNER = range(6)
+KIND_PHASE, KIND_WAIT, KIND_QUEUED, KIND_RUN, KIND_GL, KIND_OWNER, KIND_BOOKKEEPING = range(7)
 CLOCK_HOST, CLOCK_CL, CLOCK_GL = range(3)
 WHERE_PHASE = {"acquire": "acquire", "compute": "compute", "release": "release", "render": "render",
                "kernel": "compute", "draw": "render", "upload": "render"}
@@ -482,7 +482,8 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     ``stop`` (a StopView) marks the hazard or error that stopped the run on this frame."""
     scene = rec.scene
     labels = rec.owner_labels
-    lanes = [Lane("CPU", "cpu", "the main thread's phases (host clock)"),
+    lanes = [Lane("CPU", "cpu", "the main thread's phases (host clock); the thin bars inside them: glshare reading "
+                                "earlier frames' stamps while the GPU finishes, before a wait"),
              Lane("CPU wait", "wait", "the CPU blocked: glFinish, clFinish, event waits"),
              Lane(f"CL {rec.backend}", "cl", f"the CL command queue of {rec.backend}: thin while queued, full while it ran"),
              Lane("GL", "gl", "GL passes from GL_TIMESTAMP queries")]
@@ -490,6 +491,8 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     bars = _Bars()
     for name, (s, e) in rec.phases.items():
         bars.add(LANE_CPU, KIND_PHASE, CLOCK_HOST, s, e, name)
+    for name, s, e in rec.bookkeeping:
+        bars.add(LANE_CPU, KIND_BOOKKEEPING, CLOCK_HOST, s, e, name)
     for name, s, e in rec.waits:
         bars.add(LANE_WAIT, KIND_WAIT, CLOCK_HOST, s, e, name)
     for name, (q, _sub, st, en) in rec.cl_profile.items():

@@ -26,6 +26,7 @@ from app.ui import layout, legend
 from app.ui.bundle import imgui, imgui_ctx, implot, implot_ctx
 from app.ui.legend import f4, u32
 from app.ui.model import (
+    KIND_BOOKKEEPING,
     KIND_GL,
     KIND_OWNER,
     KIND_PHASE,
@@ -513,6 +514,8 @@ def _bar_color(kind: int, name: str) -> int:
     if col is None:
         if kind == KIND_WAIT:
             rgb = legend.WAIT_RGB
+        elif kind == KIND_BOOKKEEPING:
+            rgb = legend.BOOKKEEPING_RGB
         elif kind == KIND_GL:
             rgb = legend.GL_PASS_RGB.get(name, legend.PHASE_RGB["render"])
         elif kind == KIND_OWNER:
@@ -569,7 +572,7 @@ def _legend_row(dl, x: float, y: float, right: float) -> float:
     owners of a shared object; returns the row's bottom."""
     line = imgui.get_text_line_height()
     box = line - 4
-    items = [(legend.WAIT_RGB, "CPU waits"), None, (legend.OWNER_RGB[legend.GL], "GL owns"),
+    items = [(legend.WAIT_RGB, "CPU waits"), (legend.BOOKKEEPING_RGB, "glshare's bookkeeping"), None, (legend.OWNER_RGB[legend.GL], "GL owns"),
              (legend.OWNER_RGB[legend.CL], "CL owns"), ("stripes", "hand-over in flight")]
     left = x
     cx, cy = x, y
@@ -723,7 +726,8 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
     xb_c = np.maximum(xb_c, xa_c + 1.0)  # what ran is at least one pixel wide
     lane_top = top + tl.lane * lane_h
     queued = kind == KIND_QUEUED
-    y_top = np.where(queued, lane_top + lane_h * 0.62, lane_top + 2)
+    # thin, low in the lane: a command waiting in its queue, and glshare's bookkeeping inside a phase
+    y_top = np.where(queued | (kind == KIND_BOOKKEEPING), lane_top + lane_h * 0.62, lane_top + 2)
     y_bot = lane_top + lane_h - 2
     names = tl.names
     idx = np.nonzero(visible)[0]
@@ -738,7 +742,7 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
             _stripes(dl, a, yt, b, yb)
         else:
             dl.add_rect_filled((a, yt), (b, yb), _bar_color(k, name))
-        if b - a > label_room * 4 and k != KIND_QUEUED:  # a label where it fits
+        if b - a > label_room * 4 and k not in (KIND_QUEUED, KIND_BOOKKEEPING):  # a label where it fits
             dur = tl.end[i] - tl.start[i]
             text = f"{name} {duration_label(dur)}"
             tw = imgui.calc_text_size(text).x
@@ -785,7 +789,8 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
         i = int(hit[np.argmin(xb_c[hit] - xa_c[hit])])  # the narrowest under the cursor
         s, e = float(tl.start[i]), float(tl.end[i])
         what = tl.lanes[int(tl.lane[i])].name
-        kind_text = {KIND_QUEUED: " (waiting in the queue)", KIND_OWNER: ""}.get(int(kind[i]), "")
+        kind_text = {KIND_QUEUED: " (waiting in the queue)", KIND_OWNER: "",
+                     KIND_BOOKKEEPING: " (glshare's reads of earlier frames' stamps, before the wait)"}.get(int(kind[i]), "")
         owner = legend.OWNER_TITLES.get(names[i], "") if int(kind[i]) == KIND_OWNER else ""
         tooltip(f"{what}: {owner or names[i]}{kind_text}, frame {tl.frame}\n"
                 f"{s:.3f} -> {e:.3f} ms ({duration_label(e - s)})")

@@ -339,15 +339,24 @@ def test_scheduler_reads_cl_profiles_in_batches(host_copy, surface):
         # the next frame read it before its glFinish, without being asked, and says so on its record
         filler, reader = sched.records[-2], sched.records[-1]
         assert list(sched._pending) == [reader] and all(r.cl_profile for r in list(sched.records)[:-1])
-        assert [name for name, _, _ in reader.bookkeeping] == ["CL profiling harvest", "GL timer harvest"]
-        (_, h0, h1), (_, g0, g1) = reader.bookkeeping
+        # (a GL timer harvest is on a record only where it read a pass: one frame in 8 is timed here)
+        names = [name for name, _, _ in reader.bookkeeping]
+        assert names[0] == "CL profiling harvest" and set(names[1:]) <= {"GL timer harvest"}
+        _, h0, h1 = reader.bookkeeping[0]
         finish = next(w for w in reader.waits if w[0] == "glFinish")
         cl_finish = next(w for w in reader.waits if w[0] == "clFinish")
         acquire, release = reader.phases["acquire"], reader.phases["release"]
         # inside the acquire phase, before glFinish; the GL timer's inside the release, before clFinish
         assert acquire[0] <= h0 <= h1 <= finish[1] <= finish[2] <= acquire[1]
-        assert release[0] <= g0 <= g1 <= cl_finish[1] <= cl_finish[2] <= release[1]
-        assert not filler.bookkeeping or filler.bookkeeping[0][0] == "GL timer harvest"
+        for _, g0, g1 in reader.bookkeeping[1:]:
+            assert release[0] <= g0 <= g1 <= cl_finish[1] <= cl_finish[2] <= release[1]
+        assert all(name == "GL timer harvest" for name, _, _ in filler.bookkeeping)
+        # over the frames, the GL timer's passes were read in the windows before clFinish too
+        gl_reads = [(r, span) for r in sched.records for span in r.bookkeeping if span[0] == "GL timer harvest"]
+        assert gl_reads and sched.gl_timer.timed >= 1
+        for r, (_, g0, g1) in gl_reads:
+            cl_finish = next(w for w in r.waits if w[0] == "clFinish")
+            assert r.phases["release"][0] <= g0 <= g1 <= cl_finish[1]
         for rec in list(sched.records)[:-1]:
             for q, sub, st, en in rec.cl_profile.values():
                 assert 0 < q <= sub <= st <= en

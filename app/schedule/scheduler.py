@@ -268,9 +268,11 @@ class FrameScheduler:
     def _harvest_gl_in_wait(self) -> None:
         """The GL timer's finished passes, read while the CPU would wait for CL (a sync mode's ``shadow``)."""
         self._gl_harvested = True
-        t0 = ns()
-        self.gl_timer.harvest()
-        self.current.bookkeeping.append(("GL timer harvest", t0, ns()))
+        timer = self.gl_timer
+        t0, timed = ns(), timer.timed
+        timer.harvest()
+        if timer.timed != timed:  # on the record where a pass was read (the timer looks every few frames)
+            self.current.bookkeeping.append(("GL timer harvest", t0, ns()))
 
     def _bound_run_ahead(self, rec: FrameRecord) -> None:
         """Wait, on the CPU, until no more than ``frames_in_flight - 1`` earlier frames may still run

@@ -4,6 +4,8 @@ package; run from a project root:
 
     python3 bench/probes/overhead_pairs_probe.py [scene size backend frames]   # particles 1024 host_mapped 3000
     ATTR=wall python3 bench/probes/overhead_pairs_probe.py                     # wall time instead
+    ROUNDS=6 python3 bench/probes/overhead_pairs_probe.py ...   # rounds alternating the bookkeeping
+                                                                # inside the waits (on) and after them (off)
 
 Prints each loop's median (us), the median of the pairs' differences with its interquartile range,
 and the checked floor (the bare frame plus the validator, the tracker and a record, inline).
@@ -39,14 +41,28 @@ with Run(cfg) as rt:
     for _ in range(200):  # warm-up
         for loop in loops:
             loop()
-    times: list[list[float]] = [[], [], []]
-    for _ in range(frames):
-        for loop, out in zip(loops, times):
-            out.append(getattr(loop(), attr) / 1e3)
-        del records[:-100]
-    g, b, c = times
-    q1, overhead, q3 = quartiles([x - y for x, y in zip(g, b)])
-    print(f"{attr}: glshare {statistics.median(g):.1f} bare {statistics.median(b):.1f} checked {statistics.median(c):.1f}"
-          f" | overhead (pairs) {overhead:.1f} iqr {q1:.1f}..{q3:.1f}"
-          f" | checked floor {statistics.median(x - y for x, y in zip(c, b)):.1f}")
+    sched = rt.session.scheduler
+    shadow = (sched._shadow_cl, sched._shadow_gl)
+
+    def measure(on: bool) -> str:
+        # off: the sync's waits get no bookkeeping, which the frame then does where it did before
+        sched._shadow_cl, sched._shadow_gl = shadow if on else (None, None)
+        times: list[list[float]] = [[], [], []]
+        for _ in range(frames):
+            for loop, out in zip(loops, times):
+                out.append(getattr(loop(), attr) / 1e3)
+            del records[:-100]
+        g, b, c = times
+        q1, overhead, q3 = quartiles([x - y for x, y in zip(g, b)])
+        return (f"{attr}: glshare {statistics.median(g):.1f} bare {statistics.median(b):.1f} "
+                f"checked {statistics.median(c):.1f} | overhead (pairs) {overhead:.1f} iqr {q1:.1f}..{q3:.1f}"
+                f" | checked floor {statistics.median(x - y for x, y in zip(c, b)):.1f}")
+
+    rounds = int(os.environ.get("ROUNDS", "0"))
+    if not rounds:
+        print(measure(True))
+    for r in range(rounds):
+        on = r % 2 == 0
+        print(f"round {r} bookkeeping {'in the waits' if on else 'after them'}: {measure(on)}", flush=True)
+    sched._shadow_cl, sched._shadow_gl = shadow
     bare.close()

@@ -568,12 +568,13 @@ def _sequence_row(dl, tl: Timeline, x: float, y: float, right: float, left: floa
 
 
 def _legend_row(dl, x: float, y: float, right: float) -> float:
-    """The legend of the other colours (the phases' is the sequence row): the CPU waiting, and the
-    owners of a shared object; returns the row's bottom."""
+    """The legend of the other colours (the phases' is the sequence row): the CPU waiting, glshare's
+    bookkeeping before a wait, and the owners of a shared object; returns the row's bottom."""
     line = imgui.get_text_line_height()
     box = line - 4
-    items = [(legend.WAIT_RGB, "CPU waits"), (legend.BOOKKEEPING_RGB, "glshare's bookkeeping"), None, (legend.OWNER_RGB[legend.GL], "GL owns"),
-             (legend.OWNER_RGB[legend.CL], "CL owns"), ("stripes", "hand-over in flight")]
+    items = [(legend.WAIT_RGB, "CPU waits"), (legend.BOOKKEEPING_RGB, "glshare's bookkeeping"), None,
+             (legend.OWNER_RGB[legend.GL], "GL owns"), (legend.OWNER_RGB[legend.CL], "CL owns"),
+             ("stripes", "hand-over in flight")]
     left = x
     cx, cy = x, y
     for item in items:

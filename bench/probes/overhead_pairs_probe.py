@@ -6,6 +6,10 @@ package; run from a project root:
     ATTR=wall python3 bench/probes/overhead_pairs_probe.py                     # wall time instead
     ROUNDS=6 python3 bench/probes/overhead_pairs_probe.py ...   # rounds alternating the bookkeeping
                                                                 # inside the waits (on) and after them (off)
+    AB=submit ROUNDS=6 python3 bench/probes/overhead_pairs_probe.py ...  # alternating the kernel's and the
+                                                # draw's early submission (FinishSync.submit_early) instead
+    AB=gltimer ...      # alternating glshare's GL timer on and off (what its two stamps a frame cost)
+    BARE_QUEUE=glshare  # the bare loops enqueue on glshare's profiling queue, not a plain one of their own
 
 Prints each loop's median (us), the median of the pairs' differences with its interquartile range,
 and the checked floor (the bare frame plus the validator, the tracker and a record, inline).
@@ -36,6 +40,8 @@ def quartiles(xs):
 cfg = RunConfig(scene=scene, backend=backend, sync="finish", headless=True, size=size, panel=False, overlay=False)
 with Run(cfg) as rt:
     bare = BareLoop(rt)
+    if os.environ.get("BARE_QUEUE") == "glshare":
+        bare.queue = rt.session.backend.queue  # (CL_QUEUE_PROFILING_ENABLE: what profiling alone costs)
     records: list = []
     loops = (lambda: glshare_frame(rt, records), bare.frame, bare.checked_frame)
     for _ in range(200):  # warm-up
@@ -43,10 +49,19 @@ with Run(cfg) as rt:
             loop()
     sched = rt.session.scheduler
     shadow = (sched._shadow_cl, sched._shadow_gl)
+    ab = os.environ.get("AB", "shadow")
+    switch = {"shadow": ("bookkeeping in the waits", "after them"),
+              "submit": ("kernel and draw submitted early", "at the waits"),
+              "gltimer": ("GL timer on", "GL timer off")}[ab]
+    timer_on = sched.gl_timer.enabled
 
     def measure(on: bool) -> str:
-        # off: the sync's waits get no bookkeeping, which the frame then does where it did before
-        sched._shadow_cl, sched._shadow_gl = shadow if on else (None, None)
+        if ab == "shadow":  # off: the sync's waits get no bookkeeping, which the frame then does where it did before
+            sched._shadow_cl, sched._shadow_gl = shadow if on else (None, None)
+        elif ab == "submit":  # off: the kernel is submitted by the flush before clFinish, the draw by the present
+            sched.sync.submit_early = on
+        else:
+            sched.gl_timer.enabled = timer_on and on
         times: list[list[float]] = [[], [], []]
         for _ in range(frames):
             for loop, out in zip(loops, times):
@@ -63,6 +78,7 @@ with Run(cfg) as rt:
         print(measure(True))
     for r in range(rounds):
         on = r % 2 == 0
-        print(f"round {r} bookkeeping {'in the waits' if on else 'after them'}: {measure(on)}", flush=True)
+        print(f"round {r} {switch[0] if on else switch[1]}: {measure(on)}", flush=True)
     sched._shadow_cl, sched._shadow_gl = shadow
+    sched.sync.submit_early, sched.gl_timer.enabled = True, timer_on
     bare.close()

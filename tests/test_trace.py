@@ -366,51 +366,6 @@ def test_scheduler_reads_cl_profiles_in_batches(host_copy, surface):
         scene.teardown()
 
 
-def test_finish_submits_the_kernel_and_the_draw_as_soon_as_they_are_enqueued(host_copy, surface):
-    """Sync finish flushes CL after the kernel (before the release is checked and enqueued) and GL
-    after the draw (before the frame is recorded); with ``submit_early`` off, neither flush is made
-    there: the kernel waits for the flush before clFinish, the draw for the next frame's."""
-    from app.config import RunConfig
-    from app.scenes.particles import ParticlesScene
-    from app.schedule.scheduler import FrameScheduler
-
-    scene = ParticlesScene(RunConfig(size=256, seed=2))
-    scene.build(host_copy, surface.framebuffer_size)
-    sync = host_copy.make_sync("finish")
-    sched = FrameScheduler(host_copy, scene, sync, strict=True)
-    target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
-    calls: list[str] = []
-
-    def logged(name, fn):
-        def call(*a, **kw):
-            calls.append(name)
-            return fn(*a, **kw)
-        return call
-
-    sync._cl_flush, sync._gl_flush = logged("clFlush", sync._cl_flush), logged("glFlush", sync._gl_flush)
-    host_copy.release = logged("release", host_copy.release)
-    scene.compute, scene.render = logged("kernel", scene.compute), logged("draw", scene.render)
-    sched.history.add = logged("record", sched.history.add)
-    try:
-        sched.run_frame(0, target)
-        for early in (True, False, True):
-            sync.submit_early = early
-            del calls[:]
-            sched.run_frame(1, target)
-            kernel, release, draw, record = (calls.index(n) for n in ("kernel", "release", "draw", "record"))
-            assert kernel < release < draw < record
-            between = calls[kernel + 1:release], calls[draw + 1:record]
-            assert between == ((["clFlush"], ["glFlush"]) if early else ([], [])), (early, calls)
-            # the waits' own flushes are made either way: GL before glFinish, CL before clFinish
-            assert calls[:calls.index("kernel")].count("glFlush") == 1
-            assert "clFlush" in calls[release:draw]
-        rec = sched.records[-1]
-        assert not rec.errors and {"acquire", "compute", "release", "render"} <= set(rec.phases)
-    finally:
-        sched.close()
-        scene.teardown()
-
-
 def test_harvest_reads_up_to_the_newest_complete_event(host_copy, surface):
     """Sync none lets the CPU run ahead: the batch is read up to the newest complete command
     (the queue is in order) and the rest waits for a later harvest, never read early."""

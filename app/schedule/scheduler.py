@@ -189,7 +189,6 @@ class FrameScheduler:
                 else:  # no acquire enqueued (skipped, or nothing to hand over): the sync's events, if any
                     after = wait_for or None
                 ev_c = scene.compute(queue, frame, after)
-                self.sync.after_compute(queue)
                 rec.events["compute"] = ev_c
                 rec.counts["compute"] += 1
             except Exception as exc:  # noqa: BLE001

@@ -10,11 +10,6 @@ so the GPU already runs what the wait is for, then calls ``shadow()``, then wait
 runs in the time the CPU would spend blocked (NVIDIA's glFinish and clFinish spin on a core, so
 there it was CPU time too). The wait recorded is the blocking call alone. A mode with no CPU wait
 never calls it; the scheduler then does that work at the end of the frame.
-
-``after_compute`` and ``after_gl_use``: the kernel, then the draw, were just enqueued. Sync finish
-submits each there (clFlush, glFlush: ``FinishSync.submit_early``), so the device runs them while the
-CPU checks and enqueues the release, or records the frame, instead of after that work, at the flush
-its next wait makes. What the frame does, and in which order on each API, is the same.
 """
 from __future__ import annotations
 
@@ -70,12 +65,7 @@ class SyncMode:
         """CL's work ordered before GL's; ``shadow`` as in ``before_acquire``, while the CPU would wait for CL."""
         queue.flush()
 
-    def after_compute(self, queue: cl.CommandQueue) -> None:
-        """The frame's kernel is enqueued (its release not yet): a mode may submit the queue here."""
-        return None
-
     def after_gl_use(self, waits: list) -> None:
-        """The frame's draw is issued (after it: the end of the frame's record, the panel, the present)."""
         return None
 
     def set_slots(self, slots: int) -> None:
@@ -109,16 +99,10 @@ class FinishSync(SyncMode):
 
     def __init__(self, backend: "SharingBackend") -> None:
         super().__init__(backend)
-        from app.cl import ext as clext
         from app.gl.raw import gl_function
 
-        # every frame: straight through ctypes (app/gl/raw.py, app/cl/ext.py)
+        # every frame: straight through ctypes (app/gl/raw.py)
         self._gl_finish, self._gl_flush = gl_function("glFinish"), gl_function("glFlush")
-        self._cl_flush = clext.flush
-        # submit the kernel and the draw as soon as they are enqueued (``after_compute``,
-        # ``after_gl_use``): the device runs them while glshare checks the release and records the
-        # frame, work the CPU would otherwise do with the device idle before its next wait
-        self.submit_early = True
 
     def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
         if shadow is not None:
@@ -129,17 +113,9 @@ class FinishSync(SyncMode):
 
     def after_release(self, queue, release_event, waits, shadow=None) -> None:
         if shadow is not None:
-            self._cl_flush(queue)  # the acquire, the kernel and the release run while glshare does its bookkeeping
+            queue.flush()  # the acquire, the kernel and the release run while glshare does its bookkeeping
             shadow()
         timed_wait(waits, "clFinish", queue.finish)
-
-    def after_compute(self, queue) -> None:
-        if self.submit_early:
-            self._cl_flush(queue)  # the acquire and the kernel run while the release is checked and enqueued
-
-    def after_gl_use(self, waits) -> None:
-        if self.submit_early:
-            self._gl_flush()  # the draw runs while the frame is recorded (and, in a window, the panel built)
 
 
 class NoSync(SyncMode):

@@ -6,8 +6,7 @@ package; run from a project root:
     ATTR=wall python3 bench/probes/overhead_pairs_probe.py                     # wall time instead
     ROUNDS=6 python3 bench/probes/overhead_pairs_probe.py ...   # rounds alternating the bookkeeping
                                                                 # inside the waits (on) and after them (off)
-    AB=submit ROUNDS=6 python3 bench/probes/overhead_pairs_probe.py ...  # alternating the kernel's and the
-                                                # draw's early submission (FinishSync.submit_early) instead
+    AB=queue ...        # alternating glshare's profiling queue and a plain one (its events then not read)
     AB=gltimer ...      # alternating glshare's GL timer on and off (what its two stamps a frame cost)
     BARE_QUEUE=glshare  # the bare loops enqueue on glshare's profiling queue, not a plain one of their own
 
@@ -51,15 +50,22 @@ with Run(cfg) as rt:
     shadow = (sched._shadow_cl, sched._shadow_gl)
     ab = os.environ.get("AB", "shadow")
     switch = {"shadow": ("bookkeeping in the waits", "after them"),
-              "submit": ("kernel and draw submitted early", "at the waits"),
+              "queue": ("profiling queue", "plain queue"),
               "gltimer": ("GL timer on", "GL timer off")}[ab]
     timer_on = sched.gl_timer.enabled
+    backend = rt.session.backend
+    profiling_queue = backend.queue
+    plain_queue = None
+    if ab == "queue":
+        import pyopencl as cl
+        plain_queue = cl.CommandQueue(backend.context, rt.session.choice.device)
 
     def measure(on: bool) -> str:
         if ab == "shadow":  # off: the sync's waits get no bookkeeping, which the frame then does where it did before
             sched._shadow_cl, sched._shadow_gl = shadow if on else (None, None)
-        elif ab == "submit":  # off: the kernel is submitted by the flush before clFinish, the draw by the present
-            sched.sync.submit_early = on
+        elif ab == "queue":  # off: the frames on a queue without CL_QUEUE_PROFILING_ENABLE
+            profiling_queue.finish()
+            backend._queue.queue = profiling_queue if on else plain_queue
         else:
             sched.gl_timer.enabled = timer_on and on
         times: list[list[float]] = [[], [], []]
@@ -67,6 +73,8 @@ with Run(cfg) as rt:
             for loop, out in zip(loops, times):
                 out.append(getattr(loop(), attr) / 1e3)
             del records[:-100]
+            if backend.queue is plain_queue:  # (events without stamps: never harvested)
+                sched._pending.clear()
         g, b, c = times
         q1, overhead, q3 = quartiles([x - y for x, y in zip(g, b)])
         return (f"{attr}: glshare {statistics.median(g):.1f} bare {statistics.median(b):.1f} "
@@ -80,5 +88,5 @@ with Run(cfg) as rt:
         on = r % 2 == 0
         print(f"round {r} {switch[0] if on else switch[1]}: {measure(on)}", flush=True)
     sched._shadow_cl, sched._shadow_gl = shadow
-    sched.sync.submit_early, sched.gl_timer.enabled = True, timer_on
+    sched.gl_timer.enabled, backend._queue.queue = timer_on, profiling_queue
     bare.close()

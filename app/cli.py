@@ -62,6 +62,16 @@ def _rate(text: str) -> float:
     return value
 
 
+def _interval_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of milliseconds, got {text!r}")
+    if not 0 <= value <= 1000:  # NaN fails the comparison
+        raise argparse.ArgumentTypeError(f"expected 0 (every frame) to 1000 ms, got {text}")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -123,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--frames-in-flight", type=_positive, default=2, metavar="N",
                    help="how many frames the CPU may run ahead of the GPU with semaphore or gl_event sync (1: none); "
                         "with semaphores the image scene keeps a copy of its texture per frame in flight (at most 8)")
+    r.add_argument("--cl-stamps-ms", type=_interval_ms, default=1.0, metavar="MS",
+                   help="read the CL commands' device stamps of at most one frame per MS milliseconds where frames "
+                        "come faster (default 1; 0: every frame's, as --trace does)")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12",
                    help="the yuv scene's test pattern (a --video decides its own: NV12, or P010 above 8 bits)")
     r.add_argument("--video", type=Path, metavar="FILE",

@@ -133,9 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--frames-in-flight", type=_positive, default=2, metavar="N",
                    help="how many frames the CPU may run ahead of the GPU with semaphore or gl_event sync (1: none); "
                         "with semaphores the image scene keeps a copy of its texture per frame in flight (at most 8)")
-    r.add_argument("--cl-stamps-ms", type=_interval_ms, default=1.0, metavar="MS",
-                   help="read the CL commands' device stamps of at most one frame per MS milliseconds where frames "
-                        "come faster (default 1; 0: every frame's, as --trace does)")
+    r.add_argument("--stamps-ms", type=_interval_ms, default=1.0, metavar="MS",
+                   help="time at most one frame per MS milliseconds where frames come faster: its CL commands' "
+                        "device stamps read, its GL passes timed (default 1; 0: every frame, as --trace does)")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12",
                    help="the yuv scene's test pattern (a --video decides its own: NV12, or P010 above 8 bits)")
     r.add_argument("--video", type=Path, metavar="FILE",

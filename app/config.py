@@ -88,9 +88,9 @@ class RunConfig:
     vsync: bool = False
     yuv_format: str = "nv12"
     frames_in_flight: int = 2  # how far the CPU may run ahead where the sync mode does not wait (semaphores)
-    # the CL stamps of at most one frame per this many ms are read where frames come faster (0: every
-    # frame's; a trace reads every frame's): FrameScheduler.cl_stamps_interval_ns
-    cl_stamps_ms: float = 1.0
+    # at most one frame per this many ms is timed (its CL stamps read, its GL passes timed) where
+    # frames come faster (0: every frame; a trace times every frame): FrameScheduler.stamps_interval_ns
+    stamps_ms: float = 1.0
     fps_lines: bool = False  # a frame-rate line on stdout every 2 s (glshare run, unless --quiet)
     video: Path | None = None  # the yuv scene plays this file (PyAV) instead of its test pattern
     local_size: tuple[int, int] | None = None  # work-group W x H for the scenes' kernels; None: the driver's

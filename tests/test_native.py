@@ -122,7 +122,7 @@ def test_the_scheduler_records_the_same_profiles_either_way(gl):
         for batch in (kept, None):
             info._batch = batch
             cfg = RunConfig(scene="particles", size=4096, headless=True, frames=10_000, overlay=False,
-                            backend="host_copy")
+                            backend="host_copy", stamps_ms=0)
             with Run(cfg, surface=gl) as rt:
                 for _ in range(20):
                     rt.tick()

@@ -269,7 +269,8 @@ def test_trace_across_a_switch_has_one_queue_track_per_backend(gl, tmp_path):
     from app.config import RunConfig
     from app.session.loop import Run
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy",
+                    stamps_ms=0)  # every frame timed
     with Run(cfg, surface=gl) as rt:
         for _ in range(3):
             rt.tick()
@@ -367,9 +368,10 @@ def test_scheduler_reads_cl_profiles_in_batches(host_copy, surface):
 
 
 def test_the_cl_stamps_of_one_frame_per_interval_are_read(host_copy, surface, monkeypatch):
-    """Where frames come faster than ``cl_stamps_interval_ns``, the frame that opens each interval
-    has its CL stamps read and the others' events are dropped unread once complete; each record
-    says which it was, and the report's device times are over the sampled frames alone."""
+    """Where frames come faster than ``stamps_interval_ns``, the frame that opens each interval is
+    timed (its CL stamps read, its draw timed by the GL timer) and the others' events are dropped
+    unread once complete, their draws untimed; each record says which it was, and the report's
+    device times are over the timed frames alone."""
     from types import SimpleNamespace
 
     import app.schedule.scheduler as mod
@@ -389,7 +391,7 @@ def test_the_cl_stamps_of_one_frame_per_interval_are_read(host_copy, surface, mo
     scene = ParticlesScene(RunConfig(size=1024, seed=2))
     scene.build(host_copy, surface.framebuffer_size)
     sched = mod.FrameScheduler(host_copy, scene, host_copy.make_sync("finish"), strict=True,
-                               cl_stamps_interval_ns=interval)
+                               stamps_interval_ns=interval)
     target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
     try:
         for f in range(40):
@@ -404,34 +406,43 @@ def test_the_cl_stamps_of_one_frame_per_interval_are_read(host_copy, surface, mo
         take = last is None or r.start_ns - last >= interval
         want.append(take)
         last = r.start_ns if take else last
-    assert [r.cl_sampled for r in recs] == want
+    assert [r.sampled for r in recs] == want
     assert 5 <= sum(want) <= 30  # both kinds occur
-    assert sched.cl_unsampled == want.count(False)
+    assert sched.unsampled == want.count(False)
     for r in recs:
         assert not r.events  # every event released, read or not
-        if r.cl_sampled:
+        if r.sampled:
             assert {"compute", "release"} <= set(r.cl_profile)
             for q, _, st, en in r.cl_profile.values():
                 assert 0 < q <= st <= en
+            assert [name for name, _, _ in r.gl_passes] == ["gl render"]
         else:
-            assert r.cl_profile == {} and r.unstamped == ()
+            assert r.cl_profile == {} and r.unstamped == () and r.gl_passes == []
     for r in recs:
         r.period_ns = 1  # (the statistics keep frames run at the loop's pace)
     stats = statistics(recs)
-    assert stats["cl_sampled"] == sum(want) and stats["frames_in_statistics"] == len(recs)
-    spans = [(r.cl_profile["compute"][3] - r.cl_profile["compute"][2]) / 1e3 for r in recs if r.cl_sampled]
+    assert stats["frames_sampled"] == sum(want) and stats["frames_in_statistics"] == len(recs)
+    spans = [(r.cl_profile["compute"][3] - r.cl_profile["compute"][2]) / 1e3 for r in recs if r.sampled]
     assert stats["cl_device_us"]["compute"] == summary(spans)
+    # the trace names each frame's timing, and draws CL slices for the timed frames alone
+    trace = build_trace(recs, ClockMap())
+    frames = {e["args"]["frame"]: e["args"]["sampled"] for e in trace["traceEvents"] if e.get("cat") == "cpu.frame"}
+    assert frames == {r.index: r.sampled for r in recs}
+    threads = _threads(trace)
+    with_cl = {e["args"]["frame"] for e in trace["traceEvents"]
+               if e["ph"] == "X" and threads.get(e["tid"], "").startswith("CL queue")}
+    assert with_cl == {r.index for r in recs if r.sampled}
 
     # the panel describes the newest complete frame whose stamps were read, and says why another has none
     from app.ui.model import PanelData, build_timeline
 
-    newest_sampled = max(i for i, r in enumerate(recs) if r.cl_sampled)
-    recs.append(next(r for r in reversed(recs) if not r.cl_sampled))  # an unsampled frame last
+    newest_sampled = max(i for i, r in enumerate(recs) if r.sampled)
+    recs.append(next(r for r in reversed(recs) if not r.sampled))  # an unsampled frame last
     view = SimpleNamespace(current=None, stop=None, teaching=SimpleNamespace(active=False), paused=False,
                            gl_timer=SimpleNamespace(enabled=False, every=1, oldest_pending_frame=None))
     rec, in_progress, chosen = PanelData()._described(view, recs, None)
     assert rec is recs[newest_sampled] and not in_progress and not chosen
-    assert "not read" in build_timeline(recs[-1], None).cl_note
+    assert "not timed" in build_timeline(recs[-1], None).cl_note
     assert build_timeline(recs[newest_sampled], None).cl_note == ""
 
 
@@ -565,7 +576,7 @@ def test_report_statistics_are_per_set_up(gl):
 
     # (every frame's CL stamps read: the statistics below are checked frame by frame)
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy",
-                    cl_stamps_ms=0)
+                    stamps_ms=0)
     with Run(cfg, surface=gl) as rt:
         probe = rt.session.registry.probes["host_mapped"]
         if not probe.available:  # a GPU without host-unified memory (the H200): the switch below is refused
@@ -618,7 +629,7 @@ def test_every_harvested_record_tightens_the_clock_once(gl, tmp_path):
     from app.session.loop import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel=False, backend="host_copy",
-                    cl_stamps_ms=0)  # every frame's CL stamps read
+                    stamps_ms=0)  # every frame's CL stamps read
     with Run(cfg, surface=gl) as rt:
         clock = rt.session.clock
         assert clock.as_dict()["frames_observed"] == 0

@@ -107,7 +107,7 @@ def _config(args) -> RunConfig:
                     round_points=bool(getattr(args, "round_points", False)), view=getattr(args, "view", "sample"),
                     filter=getattr(args, "filter", "sobel"),
                     blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
-                    cl_stamps_ms=args.cl_stamps_ms,
+                    stamps_ms=args.stamps_ms,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
     import app.session.loop  # noqa: F401 - imported here, under the start-up collector's rule
 

@@ -120,7 +120,7 @@ class GlTimer:
     def span(self, rec, name: str):
         """Time the GL commands issued inside the block as one pass of ``rec`` (a context manager;
         a frame the timer does not sample gets a shared no-op one)."""
-        if not self.enabled or rec is None or (self.every > 1 and rec.index % self.every):
+        if not self.enabled or rec is None or not rec.sampled or (self.every > 1 and rec.index % self.every):
             return _UNTIMED
         return self._timed_span(rec, name)
 

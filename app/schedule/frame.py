@@ -40,8 +40,9 @@ class FrameRecord:
     events: dict[str, Any] = field(default_factory=dict)  # CL events until their profile is read
     # queued, submit, start, end; submit None where not read (FrameScheduler.profile_submit: --trace reads it)
     cl_profile: dict[str, tuple[int, int | None, int, int]] = field(default_factory=dict)
-    # False: its CL stamps were left unread (frames faster than FrameScheduler.cl_stamps_interval_ns)
-    cl_sampled: bool = True
+    # False: not timed (its CL stamps left unread, its GL passes not timed): frames came faster than
+    # one in FrameScheduler.stamps_interval_ns
+    sampled: bool = True
     # the commands whose profile came back without device stamps (0: NVIDIA's markers), kept out of cl_profile
     unstamped: tuple[str, ...] = ()
     gl_passes: list[tuple[str, int, int]] = field(default_factory=list)  # GL timer queries (GL clock)

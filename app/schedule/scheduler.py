@@ -13,11 +13,13 @@ while CL finishes (before clFinish); each such span is on the record (``FrameRec
 A frame whose sync mode has no CPU wait does them where it always did: the GL timer's before the
 draw, the CL stamps at the frame's end.
 
-Where frames come faster than one in ``cl_stamps_interval_ns`` (0 here: every frame's; a session's
-is ``--cl-stamps-ms``, 1 ms by default) the CL stamps of one frame per interval are read (``FrameRecord.cl_sampled``), the others' events dropped unread
-once they complete: on the H200 each command's three stamps cost the calling thread 5 us (NVIDIA
-580, bench/probes/frame_primitives_probe.py), 15 us a frame, a third of what glshare added to a
-0.5 ms frame. Every event is still made and waited on as before; a trace reads every frame's.
+Where frames come faster than one in ``stamps_interval_ns`` (0 here: every frame is timed; a
+session's is ``--stamps-ms``, 1 ms by default) one frame per interval is timed
+(``FrameRecord.sampled``): its CL stamps read, its GL passes timed; the others' events are dropped
+unread once they complete and their draws get no timer queries. On the H200 each command's three
+stamps cost the calling thread 5 us (NVIDIA 580, bench/probes/frame_primitives_probe.py), 15 us a
+frame, a third of what glshare added to a 0.5 ms frame. Every event is still made and waited on as
+before; a trace times every frame.
 """
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ class FrameScheduler:
 
     def __init__(self, backend: SharingBackend, scene, sync: SyncMode, *, history: RunHistory | None = None,
                  strict: bool | str = False, gl_timer_every: int = 1, frames_in_flight: int = 2,
-                 profile_submit: bool = True, cl_stamps_interval_ns: int = 0) -> None:
+                 profile_submit: bool = True, stamps_interval_ns: int = 0) -> None:
         self.backend, self.scene, self.sync = backend, scene, sync
         self.strict = strict  # which failures of a frame are raised, not only recorded (the property)
         self.history = history if history is not None else RunHistory()
@@ -106,11 +108,11 @@ class FrameScheduler:
         # CL_PROFILING_COMMAND_SUBMIT is read only where an output shows it (the trace's args): the
         # panel, the report and the clock mapping use queued, start and end; unread, it is None
         self.profile_submit = profile_submit
-        # a frame whose start is less than this after the last sampled frame's start gets its CL
-        # stamps left unread (``FrameRecord.cl_sampled``): 0 reads every frame's
-        self.cl_stamps_interval_ns = max(0, int(cl_stamps_interval_ns))
-        self._cl_sampled_ns = None  # the start of the last frame whose stamps are read
-        self.cl_unsampled = 0  # frames whose stamps were left unread (the report's cl_sampled)
+        # a frame whose start is less than this after the last timed frame's start is not timed
+        # (``FrameRecord.sampled``: its CL stamps left unread, no GL timer queries): 0 times every frame
+        self.stamps_interval_ns = max(0, int(stamps_interval_ns))
+        self._sampled_ns = None  # the start of the last frame timed
+        self.unsampled = 0  # frames not timed
         self._labels_key: tuple = ()
         self._labels: tuple[str, ...] = ()
         # the bookkeeping handed to the sync mode's CPU waits (``shadow``), once each a frame: bound once
@@ -165,12 +167,12 @@ class FrameScheduler:
         rec.owner_labels = self._labels
         samples = rec.owners
         rec.start_ns = t = ns()
-        last = self._cl_sampled_ns
-        if last is None or t - last >= self.cl_stamps_interval_ns:
-            self._cl_sampled_ns = t
+        last = self._sampled_ns
+        if last is None or t - last >= self.stamps_interval_ns:
+            self._sampled_ns = t
         else:
-            rec.cl_sampled = False
-            self.cl_unsampled += 1
+            rec.sampled = False
+            self.unsampled += 1
         samples.append(("start", t, tuple(map(_OWNER, owned))))
         copied = backend.bytes_copied
         self._cl_harvested = self._gl_harvested = False
@@ -380,9 +382,9 @@ class FrameScheduler:
                     rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
                     del rec.events[name]
             read = waited
-        # the sampled frames' stamps (``cl_sampled``), in one call for the whole batch where
+        # the timed frames' stamps (``FrameRecord.sampled``), in one call for the whole batch where
         # app/native is built (EventInfo.profiles); the other frames' events are dropped unread
-        stamped = [item for item in read if item[0].cl_sampled]
+        stamped = [item for item in read if item[0].sampled]
         for (rec, name, _), prof in zip(stamped, info.profiles([ev.int_ptr for _, _, ev in stamped], submit)):
             if isinstance(prof, cl.Error):
                 rec.errors.append(error_record(rec.index, prof, f"profile {name}"))

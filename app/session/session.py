@@ -144,8 +144,8 @@ class Session:
                                        strict=self.cfg.strict, gl_timer_every=every,
                                        frames_in_flight=self.cfg.frames_in_flight,
                                        profile_submit=bool(self.cfg.trace),  # a trace's args show it
-                                       # a trace shows every frame's CL commands: it reads every frame's stamps
-                                       cl_stamps_interval_ns=0 if self.cfg.trace else round(self.cfg.cl_stamps_ms * 1e6))
+                                       # a trace shows every frame's CL commands and GL passes: each frame is timed
+                                       stamps_interval_ns=0 if self.cfg.trace else round(self.cfg.stamps_ms * 1e6))
             new_scene.pass_timer = lambda name, s=scheduler: s.gl_timer.span(s.current, name)
             scheduler.faults = FaultPlan.for_config(cfg, new_backend)  # --inject: None when no fault is asked for
         except BaseException:

@@ -147,7 +147,10 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
         events.append(_x(f"frame {f}", "cpu.frame", TID_CPU, _us(rec.start_ns, base), (end_ns - rec.start_ns) / 1e3,
                          {"frame": f, "scene": rec.scene, "backend": rec.backend, "sync": rec.sync,
                           "bytes_moved": rec.bytes_moved, "stepped": rec.stepped, "frame_us": rec.frame_us,
-                          "cl_unstamped": list(rec.unstamped)}))  # commands the driver gave no device stamps
+                          "cl_unstamped": list(rec.unstamped),  # commands the driver gave no device stamps
+                          # False: not timed (no CL or GL slices for it: frames came faster than one
+                          # per --stamps-ms; a run with --trace times every frame)
+                          "sampled": rec.sampled}))
         ts0 = _us(rec.start_ns, base)
         if rec.frame_us is not None:
             events.append({"name": "frame time", "ph": "C", "pid": PID,

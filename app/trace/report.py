@@ -50,7 +50,7 @@ def statistics(records: list, switched_after: bool = False) -> dict:
     unstamped = {name: sum(1 for r in timed if name in r.unstamped) for name in ("acquire", "compute", "release")}
     return {"frames_kept": len(records), "frames_in_statistics": len(timed), "frames_with_period": len(periods),
             "phases_us": phases, "cl_device_us": cl_us, "cl_unstamped": unstamped,
-            "cl_stamps_shared": shared_stamps(timed), "cl_sampled": sum(1 for r in timed if r.cl_sampled),
+            "cl_stamps_shared": shared_stamps(timed), "frames_sampled": sum(1 for r in timed if r.sampled),
             "waits_us": summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in timed)}
 
 
@@ -106,9 +106,9 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
                     "release's device stamps equal to the kernel's (the driver stamped the batch, not each command); "
                     "cl_unstamped: of those frames, how many had each command's profile come back with zero stamps "
                     "(the driver timed it not at all: left out of cl_device_us, which is null for a command no "
-                    "frame has a device time for); cl_sampled: of the frames_in_statistics, how many had their CL "
-                    "stamps read (where frames come faster than one per --cl-stamps-ms, 1 ms by default, the "
-                    "others' are left unread: cl_device_us is over the sampled frames)",
+                    "frame has a device time for); frames_sampled: of the frames_in_statistics, how many were timed "
+                    "(their CL stamps read, their GL passes timed: where frames come faster than one per "
+                    "--stamps-ms, 1 ms by default, one frame per interval is; cl_device_us is over those)",
         "size": facts.size,
         "bytes_per_frame": facts.bytes_per_frame,
         "gl": facts.gl,
@@ -118,7 +118,7 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         "cl_device_us": stats["cl_device_us"],
         "cl_stamps_shared": stats["cl_stamps_shared"],
         "cl_unstamped": stats["cl_unstamped"],
-        "cl_sampled": stats["cl_sampled"],
+        "frames_sampled": stats["frames_sampled"],
         "waits_us": stats["waits_us"],
         "errors": errors,
         "errors_total": totals["errors"] + history.loop_errors_total,

@@ -37,9 +37,9 @@ HISTORY = 240  # frames kept for median / p95
 PLOT_FRAMES = 120  # of those, plotted: on llvmpipe every point of the six lines costs ~0.3 us of setup
 STATS_EVERY = 8  # median / p95 recomputed every 8 frames (they move slowly; the plot is live)
 MAX_FOLDED = 64  # distinct errors / hazards kept; more are counted in "other"
-# how many records further back than the GL timer's period the panel looks for a frame with its CL
-# stamps read (at most one frame's a millisecond: at 0.1 ms a frame, one in ten)
-CL_SAMPLE_REACH = 32
+# how many records further back than the GL timer's period the panel looks for a timed frame
+# (FrameRecord.sampled: one frame a millisecond where frames come faster; at 0.1 ms a frame, one in ten)
+SAMPLE_REACH = 32
 TEACH_GAP_NS = 200_000  # a stepped frame's pause between two phases, drawn as this much time
 
 # timeline lanes and bar kinds (the panel colours a bar by its kind and name)
@@ -549,8 +549,8 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     if rec.unstamped:  # what the driver gave no device stamps: no bar for it, and the lane says why
         cl_note = f"no device stamps from the driver for {', '.join(rec.unstamped)}"
     elif not rec.cl_profile:
-        if not rec.cl_sampled:
-            cl_note = "stamps not read on this frame (one frame's a millisecond are read: --cl-stamps-ms)"
+        if not rec.sampled:
+            cl_note = "not timed on this frame (one frame a millisecond is: --stamps-ms)"
         elif in_progress or rec.events:
             cl_note = "profiled when the frame's commands complete"
         else:
@@ -674,19 +674,19 @@ class PanelData:
         every = timer.every if timer.enabled and not view.paused else 1  # paused: the frame stepped last
         pending = timer.oldest_pending_frame
         complete = None
-        # the newest complete frame timed on both APIs: the GL timer's (one frame in ``every`` on
-        # software GL) and with its CL stamps read (``FrameRecord.cl_sampled``: one frame a
-        # millisecond where frames come faster), else the newest complete one
+        # the newest complete frame timed on both APIs (``FrameRecord.sampled``: one frame a
+        # millisecond where frames come faster; the GL timer's one in ``every`` on software GL),
+        # else the newest complete one
         for k, rec in enumerate(reversed(records)):
-            if k > 2 * every + CL_SAMPLE_REACH:
+            if k > 2 * every + SAMPLE_REACH:
                 break
-            sampled = timer.enabled and (timer.every == 1 or rec.index % timer.every == 0)
-            if rec.events or (sampled and pending is not None and rec.index >= pending):
+            gl_sampled = timer.enabled and rec.sampled and (timer.every == 1 or rec.index % timer.every == 0)
+            if rec.events or (gl_sampled and pending is not None and rec.index >= pending):
                 continue
             if complete is None:
                 complete = rec
-            if (sampled or every == 1) and rec.cl_sampled:
-                if complete.index - rec.index < every + CL_SAMPLE_REACH:
+            if (gl_sampled or every == 1) and rec.sampled:
+                if complete.index - rec.index < every + SAMPLE_REACH:
                     return rec, False, False
                 break
         return complete, False, False
@@ -703,6 +703,8 @@ class PanelData:
         if not rec.gl_passes:
             if not timer.enabled:
                 gl_note = f"not timed ({timer.sampling})"
+            elif not rec.sampled:
+                gl_note = "not timed on this frame (one frame a millisecond is: --stamps-ms)"
             elif timer.every > 1 and rec.index % timer.every:
                 gl_note = f"not timed on this frame ({timer.sampling})"
             elif in_progress or (timer.oldest_pending_frame is not None and rec.index >= timer.oldest_pending_frame):

@@ -8,6 +8,7 @@ package; run from a project root:
                                                                 # inside the waits (on) and after them (off)
     AB=queue ...        # alternating glshare's profiling queue and a plain one (its events then not read)
     AB=gltimer ...      # alternating glshare's GL timer on and off (what its two stamps a frame cost)
+    AB=stamps ...       # alternating one frame timed a millisecond (the default) and every frame timed
     BARE_QUEUE=glshare  # the bare loops enqueue on glshare's profiling queue, not a plain one of their own
 
 Prints each loop's median (us), the median of the pairs' differences with its interquartile range,
@@ -51,8 +52,10 @@ with Run(cfg) as rt:
     ab = os.environ.get("AB", "shadow")
     switch = {"shadow": ("bookkeeping in the waits", "after them"),
               "queue": ("profiling queue", "plain queue"),
-              "gltimer": ("GL timer on", "GL timer off")}[ab]
+              "gltimer": ("GL timer on", "GL timer off"),
+              "stamps": ("one frame timed a millisecond", "every frame timed")}[ab]
     timer_on = sched.gl_timer.enabled
+    interval = sched.stamps_interval_ns
     backend = rt.session.backend
     profiling_queue = backend.queue
     plain_queue = None
@@ -66,6 +69,8 @@ with Run(cfg) as rt:
         elif ab == "queue":  # off: the frames on a queue without CL_QUEUE_PROFILING_ENABLE
             profiling_queue.finish()
             backend._queue.queue = profiling_queue if on else plain_queue
+        elif ab == "stamps":
+            sched.stamps_interval_ns = interval if on else 0
         else:
             sched.gl_timer.enabled = timer_on and on
         times: list[list[float]] = [[], [], []]
@@ -89,4 +94,5 @@ with Run(cfg) as rt:
         print(f"round {r} {switch[0] if on else switch[1]}: {measure(on)}", flush=True)
     sched._shadow_cl, sched._shadow_gl = shadow
     sched.gl_timer.enabled, backend._queue.queue = timer_on, profiling_queue
+    sched.stamps_interval_ns = interval
     bare.close()

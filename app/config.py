@@ -88,8 +88,8 @@ class RunConfig:
     vsync: bool = False
     yuv_format: str = "nv12"
     frames_in_flight: int = 2  # how far the CPU may run ahead where the sync mode does not wait (semaphores)
-    # at most one frame per this many ms is timed (its CL stamps read, its GL passes timed) where
-    # frames come faster (0: every frame; a trace times every frame): FrameScheduler.stamps_interval_ns
+    # frames shorter than this many ms are timed one per interval of their own time (a timed frame's
+    # CL stamps read, its GL passes timed; 0: every frame, as a trace): FrameScheduler.stamps_interval_ns
     stamps_ms: float = 1.0
     fps_lines: bool = False  # a frame-rate line on stdout every 2 s (glshare run, unless --quiet)
     video: Path | None = None  # the yuv scene plays this file (PyAV) instead of its test pattern

@@ -263,3 +263,29 @@ def test_strict_demo_command_stops_too(gl):
             assert rt.loop().how == "strict"
     finally:
         surface.close()
+
+
+def test_a_stepped_frame_is_always_timed(host_copy, surface):
+    """However short the frames before it, a frame stepped phase by phase has its CL stamps read and
+    its draw timed (FrameRecord.sampled), while frames run normally in between are not."""
+    scene = scene_class("particles")(RunConfig(size=N, seed=11))
+    scene.build(host_copy, surface.framebuffer_size)
+    day = 86_400 * 10**9  # one frame timed per day of frame time: only the first, unless stepped
+    sched = FrameScheduler(host_copy, scene, host_copy.make_sync("finish"), strict=True, stamps_interval_ns=day)
+    stepper = TeachingStepper()
+    try:
+        sched.run_frame(0, _target(surface))
+        sched.run_frame(1, _target(surface))
+        rec = None
+        while rec is None:
+            _, rec = stepper.advance(sched, 2, _target(surface))
+        sched.run_frame(3, _target(surface))
+        sched.finish()
+        recs = list(sched.records)
+        assert [r.sampled for r in recs] == [True, False, True, False]
+        assert [bool(r.cl_profile) for r in recs] == [True, False, True, False]
+        assert [bool(r.gl_passes) for r in recs] == [True, False, True, False]
+        assert recs[2].stepped and recs[2].cl_profile["compute"][2] <= recs[2].cl_profile["compute"][3]
+    finally:
+        sched.close()
+        scene.teardown()

@@ -13,10 +13,14 @@ while CL finishes (before clFinish); each such span is on the record (``FrameRec
 A frame whose sync mode has no CPU wait does them where it always did: the GL timer's before the
 draw, the CL stamps at the frame's end.
 
-Where frames come faster than one in ``stamps_interval_ns`` (0 here: every frame is timed; a
-session's is ``--stamps-ms``, 1 ms by default) one frame per interval is timed
-(``FrameRecord.sampled``): its CL stamps read, its GL passes timed; the others' events are dropped
-unread once they complete and their draws get no timer queries. On the H200 each command's three
+Frames shorter than ``stamps_interval_ns`` (0 here: every frame is timed; a session's is
+``--stamps-ms``, 1 ms by default) are timed one per interval of their own time
+(``FrameRecord.sampled``): a frame is timed when the frames since the last timed one took together
+at least the interval from start to end, or when ``STAMPS_WALL_FACTOR`` intervals of the clock
+passed since it (a window at 60 Hz times every frame); a stepped frame always is. A timed frame has
+its CL stamps read and its GL passes timed; the others' events are dropped unread once they
+complete and their draws get no timer queries. So reading the stamps costs at most about 1.5% of the
+frames' own time, in a bench that interleaves other loops as in a run. On the H200 each command's three
 stamps cost the calling thread 5 us (NVIDIA 580, bench/probes/frame_primitives_probe.py), 15 us a
 frame, a third of what glshare added to a 0.5 ms frame. Every event is still made and waited on as
 before; a trace times every frame.
@@ -46,6 +50,7 @@ log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
 CL_COMPLETE = cl.command_execution_status.COMPLETE
 PROFILE_BATCH = 8
+STAMPS_WALL_FACTOR = 10  # a frame is timed at least every this many stamps intervals of the clock
 GL_TIMEOUT_NS = 10_000_000_000  # a GL fence not signalled within 10 s is a stalled GPU
 _OWNER = operator.attrgetter("owner")
 
@@ -108,11 +113,11 @@ class FrameScheduler:
         # CL_PROFILING_COMMAND_SUBMIT is read only where an output shows it (the trace's args): the
         # panel, the report and the clock mapping use queued, start and end; unread, it is None
         self.profile_submit = profile_submit
-        # a frame whose start is less than this after the last timed frame's start is not timed
-        # (``FrameRecord.sampled``: its CL stamps left unread, no GL timer queries): 0 times every frame
+        # one frame timed per this much of the frames' own time (``FrameRecord.sampled``; the others'
+        # CL stamps left unread, no GL timer queries for them): 0 times every frame
         self.stamps_interval_ns = max(0, int(stamps_interval_ns))
         self._sampled_ns = None  # the start of the last frame timed
-        self.unsampled = 0  # frames not timed
+        self._work_since = 0  # the frames' own time (start to end) since then
         self._labels_key: tuple = ()
         self._labels: tuple[str, ...] = ()
         # the bookkeeping handed to the sync mode's CPU waits (``shadow``), once each a frame: bound once
@@ -167,12 +172,11 @@ class FrameScheduler:
         rec.owner_labels = self._labels
         samples = rec.owners
         rec.start_ns = t = ns()
-        last = self._sampled_ns
-        if last is None or t - last >= self.stamps_interval_ns:
-            self._sampled_ns = t
+        interval, last = self.stamps_interval_ns, self._sampled_ns
+        if last is None or self._work_since >= interval or t - last >= STAMPS_WALL_FACTOR * interval:
+            self._sampled_ns, self._work_since = t, 0
         else:
             rec.sampled = False
-            self.unsampled += 1
         samples.append(("start", t, tuple(map(_OWNER, owned))))
         copied = backend.bytes_copied
         self._cl_harvested = self._gl_harvested = False
@@ -261,6 +265,7 @@ class FrameScheduler:
         rec.phases["render"] = (t, t := ns())
         samples.append(("render", t, tuple(map(_OWNER, owned))))
         rec.end_ns = t
+        self._work_since += t - rec.start_ns
         flags = backend.tracker.flags
         if flags and flags[-1].frame == frame:  # flags are appended in frame order: this frame's are last
             first = len(flags) - 1

@@ -144,6 +144,7 @@ class TeachingStepper:
             raise
         if starting and scheduler.current is not None:
             scheduler.current.stepped = True  # the pauses between its phases are the user's
+            scheduler.current.sampled = True  # and it is timed: its stamps read, its draw timed
         self.visited.append(phase)
         self.history.append((frame, phase))
         self.last = phase

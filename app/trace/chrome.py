@@ -148,8 +148,8 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
                          {"frame": f, "scene": rec.scene, "backend": rec.backend, "sync": rec.sync,
                           "bytes_moved": rec.bytes_moved, "stepped": rec.stepped, "frame_us": rec.frame_us,
                           "cl_unstamped": list(rec.unstamped),  # commands the driver gave no device stamps
-                          # False: not timed (no CL or GL slices for it: frames came faster than one
-                          # per --stamps-ms; a run with --trace times every frame)
+                          # False: not timed (no CL or GL slices for it: frames shorter than
+                          # --stamps-ms are timed one per interval; a run with --trace times every frame)
                           "sampled": rec.sampled}))
         ts0 = _us(rec.start_ns, base)
         if rec.frame_us is not None:

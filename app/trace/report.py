@@ -107,8 +107,8 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
                     "cl_unstamped: of those frames, how many had each command's profile come back with zero stamps "
                     "(the driver timed it not at all: left out of cl_device_us, which is null for a command no "
                     "frame has a device time for); frames_sampled: of the frames_in_statistics, how many were timed "
-                    "(their CL stamps read, their GL passes timed: where frames come faster than one per "
-                    "--stamps-ms, 1 ms by default, one frame per interval is; cl_device_us is over those)",
+                    "(their CL stamps read, their GL passes timed: frames shorter than --stamps-ms, 1 ms by "
+                    "default, are timed one per interval of their own time; cl_device_us is over those)",
         "size": facts.size,
         "bytes_per_frame": facts.bytes_per_frame,
         "gl": facts.gl,

@@ -38,7 +38,7 @@ PLOT_FRAMES = 120  # of those, plotted: on llvmpipe every point of the six lines
 STATS_EVERY = 8  # median / p95 recomputed every 8 frames (they move slowly; the plot is live)
 MAX_FOLDED = 64  # distinct errors / hazards kept; more are counted in "other"
 # how many records further back than the GL timer's period the panel looks for a timed frame
-# (FrameRecord.sampled: one frame a millisecond where frames come faster; at 0.1 ms a frame, one in ten)
+# (FrameRecord.sampled: frames shorter than 1 ms are timed one per ms of their time; at 0.1 ms, one in ten)
 SAMPLE_REACH = 32
 TEACH_GAP_NS = 200_000  # a stepped frame's pause between two phases, drawn as this much time
 
@@ -550,7 +550,7 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
         cl_note = f"no device stamps from the driver for {', '.join(rec.unstamped)}"
     elif not rec.cl_profile:
         if not rec.sampled:
-            cl_note = "not timed on this frame (one frame a millisecond is: --stamps-ms)"
+            cl_note = "not timed on this frame (one per ms of frame time is: --stamps-ms)"
         elif in_progress or rec.events:
             cl_note = "profiled when the frame's commands complete"
         else:
@@ -674,8 +674,8 @@ class PanelData:
         every = timer.every if timer.enabled and not view.paused else 1  # paused: the frame stepped last
         pending = timer.oldest_pending_frame
         complete = None
-        # the newest complete frame timed on both APIs (``FrameRecord.sampled``: one frame a
-        # millisecond where frames come faster; the GL timer's one in ``every`` on software GL),
+        # the newest complete frame timed on both APIs (``FrameRecord.sampled``: one per ms of frame
+        # time where frames are shorter; the GL timer's one in ``every`` on software GL),
         # else the newest complete one
         for k, rec in enumerate(reversed(records)):
             if k > 2 * every + SAMPLE_REACH:
@@ -704,7 +704,7 @@ class PanelData:
             if not timer.enabled:
                 gl_note = f"not timed ({timer.sampling})"
             elif not rec.sampled:
-                gl_note = "not timed on this frame (one frame a millisecond is: --stamps-ms)"
+                gl_note = "not timed on this frame (one per ms of frame time is: --stamps-ms)"
             elif timer.every > 1 and rec.index % timer.every:
                 gl_note = f"not timed on this frame ({timer.sampling})"
             elif in_progress or (timer.oldest_pending_frame is not None and rec.index >= timer.oldest_pending_frame):

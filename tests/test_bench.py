@@ -628,3 +628,29 @@ def test_peer_race_needs_a_display(monkeypatch, capsys):
     assert main(["race", "--name", "x", "--peer", "p=true"]) == 2
     assert "needs a display" in capsys.readouterr().err
     assert main(["nonsense"]) == 2
+
+
+def test_a_cell_with_frames_timed_one_in_a_few_takes_its_device_limit_from_timed_frames(gl):
+    """Frames shorter than --stamps-ms are timed one in a few: a cell whose frames then have too few
+    device times builds its device-time limit from a block of frames all timed, says so, and leaves
+    the scheduler's interval as it was."""
+    from app.bench.cells import LIMIT_FRAMES, _cell
+    from app.bench.loops import glshare_frame
+    from app.config import RunConfig
+    from app.session.loop import Run
+
+    cfg = RunConfig(scene="image", size=(64, 64), backend="host_mapped", headless=True, overlay=False,
+                    frames=10_000, stamps_ms=1000.0)  # one frame timed per second of frame time: the first
+    with Run(cfg, surface=gl) as rt:
+        records: list = []
+        samples = [glshare_frame(rt, records) for _ in range(12)]
+        sched = rt.session.scheduler
+        cell = _cell(rt, {"scene": "image", "size": "64x64", "backend": "host_mapped"}, 64 * 64 * 4, samples, records)
+        assert [r.sampled for r in records] == [True] + [False] * 11
+        assert sched.stamps_interval_ns == 1_000_000_000
+    lim = cell["device_limit"]
+    assert lim["timed_block"] is True and lim["frames"] >= LIMIT_FRAMES
+    # the limit is the median of the block's kernel + GL pass, each positive
+    assert lim["cl_kernel_ms"]["median"] > 0 and lim["gl_pass_ms"]["median"] > 0
+    assert lim["limit_ms"]["median"] == pytest.approx(lim["cl_kernel_ms"]["median"] + lim["gl_pass_ms"]["median"],
+                                                      rel=0.5)

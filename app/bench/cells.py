@@ -33,6 +33,7 @@ from app.trace.stats import summary
 
 log = logging.getLogger(__name__)
 MIN_FRAMES = 5  # timed frames of each kind a cell gets even past its time budget
+LIMIT_FRAMES = 20  # frames with both device times under a cell's device-time limit (``_cell``)
 PANEL_DRAWN = "panel (app/ui/panel.py)"  # what Run.draw_ui draws with the panel shown
 
 
@@ -157,7 +158,9 @@ def device_limit(samples: list[Sample], records: list) -> dict | None:
     return {"frames": len(ratios), "limit_ms": _ms(limits), "cl_kernel_ms": _ms(kernels), "gl_pass_ms": _ms(passes),
             "ratio_median": round(float(np.median(ratios)), 3), "ratio_iqr": [round(float(q1), 3), round(float(q3), 3)],
             "what": "frame wall time / (CL kernel device time + GL pass time of the same frame), frames "
-                    "where both were measured (the GL timer samples one frame in a few on software GL)"}
+                    "where both were measured (the GL timer samples one frame in a few on software GL); "
+                    "timed_block: the cell's own frames had too few, timed one in a few (--stamps-ms), so "
+                    "these come from a block of frames all timed"}
 
 
 def _cell(rt, base: dict, nbytes: int, samples: list[Sample], records: list) -> dict:
@@ -168,6 +171,12 @@ def _cell(rt, base: dict, nbytes: int, samples: list[Sample], records: list) -> 
             "bytes_shared_per_frame": nbytes, "bytes_moved_per_frame": _moved(records),
             "bandwidth_gbps": _gbps(nbytes, median)}
     limit = device_limit(samples, records)
+    if (limit is None or limit["frames"] < LIMIT_FRAMES) and rt.session.scheduler.stamps_interval_ns:
+        # frames shorter than --stamps-ms are timed one in a few (FrameScheduler.stamps_interval_ns):
+        # the device times under the limit then come from a block of frames that are all timed
+        limit = device_limit(*_all_timed_frames(rt, LIMIT_FRAMES * max(1, rt.session.scheduler.gl_timer.every)))
+        if limit is not None:
+            limit["timed_block"] = True
     if limit is not None:
         cell["device_limit"] = limit
     cell["gl_software"] = rt.session.gl_info.software
@@ -175,6 +184,21 @@ def _cell(rt, base: dict, nbytes: int, samples: list[Sample], records: list) -> 
     if texture is not None:
         cell["cl_view"] = "image" if texture.is_image else "buffer"
     return cell
+
+
+def _all_timed_frames(rt, n: int) -> tuple[list[Sample], list]:
+    """``n`` of glshare's frames with every one timed (its CL stamps read, its GL pass timed),
+    their samples and records, every profile read: the device times a cell's limit is made of
+    where its own frames were timed one in a few."""
+    scheduler = rt.session.scheduler
+    records: list = []
+    interval, scheduler.stamps_interval_ns = scheduler.stamps_interval_ns, 0
+    try:
+        samples = [glshare_frame(rt, records) for _ in range(n)]
+    finally:
+        scheduler.stamps_interval_ns = interval
+    scheduler.finish()
+    return samples, records
 
 
 def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:

@@ -1,0 +1,47 @@
+"""Probe: glshare's sustained semaphore frame with one frame timed per millisecond of frame time
+(the default, ``--stamps-ms 1``) against every frame timed, in rounds alternating in one process,
+next to the bare loop of the same depth. Not part of the package; run from a project root:
+
+    python3 bench/probes/semaphore_stamps_probe.py [size depth frames rounds]   # 4096x4096 8 600 8
+
+Prints each round's sustained frame (ms, GL and CL finished before and after, as the bench's
+``_drained_ms``) for glshare and for the bare loop measured right after it.
+"""
+import os
+import statistics
+import sys
+
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+sys.path.insert(0, os.getcwd())
+from app.bench.cells import _drained_ms  # noqa: E402
+from app.bench.loops import BareLoop  # noqa: E402
+from app.config import RunConfig  # noqa: E402
+from app.session.loop import Run  # noqa: E402
+
+size = tuple(int(x) for x in (sys.argv[1] if len(sys.argv) > 1 else "4096x4096").split("x"))
+depth = int(sys.argv[2]) if len(sys.argv) > 2 else 8
+frames = int(sys.argv[3]) if len(sys.argv) > 3 else 600
+rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 8
+cfg = RunConfig(scene="image", size=size, backend="external_memory", sync="semaphore", headless=True, panel=False,
+                overlay=False, frames_in_flight=depth)
+with Run(cfg) as rt:
+    sched = rt.session.scheduler
+    interval = sched.stamps_interval_ns
+    bare = BareLoop(rt)
+    for _ in range(3):  # warm-up
+        _drained_ms(rt, frames)
+        bare.drained_semaphore_ms(frames)
+    got: dict[str, list] = {"sampled": [], "every": []}
+    for r in range(rounds):
+        on = r % 2 == 0
+        sched.stamps_interval_ns = interval if on else 0
+        ms = _drained_ms(rt, frames)
+        bare_ms = bare.drained_semaphore_ms(frames)
+        got["sampled" if on else "every"].append((ms, bare_ms))
+        print(f"round {r} {'one timed per ms' if on else 'every frame timed'}: glshare {ms:.4f} ms, "
+              f"bare {bare_ms:.4f} ms, ratio {ms / bare_ms:.3f}", flush=True)
+    sched.stamps_interval_ns = interval
+    for k, v in got.items():
+        print(f"{k}: glshare median {statistics.median(x for x, _ in v):.4f} ms, "
+              f"ratio median {statistics.median(x / y for x, y in v):.3f}")
+    bare.close()

@@ -5,11 +5,13 @@ next to the bare loop of the same depth. Not part of the package; run from a pro
     python3 bench/probes/semaphore_stamps_probe.py [size depth frames rounds]   # 4096x4096 8 600 8
 
 Prints each round's sustained frame (ms, GL and CL finished before and after, as the bench's
-``_drained_ms``) for glshare and for the bare loop measured right after it.
+``_drained_ms``) for glshare and for the bare loop measured right after it, and each one's
+main-thread CPU time a frame over the same span: where it is the frame, the loop is CPU-bound.
 """
 import os
 import statistics
 import sys
+import time
 
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 sys.path.insert(0, os.getcwd())
@@ -35,11 +37,16 @@ with Run(cfg) as rt:
     for r in range(rounds):
         on = r % 2 == 0
         sched.stamps_interval_ns = interval if on else 0
+        c0 = time.thread_time_ns()
         ms = _drained_ms(rt, frames)
+        c1 = time.thread_time_ns()
         bare_ms = bare.drained_semaphore_ms(frames)
+        c2 = time.thread_time_ns()
+        cpu, bare_cpu = (c1 - c0) / frames / 1e6, (c2 - c1) / frames / 1e6  # main-thread CPU a frame
         got["sampled" if on else "every"].append((ms, bare_ms))
         print(f"round {r} {'one timed per ms' if on else 'every frame timed'}: glshare {ms:.4f} ms, "
-              f"bare {bare_ms:.4f} ms, ratio {ms / bare_ms:.3f}", flush=True)
+              f"bare {bare_ms:.4f} ms, ratio {ms / bare_ms:.3f} | main-thread CPU a frame: glshare {cpu:.4f} ms, "
+              f"bare {bare_cpu:.4f} ms", flush=True)
     sched.stamps_interval_ns = interval
     for k, v in got.items():
         print(f"{k}: glshare median {statistics.median(x for x, _ in v):.4f} ms, "

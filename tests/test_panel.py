@@ -662,3 +662,20 @@ def test_timeline_steps_and_labels_have_units():
     assert [nice_step(x) for x in (0.7, 1.0, 1.3, 3.0, 7.7, 44.0, 0.012)] == [1.0, 1.0, 2.0, 5.0, 10.0, 50.0, 0.02]
     assert time_label(20.0, 10.0) == "20 ms" and time_label(0.5, 0.5) == "0.5 ms" and time_label(0.04, 0.02) == "40 us"
     assert duration_label(1.29) == "1.29 ms" and duration_label(0.069) == "69 us"
+
+
+@pytest.mark.parametrize("stamps_ms, says", [(0.0, "frames timed: every frame, CL and GL"),
+                                             (2.5, "frames timed: frames shorter than 2.5 ms: one per 2.5 ms of "
+                                                   "frame time, CL and GL")])
+def test_the_caps_tab_says_which_frames_are_timed(gl, stamps_ms, says):
+    """The Caps tab names the GL timer's sampling and which frames are timed at all (--stamps-ms)."""
+    from app.config import RunConfig
+    from app.session.loop import Run
+
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, backend="host_copy",
+                    stamps_ms=stamps_ms)
+    with Run(cfg, surface=gl) as rt:
+        rt.tick()
+        sampling = rt.session.scheduler.gl_timer.sampling
+        part = panel_snapshot(rt, tab="caps").caps
+    assert part.gl_timer == f"{sampling}; {says}"

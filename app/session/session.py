@@ -531,8 +531,12 @@ class Session:
         timer = self.scheduler.gl_timer if self.scheduler is not None else None
         if timer is None:
             return views.GlTimerView(False, 1, "off", None, 0, 0)
+        interval, frames_timed = self.scheduler.stamps_interval_ns, "every frame, CL and GL"
+        if interval:  # (FrameScheduler: frames shorter than the interval are timed one in a few)
+            ms = f"{interval / 1e6:g} ms"
+            frames_timed = f"frames shorter than {ms}: one per {ms} of frame time, CL and GL"
         return views.GlTimerView(timer.enabled, timer.every, timer.sampling, timer.oldest_pending_frame,
-                                 timer.timed, timer.dropped)
+                                 timer.timed, timer.dropped, frames_timed)
 
     def teaching_view(self, owners: tuple) -> object:
         backend = self.backend

@@ -81,6 +81,7 @@ class GlTimerView:
     oldest_pending_frame: int | None
     timed: int
     dropped: int
+    frames_timed: str = ""  # which frames are timed at all (FrameScheduler.stamps_interval_ns)
 
 
 @dataclass(frozen=True)

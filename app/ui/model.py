@@ -758,7 +758,9 @@ class PanelData:
                 self._handles, self._caps_key = _handle_rows(mem), id(table)
             memory = MemoryPart(self._handles, tuple(mem.get("import_types") or ()), _lifetime(mem.get("lifetime")),
                                 mem.get("kmt_note", ""), mem.get("unavailable", ""))
-        return CapsPart(view.caps, ClockInfo.of(view.clock), view.gl_timer.sampling,
+        timer = view.gl_timer
+        timing = f"{timer.sampling}; frames timed: {timer.frames_timed}" if timer.frames_timed else timer.sampling
+        return CapsPart(view.caps, ClockInfo.of(view.clock), timing,
                         str(ui_caps.get("panel_refresh", "")), memory)
 
     def _lab_part(self, view, lab: Mapping | None) -> LabPart:

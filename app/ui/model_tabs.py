@@ -49,7 +49,7 @@ class MemoryPart:
 class CapsPart:
     caps: CapsView
     clock: ClockInfo
-    gl_timer: str  # how GL passes are timed ("every frame", "one frame in 8", why off)
+    gl_timer: str  # how GL passes are timed ("every frame", "one frame in 8", why off), and which frames are
     panel_refresh: str
     memory: MemoryPart | None
 

@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "with semaphores the image scene keeps a copy of its texture per frame in flight (at most 8)")
     r.add_argument("--stamps-ms", type=_interval_ms, default=1.0, metavar="MS",
                    help="frames shorter than MS milliseconds are timed one per MS of their own time (and one at least "
-                        "every 10 MS): its CL commands' device stamps read, its GL passes timed (default 1; 0: "
+                        "every 10 MS): a timed frame's CL commands' device stamps read, its GL passes timed (default 1; 0: "
                         "every frame, as --trace does)")
     r.add_argument("--yuv-format", choices=("nv12", "p010"), default="nv12",
                    help="the yuv scene's test pattern (a --video decides its own: NV12, or P010 above 8 bits)")

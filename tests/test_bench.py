@@ -45,6 +45,8 @@ def test_json_has_every_field(tiny_run):
         assert key in r, key
     assert r["schema"] == "glshare.bench/1" and r["sweep"]["name"] == "tiny"
     assert r["machine"]["cores"] >= 1 and r["machine"]["cpu"]
+    # the host's speed for glshare's Python, measured: a positive time, well under a millisecond
+    assert 0 < r["machine"]["python_ref_us"] < 1000 and "bookkeeping" in r["machine"]["python_ref_what"]
     assert r["gl"]["renderer"] and r["cl"]["device"] and len(r["commit"]) in (0, 40)
     assert r["failures"] == []
     for cell in r["cells"]:

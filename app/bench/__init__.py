@@ -122,7 +122,49 @@ def machine_facts() -> dict:
 
 def _machine() -> dict:
     return {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
-            "python": platform.python_version()}
+            "python": platform.python_version(), "python_ref_us": python_reference_us(),
+            "python_ref_what": PYTHON_REF_WHAT}
+
+
+PYTHON_REF_WHAT = ("median time of a fixed piece of Python shaped like a frame's bookkeeping (four objects looked "
+                   "up, changed and sampled into a tuple), us: how fast this host runs glshare's Python. Lent GPU "
+                   "machines of one kind differ by up to 1.5x here, and glshare's CPU-bound figures "
+                   "(scheduler_overhead_us, a CPU-bound semaphore frame) follow it")
+
+
+class _Ref:
+    __slots__ = ("owner", "n")
+
+    def __init__(self) -> None:
+        self.owner, self.n = "gl", 0
+
+
+def python_reference_us(reps: int = 3000) -> float:
+    """``PYTHON_REF_WHAT``: the median of ``reps`` timed calls (each call runs the piece 10 times)."""
+    import statistics
+    import time
+
+    table = {i: _Ref() for i in range(4)}
+    ns = time.perf_counter_ns
+
+    def piece() -> tuple:
+        out = []
+        for i in range(4):
+            o = table.get(i)
+            o.n ^= 1
+            o.owner = "cl" if o.owner == "gl" else "gl"
+            out.append((i, o.owner))
+        return tuple(out)
+
+    for _ in range(reps):  # warm-up: the first calls of a fresh process run slower
+        piece()
+    times = []
+    for _ in range(reps):
+        t0 = ns()
+        for _ in range(10):
+            piece()
+        times.append(ns() - t0)
+    return round(statistics.median(times) / 10 / 1e3, 3)
 
 
 def probe_machine(cl_device: str | None, surface) -> dict:

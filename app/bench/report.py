@@ -63,7 +63,9 @@ def print_table(result: dict, out) -> None:
     m, gl, cl = result["machine"], result["gl"], result["cl"]
     out.write(f"glshare bench ({result['sweep']['name']}) {result['date']}  glshare {result['glshare']} "
               f"commit {result['commit'][:10] or '?'}\n")
-    out.write(f"machine: {m['cpu']}, {m['cores']} cores | GL: {gl['renderer']} | CL: {cl['platform']}: {cl['device']}\n\n")
+    ref = f", Python reference {m['python_ref_us']:.3f} us" if m.get("python_ref_us") else ""
+    out.write(f"machine: {m['cpu']}, {m['cores']} cores{ref} | GL: {gl['renderer']} | CL: {cl['platform']}: "
+              f"{cl['device']}\n\n")
     rows = []
     for c in result["cells"]:
         if not c.get("frames"):

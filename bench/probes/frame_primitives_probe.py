@@ -59,6 +59,9 @@ with Run(cfg) as rt:
         rt.session.surface.present()
     rt.session.finish()
     print(f"# {scene} {size_arg} {backend_name}, {reps} repetitions each; device {rt.session.choice.device.name}")
+    from app.bench import python_reference_us
+
+    print(f"# the host's Python reference (app/bench PYTHON_REF_WHAT): {python_reference_us()} us")
     cost("empty (the two clocks' own cost)", lambda: None)
     cost("time.perf_counter_ns", ns)
     cost("time.thread_time_ns", tns)

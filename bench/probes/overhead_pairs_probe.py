@@ -86,6 +86,9 @@ with Run(cfg) as rt:
                 f"checked {statistics.median(c):.1f} | overhead (pairs) {overhead:.1f} iqr {q1:.1f}..{q3:.1f}"
                 f" | checked floor {statistics.median(x - y for x, y in zip(c, b)):.1f}")
 
+    from app.bench import python_reference_us
+
+    print(f"# the host's Python reference (app/bench PYTHON_REF_WHAT): {python_reference_us()} us", flush=True)
     rounds = int(os.environ.get("ROUNDS", "0"))
     if not rounds:
         print(measure(True))

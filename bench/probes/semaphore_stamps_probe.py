@@ -36,6 +36,9 @@ with Run(cfg) as rt:
         for _ in range(frames):
             glshare_frame(rt, [])
         bare.drained_semaphore_ms(frames)
+    from app.bench import python_reference_us
+
+    print(f"# the host's Python reference (app/bench PYTHON_REF_WHAT): {python_reference_us()} us", flush=True)
     got: dict[str, list] = {"sampled": [], "every": []}
     for r in range(rounds):
         on = r % 2 == 0

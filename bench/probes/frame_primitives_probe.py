@@ -27,12 +27,9 @@ from app.config import RunConfig  # noqa: E402
 from app.gl import api as GL  # noqa: E402
 from app.gl.raw import gl_function  # noqa: E402
 from app.session.loop import Run  # noqa: E402
+from bench.probes._args import scene_args  # noqa: E402
 
-scene = sys.argv[1] if len(sys.argv) > 1 else "particles"
-size_arg = sys.argv[2] if len(sys.argv) > 2 else "16384"
-backend_name = sys.argv[3] if len(sys.argv) > 3 else "external_memory"
-reps = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
-size = tuple(int(x) for x in size_arg.split("x")) if "x" in size_arg else int(size_arg)
+scene, size_arg, size, backend_name, reps = scene_args("16384", "external_memory", 2000)
 ns, tns = time.perf_counter_ns, time.thread_time_ns
 
 

@@ -23,13 +23,10 @@ sys.path.insert(0, os.getcwd())
 from app.bench.loops import BareLoop, glshare_frame  # noqa: E402
 from app.config import RunConfig  # noqa: E402
 from app.session.loop import Run  # noqa: E402
+from bench.probes._args import scene_args  # noqa: E402
 
-scene = sys.argv[1] if len(sys.argv) > 1 else "particles"
-size_arg = sys.argv[2] if len(sys.argv) > 2 else "1024"
-backend = sys.argv[3] if len(sys.argv) > 3 else "host_mapped"
-frames = int(sys.argv[4]) if len(sys.argv) > 4 else 3000
+scene, size_arg, size, backend, frames = scene_args("1024", "host_mapped", 3000)
 attr = os.environ.get("ATTR", "thread")  # a Sample's field: thread (main-thread CPU), wall, process
-size = tuple(int(x) for x in size_arg.split("x")) if "x" in size_arg else int(size_arg)
 
 
 def quartiles(xs):

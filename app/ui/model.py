@@ -40,6 +40,8 @@ MAX_FOLDED = 64  # distinct errors / hazards kept; more are counted in "other"
 # how many records further back than the GL timer's period the panel looks for a timed frame
 # (FrameRecord.sampled: frames shorter than 1 ms are timed one per ms of their time; at 0.1 ms, one in ten)
 SAMPLE_REACH = 32
+# a lane's note on a frame that was not timed (FrameRecord.sampled False); the interval is the run's
+NOT_TIMED = "not timed on this frame (frames shorter than --stamps-ms are timed one per interval)"
 TEACH_GAP_NS = 200_000  # a stepped frame's pause between two phases, drawn as this much time
 
 # timeline lanes and bar kinds (the panel colours a bar by its kind and name)
@@ -550,7 +552,7 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
         cl_note = f"no device stamps from the driver for {', '.join(rec.unstamped)}"
     elif not rec.cl_profile:
         if not rec.sampled:
-            cl_note = "not timed on this frame (one per ms of frame time is: --stamps-ms)"
+            cl_note = NOT_TIMED
         elif in_progress or rec.events:
             cl_note = "profiled when the frame's commands complete"
         else:
@@ -704,7 +706,7 @@ class PanelData:
             if not timer.enabled:
                 gl_note = f"not timed ({timer.sampling})"
             elif not rec.sampled:
-                gl_note = "not timed on this frame (one per ms of frame time is: --stamps-ms)"
+                gl_note = NOT_TIMED
             elif timer.every > 1 and rec.index % timer.every:
                 gl_note = f"not timed on this frame ({timer.sampling})"
             elif in_progress or (timer.oldest_pending_frame is not None and rec.index >= timer.oldest_pending_frame):

@@ -453,8 +453,9 @@ def test_instrument_hooks_see_every_piece_and_undo(gl, backend):
         rt.tick()
         before = [dict(vars(o)) for o in (backend_obj, backend_obj.validator, backend_obj.tracker, sched, sched.gl_timer)]
         sched.gl_timer.every = 1  # every frame timed: the span is entered on each
+        interval, sched.stamps_interval_ns = sched.stamps_interval_ns, 0
         undo = [backend_obj.instrument(wrap), sched.instrument(wrap)]
-        frames = 4
+        frames = 2 * sched.gl_timer.harvest_every
         for _ in range(frames):
             assert rt.tick().errors == []
         for u in reversed(undo):
@@ -463,8 +464,10 @@ def test_instrument_hooks_see_every_piece_and_undo(gl, backend):
         assert calls["validator"] == 2 * frames  # the acquire's and the release's checks
         assert calls["ownership tracker"] >= 4 * frames  # acquired, cl_use, released, gl_use
         assert calls["acquire call"] == calls["release call"] == frames
-        assert calls["GL timer harvest"] >= frames and calls["GL timer span"] == 2 * frames  # enter + exit
-        sched.gl_timer.every = before[4]["every"]
+        # finish hands the GL timer's read to its wait for CL when one is due (GlTimer.due): one in
+        # harvest_every frames with passes in flight
+        assert calls["GL timer harvest"] >= 2 and calls["GL timer span"] == 2 * frames  # enter + exit
+        sched.gl_timer.every, sched.stamps_interval_ns = before[4]["every"], interval
         after = [dict(vars(o)) for o in (backend_obj, backend_obj.validator, backend_obj.tracker, sched, sched.gl_timer)]
         assert [sorted(a) for a in after] == [sorted(b) for b in before]  # no attribute left on the instances
         calls.clear()

@@ -126,3 +126,48 @@ def test_slots_only_where_the_mode_runs_ahead_on_copies_and_the_scene_allows(hos
     assert slots(ImageScene, NoWaitSync(host_copy), 4) == 1
     assert slots(ImageScene, host_copy.make_sync("finish"), 4) == 1
     assert slots(ParticlesScene, OrdersCopies(host_copy), 4) == 1  # each frame reads the one before
+
+
+@pytest.mark.parametrize("sync", ["finish", "no-wait"])
+def test_untimed_frames_keep_only_the_events_something_reads(probe_env, surface, sync):
+    """An untimed frame (``FrameRecord.sampled`` False) on the in-order queue: under finish nothing
+    reads its events, and it has none; under a mode that does not wait for CL on the CPU the
+    release's event stays (the panel's owners in transition, the run-ahead bound) and only the
+    kernel's is left out. The image is the Julia set of the frame's constant (<= 2 % of pixels off
+    by more than one level): every frame's on screen under finish; the texture after the last frame
+    under the stand-in mode, which orders nothing between CL and GL."""
+    import numpy as np
+
+    from app.scenes.image import ImageScene, julia_reference
+    from app.sharing.backends.host_mapped import HostMapped
+
+    backend = HostMapped(probe_env, strict=True)
+    w, h = surface.framebuffer_size
+    scene = ImageScene(RunConfig(scene="image", size=(w, h)))
+    scene.build(backend, surface.framebuffer_size)
+    mode = backend.make_sync("finish") if sync == "finish" else NoWaitSync(backend)
+    sched = FrameScheduler(backend, scene, mode, strict=True, frames_in_flight=1,
+                           stamps_interval_ns=10 ** 12)  # the first frame timed, the next ones not
+    target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
+    left, shown = [], []
+    try:
+        for f in range(4):
+            rec = sched.run_frame(f, target)
+            left.append((rec.sampled, set(rec.events)))  # before any harvest
+            backend.queue.finish()
+            shown.append(surface.read_pixels())
+        sched.finish()
+        recs = list(sched.records)
+        held = scene.texture.gl.read()
+    finally:
+        sched.close()
+        scene.teardown()
+        backend.close()
+    untimed = set() if sync == "finish" else {"release"}
+    assert left == [(True, {"compute", "release"})] + [(False, untimed)] * 3
+    assert all(r.errors == [] for r in recs) and not any(r.events for r in recs)
+    for f, pixels in enumerate(shown if sync == "finish" else [None] * 3 + [held]):
+        if pixels is None:
+            continue
+        d = np.abs(pixels.astype(int) - julia_reference(w, h, f).astype(int)).max(-1)
+        assert (d > 1).mean() < 0.02, (f, (d > 1).mean())

@@ -272,3 +272,52 @@ def test_auto_prefers_host_mapped(probe_env):
     assert reg.choose("auto") == "host_mapped"
     assert reg.sync_verdicts("host_mapped")["finish"] is None
     assert "external_memory" in reg.sync_verdicts("host_mapped")["semaphore"]
+
+
+def test_untimed_frames_make_no_events_and_compute_the_same(monkeypatch):
+    """Under sync finish an untimed frame (``FrameRecord.sampled`` False) asks the driver for no
+    event nothing reads: the kernel is enqueued with the C API's NULL event and host_mapped's release
+    enqueues no marker; a timed frame gets both, and its stamps are read. The particles and the
+    screen after 12 frames are identical (exactly) to a run where every frame is timed."""
+    from app.cl import ext
+
+    asked: list[tuple[str, bool]] = []
+    nd_call, release = ext.NDRangeCall.__call__, HostMapped._enqueue_release
+
+    def kernel(self, queue, k, g, local=None, wait_for=None, event=True):
+        asked.append(("kernel", event))
+        return nd_call(self, queue, k, g, local, wait_for, event)
+
+    def released(self, queue, objects, wait_for, event=True):
+        asked.append(("release", event))
+        return release(self, queue, objects, wait_for, event)
+
+    monkeypatch.setattr(ext.NDRangeCall, "__call__", kernel)
+    monkeypatch.setattr(HostMapped, "_enqueue_release", released)
+    runs = {}
+    for stamps_ms in (0.0, 1000.0):  # every frame timed; one timed frame in the run (the first)
+        asked.clear()
+        surface = EglSurface((96, 72))
+        try:
+            with Run(_cfg(scene="particles", size=4096, backend="host_mapped", stamps_ms=stamps_ms),
+                     surface=surface) as rt:
+                recs, events_left = [], []
+                for _ in range(12):
+                    recs.append(rt.tick())
+                    events_left.append(set(recs[-1].events))  # right after the frame, before any harvest
+                rt.session.scheduler.finish()
+                runs[stamps_ms] = (surface.read_pixels(), rt.session.scene.shared[0].gl.read().copy(), recs,
+                                   events_left, list(asked))
+        finally:
+            surface.close()
+    shot0, data0, recs0, left0, asked0 = runs[0.0]
+    shot1, data1, recs1, left1, asked1 = runs[1000.0]
+    assert all(r.sampled for r in recs0) and [r.sampled for r in recs1] == [True] + [False] * 11
+    assert asked0 == [("kernel", True), ("release", True)] * 12
+    assert asked1 == [("kernel", True), ("release", True)] + [("kernel", False), ("release", False)] * 11
+    assert left0 == [{"compute", "release"}] * 12  # (host_mapped's acquire enqueues nothing under finish)
+    assert left1 == [{"compute", "release"}] + [set()] * 11
+    assert {"compute", "release"} <= set(recs1[0].cl_profile) and all(r.cl_profile == {} for r in recs1[1:])
+    assert all(r.errors == [] for r in recs0 + recs1)
+    np.testing.assert_array_equal(data1, data0)
+    np.testing.assert_array_equal(shot1, shot0)

@@ -155,7 +155,8 @@ class WaitList:
 
 class MemObjectsCall:
     """clEnqueue{Acquire,Release}ExternalMemObjectsKHR with its arguments prepared: the memory
-    objects' handle arrays kept per list, the wait list and the event out reused."""
+    objects' handle arrays kept per list, the wait list and the event out reused (``event=False``:
+    the C API's NULL ``event`` argument, no event made; None returned)."""
 
     def __init__(self, fn, routine: str) -> None:
         self.fn, self.routine = fn, routine
@@ -164,16 +165,16 @@ class MemObjectsCall:
         self._out = vp()
         self._out_ref = ctypes.byref(self._out)
 
-    def __call__(self, queue: cl.CommandQueue, mems: list, wait_for=None) -> cl.Event:
+    def __call__(self, queue: cl.CommandQueue, mems: list, wait_for=None, event: bool = True) -> cl.Event | None:
         key = tuple(m.int_ptr for m in mems)
         objs = self._arrays.get(key)
         if objs is None:  # one array per list of objects (frames in flight on copies alternate lists)
             objs = keep(self._arrays, key, (vp * len(key))(*key) if key else None)
         n, evs = self._waits.fill(wait_for)
-        err = self.fn(queue.int_ptr, len(key), objs, n, evs, self._out_ref)
+        err = self.fn(queue.int_ptr, len(key), objs, n, evs, self._out_ref if event else None)
         if err:
             _raise(err, self.routine)
-        return cl.Event.from_int_ptr(self._out.value, retain=False)
+        return cl.Event.from_int_ptr(self._out.value, retain=False) if event else None
 
 
 @lru_cache(maxsize=1)
@@ -353,7 +354,8 @@ def set_kernel_arg(kernel_ptr: int, index: int, value, buffers: dict | None = No
 
 class NDRangeCall:
     """clEnqueueNDRangeKernel with its arguments prepared: the size arrays kept while the sizes are
-    the same, the wait list and the event out reused; returns the command's event."""
+    the same, the wait list and the event out reused; returns the command's event (``event=False``:
+    the C API's NULL ``event`` argument, no event made; None returned)."""
 
     def __init__(self) -> None:
         self._key: tuple = ()
@@ -363,7 +365,7 @@ class NDRangeCall:
         self._out_ref = ctypes.byref(self._out)
 
     def __call__(self, queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size=None,
-                 wait_for=None) -> cl.Event:
+                 wait_for=None, event: bool = True) -> cl.Event | None:
         key = (tuple(global_size), tuple(local_size) if local_size else None)
         if key != self._key:
             g, local = key
@@ -372,10 +374,11 @@ class NDRangeCall:
                            (ctypes.c_size_t * len(local))(*local) if local else None)
         dims, g_arr, l_arr = self._sizes
         n, evs = self._waits.fill(wait_for)
-        err = _core_calls()[1](queue.int_ptr, kernel.int_ptr, dims, None, g_arr, l_arr, n, evs, self._out_ref)
+        err = _core_calls()[1](queue.int_ptr, kernel.int_ptr, dims, None, g_arr, l_arr, n, evs,
+                               self._out_ref if event else None)
         if err:
             _raise(err, "clEnqueueNDRangeKernel")
-        return cl.Event.from_int_ptr(self._out.value, retain=False)
+        return cl.Event.from_int_ptr(self._out.value, retain=False) if event else None
 
 
 def external_mem_calls(ext: ExtensionFunctions) -> tuple[MemObjectsCall, MemObjectsCall]:

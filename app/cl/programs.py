@@ -54,9 +54,11 @@ class RecordingKernel(cl.Kernel):
             super().set_arg(index, value)
         self.args[index] = value
 
-    def enqueue(self, queue: cl.CommandQueue, global_size, local_size=None, wait_for=None) -> cl.Event:
-        """clEnqueueNDRangeKernel through a prepared call (``NDRangeCall``); the command's event."""
-        return self._enqueue(queue, self, global_size, local_size, wait_for)
+    def enqueue(self, queue: cl.CommandQueue, global_size, local_size=None, wait_for=None,
+                event: bool = True) -> cl.Event | None:
+        """clEnqueueNDRangeKernel through a prepared call (``NDRangeCall``); the command's event
+        (``event=False``: none made, None)."""
+        return self._enqueue(queue, self, global_size, local_size, wait_for, event)
 
     def set_args(self, *values) -> None:
         super().set_args(*values)

@@ -146,13 +146,24 @@ class GlTimer:
         return int(self._uval.value)
 
     def harvest(self, wait: bool = False) -> None:
-        """Move finished results onto their records, oldest first; ``wait`` blocks for all of them."""
-        if not self.enabled:
+        """Move finished results onto their records, oldest first; ``wait`` blocks for all of them.
+        Once a frame: without ``wait`` it reads only when ``due``."""
+        if not self.enabled or not (wait or self.due()):
             return
-        if not wait:
-            self._calls += 1
-            if not self._pending or (self._calls % self.harvest_every and len(self._free) > 2):
-                return  # nothing in flight, or the ring has room: collect every few frames (each check costs)
+        self._read(wait)
+
+    def due(self) -> bool:
+        """Count one frame's harvest, and say whether it reads now: passes in flight, and this the
+        ``harvest_every``-th call or the ring running low (each check costs; collect every few
+        frames). ``harvest`` asks it; a caller that asks it itself calls ``read`` when it says so."""
+        self._calls += 1
+        return bool(self._pending) and not (self._calls % self.harvest_every and len(self._free) > 2)
+
+    def read(self) -> None:
+        """``harvest``'s reading, whether due or not (the timer on)."""
+        self._read(False)
+
+    def _read(self, wait: bool) -> None:
         try:
             if self._batch is not None and not wait:
                 self._harvest_batch()

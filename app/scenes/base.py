@@ -53,6 +53,7 @@ class Scene(abc.ABC):
     size_kind: ClassVar[str] = "image"  # "count": --size is a number of items; "image": WxH
     default_size: ClassVar[Any] = (512, 512)
     even_size: ClassVar[bool] = False  # WxH must be even (planar YUV)
+    compute_takes_null_event: ClassVar[bool] = False  # ``compute(..., event=False)`` makes no event
     follows_window: ClassVar[bool] = False  # without --size the image is the framebuffer's size
     panel_sizes: ClassVar[tuple[str, ...]] = ("256x256", "512x512", "1024x1024", "2048x2048")
     registry: ClassVar[dict[str, type["Scene"]]] = {}
@@ -137,8 +138,11 @@ class Scene(abc.ABC):
         """Create GL objects, share them through ``backend`` and build kernels."""
 
     @abc.abstractmethod
-    def compute(self, queue: cl.CommandQueue, frame: int, wait_for) -> cl.Event:
-        """Enqueue this frame's kernel(s) on the acquired objects; returns the last event."""
+    def compute(self, queue: cl.CommandQueue, frame: int, wait_for, event: bool = True) -> cl.Event | None:
+        """Enqueue this frame's kernel(s) on the acquired objects; returns the last event.
+        ``event=False`` (passed only to a scene whose ``compute_takes_null_event``): nothing will read
+        it (an untimed frame on an in-order queue whose sync mode waits for CL on the CPU:
+        FrameScheduler); the kernel is enqueued with the C API's NULL event and None returned."""
 
     @abc.abstractmethod
     def render(self, size: tuple[int, int]) -> None:

@@ -160,13 +160,15 @@ class ImageScene(Scene):
         self.image_size = tuple(size)
         self._make_texture()
 
-    def compute(self, queue, frame, wait_for):
+    compute_takes_null_event = True  # (its kernel's NDRangeCall)
+
+    def compute(self, queue, frame, wait_for, event=True):
         cr, ci = self.constant(frame)
         kernel, i = self.kernel, self._c_index
         kernel.set_arg(i, np.float32(cr))
         kernel.set_arg(i + 1, np.float32(ci))
         global_size, local = self.launch(self._global_size)
-        return kernel.enqueue(queue, global_size, local, wait_for)
+        return kernel.enqueue(queue, global_size, local, wait_for, event)
 
     def render(self, size) -> None:
         self.quad.draw(self.texture.gl)

@@ -211,9 +211,11 @@ class ParticlesScene(Scene):
                             keys="r"),
                 SceneOption("view", "view", "choice", self.view, command="set_view", choices=tuple(VIEWS), keys="o"))
 
-    def compute(self, queue, frame, wait_for):
+    compute_takes_null_event = True  # (its kernel's NDRangeCall)
+
+    def compute(self, queue, frame, wait_for, event=True):
         global_size, local = self.launch((self.n,))
-        return self.kernel.enqueue(queue, global_size, local, wait_for)
+        return self.kernel.enqueue(queue, global_size, local, wait_for, event)
 
     def _points_program(self) -> Program:
         if not self.round_points:

@@ -103,6 +103,12 @@ class FrameScheduler:
         # (acquire -> kernel -> release) need no wait lists between them; a queue that is not in order
         # gets each command's predecessor in its wait list
         self._in_order = backend.queue_in_order
+        # what reads an untimed frame's events (``FrameRecord.sampled``): the wait lists of a queue not
+        # in order; and the acquire's and the release's, where the frame may end before they complete,
+        # the panel's owners in transition, the run-ahead bound and a sync mode's GPU waits (every
+        # mode but one that waits for CL on the CPU, ``SyncMode.waits_on_cpu``). Timed frames keep all
+        self._untimed_kernel_event = not (self._in_order and scene.compute_takes_null_event)
+        self._untimed_events = not (self._in_order and sync.waits_on_cpu)
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
@@ -122,7 +128,12 @@ class FrameScheduler:
         self._labels: tuple[str, ...] = ()
         # the bookkeeping handed to the sync mode's CPU waits (``shadow``), once each a frame: bound once
         self._shadow_cl, self._shadow_gl = self._harvest_cl_in_wait, self._harvest_gl_in_wait
+        self._read_gl = self._read_gl_in_wait
         self._cl_harvested = self._gl_harvested = False  # done in a wait of the frame in progress
+        # a mode that waits on the CPU every frame (finish) is handed the bookkeeping only when some
+        # is due, so it flushes before its waits only then (a flush costs NVIDIA's calling thread
+        # 2.2 us); the frame then does none of it elsewhere
+        self._waits_on_cpu = sync.waits_on_cpu
 
     @property
     def strict(self) -> str:
@@ -150,12 +161,14 @@ class FrameScheduler:
             pass
         return self.history.last
 
-    def frame_phases(self, frame: int, render_target):
+    def frame_phases(self, frame: int, render_target, stepped: bool = False):
         """The frame as a generator: yields the name of each phase after it ran ("acquire",
         "compute", "release", "render"), so the teaching mode can pause between phases; driving
-        it to the end is exactly ``run_frame``."""
+        it to the end is exactly ``run_frame``. ``stepped``: the teaching mode steps it (the pauses
+        between its phases are the user's), and it is timed, its stamps read and its draw timed."""
         backend, scene, queue = self.backend, self.scene, self.backend.queue
         rec = FrameRecord(frame, scene.name, backend.name, self.sync.name, self.segment)
+        rec.stepped = stepped
         if scene.slots > 1:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
             rec.slot = slot = frame % scene.slots
             scene.use_slot(slot)
@@ -173,13 +186,17 @@ class FrameScheduler:
         samples = rec.owners
         rec.start_ns = t = ns()
         interval, last = self.stamps_interval_ns, self._sampled_ns
-        if last is None or self._work_since >= interval or t - last >= STAMPS_WALL_FACTOR * interval:
+        if stepped or last is None or self._work_since >= interval or t - last >= STAMPS_WALL_FACTOR * interval:
             self._sampled_ns, self._work_since = t, 0
+            events = kernel_event = True
         else:
             rec.sampled = False
+            # an untimed frame's events are asked of the driver only where something reads them
+            # (each costs the calling thread 2.2 us on the H200: bench/results/README.md)
+            events, kernel_event = self._untimed_events, self._untimed_kernel_event
         samples.append(("start", t, tuple(map(_OWNER, owned))))
         copied = backend.bytes_copied
-        self._cl_harvested = self._gl_harvested = False
+        waits_on_cpu = self._cl_harvested = self._gl_harvested = self._waits_on_cpu
         ok = True
         try:
             if self.faults is not None:
@@ -187,10 +204,14 @@ class FrameScheduler:
             if self.sync.bounded_run_ahead:
                 self._bound_run_ahead(rec)
             backend.gl_before_acquire(scene.shared)
-            wait_for = self.sync.before_acquire(rec.waits, self._shadow_cl)
+            if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
+                shadow = self._shadow_cl if len(self._pending) >= self.profile_batch else None
+            else:
+                shadow = self._shadow_cl
+            wait_for = self.sync.before_acquire(rec.waits, shadow)
             ev_a = None
             if "acquire" not in self.skip:
-                ev_a = backend.acquire(queue, scene.shared, wait_for or None)
+                ev_a = backend.acquire(queue, scene.shared, wait_for or None, out=events)
                 rec.counts["acquire"] += 1
             if ev_a is not None:
                 rec.events["acquire"] = ev_a
@@ -211,8 +232,12 @@ class FrameScheduler:
                     after = None if self._in_order else [ev_a]
                 else:  # no acquire enqueued (skipped, or nothing to hand over): the sync's events, if any
                     after = wait_for or None
-                ev_c = scene.compute(queue, frame, after)
-                rec.events["compute"] = ev_c
+                if kernel_event:
+                    ev_c = scene.compute(queue, frame, after)
+                else:  # (a scene whose ``compute_takes_null_event``)
+                    ev_c = scene.compute(queue, frame, after, event=False)
+                if ev_c is not None:
+                    rec.events["compute"] = ev_c
                 rec.counts["compute"] += 1
             except Exception as exc:  # noqa: BLE001
                 ok = self._fail(rec, exc, "compute")
@@ -227,11 +252,16 @@ class FrameScheduler:
                 ev_r = None
                 if "release" not in self.skip:
                     ev_r = backend.release(queue, scene.shared,
-                                           [ev_c] if ev_c is not None and not self._in_order else None)
+                                           [ev_c] if ev_c is not None and not self._in_order else None, out=events)
                     rec.counts["release"] += 1
                     if ev_r is not None:
                         rec.events["release"] = ev_r
-                self.sync.after_release(queue, ev_r, rec.waits, self._shadow_gl)
+                if waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
+                    timer = self.gl_timer
+                    shadow = self._read_gl if timer.enabled and timer.due() else None
+                else:
+                    shadow = self._shadow_gl
+                self.sync.after_release(queue, ev_r, rec.waits, shadow)
                 backend.gl_after_release(scene.shared)
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "release")
@@ -296,6 +326,14 @@ class FrameScheduler:
         t0, timed = ns(), timer.timed
         timer.harvest()
         if timer.timed != timed:  # on the record where a pass was read (the timer looks every few frames)
+            self.current.bookkeeping.append(("GL timer harvest", t0, ns()))
+
+    def _read_gl_in_wait(self) -> None:
+        """The same, where the frame asked the timer whether a read is due (``GlTimer.due``): it is."""
+        timer = self.gl_timer
+        t0, timed = ns(), timer.timed
+        timer.read()
+        if timer.timed != timed:
             self.current.bookkeeping.append(("GL timer harvest", t0, ns()))
 
     def _bound_run_ahead(self, rec: FrameRecord) -> None:
@@ -421,7 +459,8 @@ class FrameScheduler:
             return lambda rec, name: _WrappedSpan(span(rec, name), enter, leave)
 
         undo = instrument_attributes([(self, "harvest", "CL profiling harvest"),
-                                      (self.gl_timer, "harvest", "GL timer harvest")], wrap)
+                                      (self.gl_timer, "harvest", "GL timer harvest"),
+                                      (self.gl_timer, "read", "GL timer harvest")], wrap)
         undo_span = instrument_attributes([(self.gl_timer, "span", "GL timer span")], spans)
 
         def both() -> None:

@@ -135,16 +135,13 @@ class TeachingStepper:
             self._drop()  # the scheduler was replaced (switch): its frame went with it
         starting = self._gen is None
         if starting:
-            self._gen = scheduler.frame_phases(frame, render_target)
+            self._gen = scheduler.frame_phases(frame, render_target, stepped=True)
             self._scheduler, self.frame, self.visited = scheduler, frame, []
         try:
             phase = next(self._gen)
         except BaseException:
             self._drop()
             raise
-        if starting and scheduler.current is not None:
-            scheduler.current.stepped = True  # the pauses between its phases are the user's
-            scheduler.current.sampled = True  # and it is timed: its stamps read, its draw timed
         self.visited.append(phase)
         self.history.append((frame, phase))
         self.last = phase

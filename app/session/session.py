@@ -21,8 +21,10 @@ from app import native
 from app.cl.device import CL_SHARING_EXTENSIONS, select_device
 from app.config import RunConfig
 from app.errors import GlshareError, SharingUnavailable, as_glshare_error
+from app.gl import api as GL
 from app.gl.allocator import keep_freed_memory
 from app.gl.context import check_gl, gl_info
+from app.gl.raw import gl_function as raw_gl
 from app.gl.timer import default_every
 from app.scenes import scene_class, scene_classes
 from app.schedule.faults import FaultPlan
@@ -337,9 +339,7 @@ class Session:
         is kept to the viewport the UI gives (viewport and scissor), and ``scene_rect`` says so."""
         if not self.surface.bind_target():
             return None
-        from app.gl import api as GL
-        from app.gl.raw import gl_function as raw  # every frame: straight through ctypes (checked after the draw)
-
+        raw = raw_gl  # every frame: straight through ctypes (checked after the draw)
         fb = tuple(self.surface.framebuffer_size)
         rect = self.scene_viewport(fb) if self.scene_viewport is not None else None
         self.scene_rect = rect
@@ -406,8 +406,6 @@ class Session:
             return
         scene, tracker = self.scene, self.backend.tracker
         if self.stepper.covers(scene.shared, tracker.owner_of):
-            from app.gl import api as GL
-
             GL.glClearColor(0.08, 0.08, 0.10, 1.0)
             GL.glClear(GL.GL_COLOR_BUFFER_BIT)
             return

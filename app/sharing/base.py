@@ -172,6 +172,10 @@ class SharingBackend(abc.ABC):
     # an error the hand-back reports, a release too few hung the H200). glshare's own hand-overs
     # (host_copy, host_mapped) need one
     nests_acquisitions: ClassVar[bool] = True
+    # its ``_enqueue_acquire`` / ``_enqueue_release`` take ``event=False``: the C API's NULL ``event``
+    # argument where nothing will read the event (FrameScheduler: an untimed frame on an in-order
+    # queue whose sync mode waits for CL on the CPU); they may return None then. False: never passed
+    null_events: ClassVar[bool] = False
     registry: ClassVar[dict[str, type["SharingBackend"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:
@@ -431,7 +435,7 @@ class SharingBackend(abc.ABC):
             verdict = self.validator.check_python(call, queue, split[1], wait_for)
         return split[2], verdict
 
-    def acquire(self, queue, objects, wait_for=None, *, event: bool = False) -> cl.Event | None:
+    def acquire(self, queue, objects, wait_for=None, *, event: bool = False, out: bool = True) -> cl.Event | None:
         """Enqueue the hand-over GL -> CL. Returns the acquire's event, or None when nothing was
         enqueued (0 objects; a copying backend with nothing to copy in and no wait list).
 
@@ -445,11 +449,12 @@ class SharingBackend(abc.ABC):
             return completed_event(self.context)
         return ev
 
-    def release(self, queue, objects, wait_for=None) -> cl.Event | None:
-        """Enqueue the hand-over CL -> GL. Returns the release's event (None for 0 objects)."""
-        return self._hand_over("release", queue, objects, wait_for)
+    def release(self, queue, objects, wait_for=None, *, out: bool = True) -> cl.Event | None:
+        """Enqueue the hand-over CL -> GL. Returns the release's event (None for 0 objects; ``out``
+        as in ``acquire``)."""
+        return self._hand_over("release", queue, objects, wait_for, out)
 
-    def _hand_over(self, call: str, queue, objects, wait_for) -> cl.Event | None:
+    def _hand_over(self, call: str, queue, objects, wait_for, out: bool = True) -> cl.Event | None:
         """Validate, enqueue (the backend's own way), then record the new owner."""
         objects, verdict = self._validated(call, queue, objects, wait_for)
         if not objects:
@@ -465,7 +470,10 @@ class SharingBackend(abc.ABC):
                 raise ClError.from_pyopencl(exc, f"{self.name}.{call} (no objects: a marker)") from exc
         enqueue = self._enqueue_acquire if call == "acquire" else self._enqueue_release
         try:
-            event = enqueue(queue, objects, list(wait_for) if wait_for else None)
+            if out or not self.null_events:
+                event = enqueue(queue, objects, list(wait_for) if wait_for else None)
+            else:
+                event = enqueue(queue, objects, list(wait_for) if wait_for else None, event=False)
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{self.name}.{call}") from exc
         (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)

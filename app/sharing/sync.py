@@ -40,6 +40,11 @@ class SyncMode:
     # a GL fence past the frame's draw then says the release completed, and the run-ahead bound
     # needs no CL event status. False where that is not certain.
     gl_waits_for_release: ClassVar[bool] = False
+    # every frame the CPU waits until GL is done before the acquire and until CL is done after the
+    # release (glFinish, clFinish), calling ``shadow`` before each wait: when ``after_release``
+    # returns, the frame's CL commands have completed, so on an in-order queue nothing needs their
+    # events unless they are read (FrameScheduler leaves them out of untimed frames)
+    waits_on_cpu: ClassVar[bool] = False
     registry: ClassVar[dict[str, type["SyncMode"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:
@@ -93,6 +98,7 @@ class FinishSync(SyncMode):
 
     name = "finish"
     order = 10
+    waits_on_cpu = True
     title = "glFinish / clFinish"
     explanation = ("glFinish before the acquire waits until GL's commands are done; clFinish after the release "
                    "waits until CL's are: the portable rule when no shared sync object exists.")

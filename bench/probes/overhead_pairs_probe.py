@@ -9,6 +9,8 @@ package; run from a project root:
     AB=queue ...        # alternating glshare's profiling queue and a plain one (its events then not read)
     AB=gltimer ...      # alternating glshare's GL timer on and off (what its two stamps a frame cost)
     AB=stamps ...       # alternating one frame timed a millisecond (the default) and every frame timed
+    AB=events ...       # alternating untimed frames without the events nothing reads (the default) and with
+                        # all three, and finish's bookkeeping handed to its waits only when due and always
     BARE_QUEUE=glshare  # the bare loops enqueue on glshare's profiling queue, not a plain one of their own
 
 Prints each loop's median (us), the median of the pairs' differences with its interquartile range,
@@ -50,9 +52,12 @@ with Run(cfg) as rt:
     switch = {"shadow": ("bookkeeping in the waits", "after them"),
               "queue": ("profiling queue", "plain queue"),
               "gltimer": ("GL timer on", "GL timer off"),
-              "stamps": ("one frame timed a millisecond", "every frame timed")}[ab]
+              "stamps": ("one frame timed a millisecond", "every frame timed"),
+              "events": ("untimed frames' events only where read, flushes only when due",
+                         "every event made, flushes every frame")}[ab]
     timer_on = sched.gl_timer.enabled
     interval = sched.stamps_interval_ns
+    lean = (sched._untimed_events, sched._untimed_kernel_event, sched._waits_on_cpu)
     backend = rt.session.backend
     profiling_queue = backend.queue
     plain_queue = None
@@ -68,6 +73,8 @@ with Run(cfg) as rt:
             backend._queue.queue = profiling_queue if on else plain_queue
         elif ab == "stamps":
             sched.stamps_interval_ns = interval if on else 0
+        elif ab == "events":  # off: as before 2026-12-03's eleventh session (each untimed frame's 3 events, 2 flushes)
+            sched._untimed_events, sched._untimed_kernel_event, sched._waits_on_cpu = lean if on else (True, True, False)
         else:
             sched.gl_timer.enabled = timer_on and on
         times: list[list[float]] = [[], [], []]
@@ -95,4 +102,5 @@ with Run(cfg) as rt:
     sched._shadow_cl, sched._shadow_gl = shadow
     sched.gl_timer.enabled, backend._queue.queue = timer_on, profiling_queue
     sched.stamps_interval_ns = interval
+    sched._untimed_events, sched._untimed_kernel_event, sched._waits_on_cpu = lean
     bare.close()

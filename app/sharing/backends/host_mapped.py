@@ -232,6 +232,7 @@ class HostMapped(SharingBackend):
     probe_order = 80  # after the extensions (gl_sharing, external_memory), before host_copy
     capabilities = Capabilities(zero_copy=True, buffer_textures=True)
     nests_acquisitions = False  # glshare's own hand-over: one release hands back any number of acquires
+    null_events = True  # the release's marker left out where nothing reads its event
     teaching = {
         "acquire": "host_mapped: GL's commands on the shared memory are complete (sync 'finish' waited in "
                    "glFinish), so CL may use it; nothing is enqueued or copied: CL's buffer is GL's mapped buffer.",
@@ -358,15 +359,19 @@ class HostMapped(SharingBackend):
         super()._unshare(obj)
 
     # -- acquire / release ------------------------------------------------------------------------
-    def _enqueue_acquire(self, queue, objects, wait_for):
+    def _enqueue_acquire(self, queue, objects, wait_for, event=True):
         """Nothing to move: GL's commands were waited for by the sync mode. A marker only where the
         acquire must wait for events (so that commands after it wait too)."""
         if not wait_for:
             return None
         return cl.enqueue_marker(queue, wait_for=wait_for)
 
-    def _enqueue_release(self, queue, objects, wait_for):
-        """A marker after the kernel: complete when CL is done with the memory."""
+    def _enqueue_release(self, queue, objects, wait_for, event=True):
+        """A marker after the kernel: complete when CL is done with the memory. Where nothing reads
+        it (``event=False``, on an in-order queue: ``null_events``) and it waits on nothing, none: the
+        sync mode's clFinish is CL's completion then."""
+        if not event and not wait_for:
+            return None
         return cl.enqueue_marker(queue, wait_for=wait_for)
 
     def gl_before_acquire(self, objects) -> None:

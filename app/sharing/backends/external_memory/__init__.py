@@ -172,6 +172,7 @@ class ExternalMemory(SharingBackend):
     probe_order = 20
     capabilities = Capabilities(zero_copy=True, semaphores=True, buffer_textures=True)
     rule_set = "external_memory"  # validated against cl_khr_external_memory's error lists
+    null_events = True  # its calls take the C API's NULL event (clext.MemObjectsCall)
     release_exporter = True  # free Vulkan's allocation once GL and CL imported it (lifetime demo)
     uploads_reach_cl = True  # uploads go into the imported buffer CL reads: no copy owed after them
     gpu_bytes_copied = 0  # bytes GL copied between 2D textures and their imported buffers (on the GPU)
@@ -362,11 +363,11 @@ class ExternalMemory(SharingBackend):
         # on NVIDIA 580 (H200), with finish and with semaphore sync alike; buffer copies it sees
         self.gpu_bytes_copied += self._copy_written_textures(objects, staging=self._pack_staging)
 
-    def _enqueue_acquire(self, queue, objects, wait_for):
-        return self._acquire_call(queue, [o.handover_mem for o in objects], wait_for)
+    def _enqueue_acquire(self, queue, objects, wait_for, event=True):
+        return self._acquire_call(queue, [o.handover_mem for o in objects], wait_for, event)
 
-    def _enqueue_release(self, queue, objects, wait_for):
-        return self._release_call(queue, [o.handover_mem for o in objects], wait_for)
+    def _enqueue_release(self, queue, objects, wait_for, event=True):
+        return self._release_call(queue, [o.handover_mem for o in objects], wait_for, event)
 
     def gl_after_release(self, objects) -> None:
         """GL's side of a texture hand-over on the copy path: shared buffer -> texture, on the GPU

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.bench import python_reference_us
 from app.bench.loops import (
     BareLoop,
     Sample,
@@ -433,6 +434,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
         _limit_by_finish(cell, gl_alone)
     if smallest:
         cell["overhead_breakdown"] = overhead_breakdown(rt, reps=max(50, 10 * sweep.frames))
+        cell["python_ref_us"] = python_reference_us(1000)  # the host's Python speed at this cell (machine_facts)
     bare_stats = sample_stats(fr.bare)
     cell["vs_bare"] = round(cell["frame_ms"]["median"] / bare_stats["frame_ms"]["median"], 4)
     cell["paired"] = _paired_stats(fr)

@@ -172,7 +172,7 @@ class SchedulerOverheadUs(Ratio):
             cpu = (_median(cell, "cpu_ms", "main_thread") - _median(bare, "cpu_ms", "main_thread")) * 1e3
         wall = (_median(cell, "frame_ms") - _median(bare, "frame_ms")) * 1e3
         detail = {"iqr": paired.get("main_thread_diff_us_iqr"), "wall_difference_us": round(wall, 1),
-                  "breakdown": cell.get("overhead_breakdown")}
+                  "breakdown": cell.get("overhead_breakdown"), "python_ref_us": cell.get("python_ref_us")}
         detail.update(self._checked_floor(paired))
         return Measured(cpu, f"particles {size_label('particles', n1)}, {run.default}, finish", detail)
 

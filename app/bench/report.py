@@ -64,6 +64,8 @@ def print_table(result: dict, out) -> None:
     out.write(f"glshare bench ({result['sweep']['name']}) {result['date']}  glshare {result['glshare']} "
               f"commit {result['commit'][:10] or '?'}\n")
     ref = f", Python reference {m['python_ref_us']:.3f} us" if m.get("python_ref_us") else ""
+    if m.get("python_ref_end_us"):
+        ref += f" (at the end {m['python_ref_end_us']:.3f})"
     out.write(f"machine: {m['cpu']}, {m['cores']} cores{ref} | GL: {gl['renderer']} | CL: {cl['platform']}: "
               f"{cl['device']}\n\n")
     rows = []
@@ -110,6 +112,8 @@ def print_table(result: dict, out) -> None:
             out.write(f"  {name}: the checked floor (bare loop + spec checks, ownership, frame record) adds "
                       f"{_f(r['checked_floor_us'], 1)} us by itself (bare against bare: "
                       f"{_f(r.get('bare_vs_bare_us'), 1)} us)"
+                      + (f"; the host's Python reference at that cell {r['python_ref_us']:.3f} us"
+                         if r.get("python_ref_us") else "")
                       + (f"; {r['impossible_here']}" if "impossible_here" in r else "") + "\n")
     for name, why in result["not_measurable"].items():
         out.write(f"  {name}: not measurable here ({why})\n")

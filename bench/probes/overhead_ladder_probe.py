@@ -80,6 +80,21 @@ with Run(cfg) as rt:
         glshare_frame(rt, records)
         bare.frame()
     sched.harvest()
+    # whether the validator's remembered verdicts hold across frames here (a full check is its rules run again)
+    validator = backend.validator
+    full_checks, real_check, generation = [0], validator.check, validator.registry.generation
+
+    def counted(*a, **k):
+        full_checks[0] += 1
+        return real_check(*a, **k)
+
+    validator.check = counted
+    for _ in range(100):
+        glshare_frame(rt, records)
+        bare.frame()
+    del validator.check
+    print(f"# 100 frames: {full_checks[0]} full validator checks, registry generation moved "
+          f"{validator.registry.generation - generation}", flush=True)
     results: dict[str, list[float]] = {r: [] for r in RUNGS}
     for cycle in range(2):
         for k, rung in enumerate(RUNGS):

@@ -443,8 +443,11 @@ class SharingBackend(abc.ABC):
         this command and can be used to query or wait for this command to complete" (5.5.15): where
         the hand-over enqueued nothing it is complete already, and the event says so (a user event
         set to CL_COMPLETE: no command on the queue). The scheduler does not ask: it profiles every
-        event it gets, and a user event has no profiling info."""
-        ev = self._hand_over("acquire", queue, objects, wait_for)
+        event it gets, and a user event has no profiling info.
+
+        ``out=False``: the caller will not read the event (the C API's NULL ``event`` argument where
+        the backend's calls take one, ``null_events``): None may come back."""
+        ev = self._hand_over("acquire", queue, objects, wait_for, out)
         if ev is None and event:
             return completed_event(self.context)
         return ev

@@ -26,4 +26,6 @@ os.sched_setaffinity(0, set(cores))
 for c in cores:
     print(f"core {c:3d}: {' '.join(f'{v:.3f}' for v in by_core[c])} us", flush=True)
 best = {c: min(v) for c, v in by_core.items()}
-print(f"# fastest {min(best.values()):.3f} us, slowest {max(best.values()):.3f} us over {len(cores)} cores")
+fast, slow = min(best, key=best.get), max(best, key=best.get)
+print(f"# fastest {best[fast]:.3f} us (core {fast}), slowest {best[slow]:.3f} us (core {slow}) over {len(cores)} cores")
+print(f"FASTEST={fast} SLOWEST={slow}")  # (for a shell: eval "$(... | tail -1)")

@@ -8,7 +8,9 @@ by name; a backend offers a mode when the mode's probe accepts it.
 stamps of earlier frames), handed to a mode's CPU waits. A mode that blocks the CPU flushes first,
 so the GPU already runs what the wait is for, then calls ``shadow()``, then waits: the bookkeeping
 runs in the time the CPU would spend blocked (NVIDIA's glFinish and clFinish spin on a core, so
-there it was CPU time too). The wait recorded is the blocking call alone. A mode with no CPU wait
+there it was CPU time too). The wait recorded is the blocking call alone. The scheduler passes
+``shadow`` to a mode that ``waits_on_cpu`` only when some bookkeeping is due (a flush costs the
+calling thread too), else None: then the mode neither flushes nor calls anything before its wait. A mode with no CPU wait
 never calls it; the scheduler then does that work at the end of the frame.
 """
 from __future__ import annotations

@@ -123,7 +123,8 @@ def machine_facts(python_ref_start_us: float | None = None) -> dict:
 
 def _machine(python_ref_start_us: float | None) -> dict:
     """The host; its Python speed (``PYTHON_REF_WHAT``) now, and at the run's start where it was
-    measured then: on one H200 loan it read 0.50 us in a probe and 1.08 us at the end of the bench."""
+    measured then: it changes during a run (one H200 bench read 0.526 us at its start, 1.087 at a
+    cell and 0.507 at its end)."""
     now = python_reference_us()
     facts = {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
              "python": platform.python_version(), "python_ref_us": now, "python_ref_what": PYTHON_REF_WHAT}
@@ -133,8 +134,9 @@ def _machine(python_ref_start_us: float | None) -> dict:
 
 
 PYTHON_REF_WHAT = ("median time of a fixed piece of Python shaped like a frame's bookkeeping (four objects looked "
-                   "up, changed and sampled into a tuple), us: how fast this host runs glshare's Python. Lent GPU "
-                   "machines of one kind differ by up to 1.5x here, and glshare's CPU-bound figures "
+                   "up, changed and sampled into a tuple), us: how fast this host runs glshare's Python. On the lent "
+                   "GPU machines it reads 0.5 or 1.0-1.3 us from one moment to the next (the share of a core the "
+                   "host gives the thread: bench/probes/host_cores_probe.py), and glshare's CPU-bound figures "
                    "(scheduler_overhead_us, a CPU-bound semaphore frame) follow it")
 
 

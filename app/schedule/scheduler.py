@@ -330,18 +330,17 @@ class FrameScheduler:
     def _harvest_gl_in_wait(self) -> None:
         """The GL timer's finished passes, read while the CPU would wait for CL (a sync mode's ``shadow``)."""
         self._gl_harvested = True
-        timer = self.gl_timer
-        t0, timed = ns(), timer.timed
-        timer.harvest()
-        if timer.timed != timed:  # on the record where a pass was read (the timer looks every few frames)
-            self.current.bookkeeping.append(("GL timer harvest", t0, ns()))
+        self._gl_read_on_record(self.gl_timer.harvest)
 
     def _read_gl_in_wait(self) -> None:
         """The same, where the frame asked the timer whether a read is due (``GlTimer.due``): it is."""
+        self._gl_read_on_record(self.gl_timer.read)
+
+    def _gl_read_on_record(self, read) -> None:
         timer = self.gl_timer
         t0, timed = ns(), timer.timed
-        timer.read()
-        if timer.timed != timed:
+        read()
+        if timer.timed != timed:  # on the record where a pass was read (the timer looks every few frames)
             self.current.bookkeeping.append(("GL timer harvest", t0, ns()))
 
     def _bound_run_ahead(self, rec: FrameRecord) -> None:

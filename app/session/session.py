@@ -37,6 +37,7 @@ from app.sharing.base import ProbeEnv
 from app.sharing.registry import Registry, backend_class
 from app.sharing.sync import sync_modes
 from app.trace.clock import ClockMap
+from app.ui.layout import fit
 from app.validate.findings import stops_on
 from app.window import open_surface
 
@@ -339,25 +340,24 @@ class Session:
         is kept to the viewport the UI gives (viewport and scissor), and ``scene_rect`` says so."""
         if not self.surface.bind_target():
             return None
-        raw = raw_gl  # every frame: straight through ctypes (checked after the draw)
+        # every frame straight through ctypes (raw_gl; checked after the draw)
         fb = tuple(self.surface.framebuffer_size)
         rect = self.scene_viewport(fb) if self.scene_viewport is not None else None
         self.scene_rect = rect
         if rect is None:
-            raw("glDisable")(GL.GL_SCISSOR_TEST)
+            raw_gl("glDisable")(GL.GL_SCISSOR_TEST)
             return fb
         x, y, w, h = rect
-        raw("glScissor")(x, y, w, h)
-        raw("glEnable")(GL.GL_SCISSOR_TEST)
+        raw_gl("glScissor")(x, y, w, h)
+        raw_gl("glEnable")(GL.GL_SCISSOR_TEST)
         scene = self.scene
         if scene is not None and scene.size_kind == "image" and not getattr(scene, "follow_window", False):
-            from app.ui.layout import fit  # an image that keeps its size: undistorted, between bars
-
-            raw("glClearColor")(0.0, 0.0, 0.0, 1.0)
-            raw("glClear")(GL.GL_COLOR_BUFFER_BIT)
+            # an image that keeps its size: undistorted, between bars
+            raw_gl("glClearColor")(0.0, 0.0, 0.0, 1.0)
+            raw_gl("glClear")(GL.GL_COLOR_BUFFER_BIT)
             x, y, w, h = fit(rect, scene.current_size)
-            raw("glScissor")(x, y, w, h)
-        raw("glViewport")(x, y, w, h)
+            raw_gl("glScissor")(x, y, w, h)
+        raw_gl("glViewport")(x, y, w, h)
         return (w, h)
 
     def _scene_size(self) -> tuple[int, int]:

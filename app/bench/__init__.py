@@ -127,9 +127,10 @@ def _machine(python_ref_start_us: float | None) -> dict:
     cell and 0.507 at its end)."""
     now = python_reference_us()
     facts = {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
-             "python": platform.python_version(), "python_ref_us": now, "python_ref_what": PYTHON_REF_WHAT}
+             "python": platform.python_version(), "python_ref_what": PYTHON_REF_WHAT,
+             "python_ref_us": now if python_ref_start_us is None else python_ref_start_us}
     if python_ref_start_us is not None:
-        facts["python_ref_us"], facts["python_ref_end_us"] = python_ref_start_us, now
+        facts["python_ref_end_us"] = now
     return facts
 
 

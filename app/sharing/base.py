@@ -472,11 +472,12 @@ class SharingBackend(abc.ABC):
             except cl.Error as exc:
                 raise ClError.from_pyopencl(exc, f"{self.name}.{call} (no objects: a marker)") from exc
         enqueue = self._enqueue_acquire if call == "acquire" else self._enqueue_release
+        waits = list(wait_for) if wait_for else None
         try:
             if out or not self.null_events:
-                event = enqueue(queue, objects, list(wait_for) if wait_for else None)
+                event = enqueue(queue, objects, waits)
             else:
-                event = enqueue(queue, objects, list(wait_for) if wait_for else None, event=False)
+                event = enqueue(queue, objects, waits, event=False)
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{self.name}.{call}") from exc
         (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)

@@ -10,8 +10,8 @@ so the GPU already runs what the wait is for, then calls ``shadow()``, then wait
 runs in the time the CPU would spend blocked (NVIDIA's glFinish and clFinish spin on a core, so
 there it was CPU time too). The wait recorded is the blocking call alone. The scheduler passes
 ``shadow`` to a mode that ``waits_on_cpu`` only when some bookkeeping is due (a flush costs the
-calling thread too), else None: then the mode neither flushes nor calls anything before its wait. A mode with no CPU wait
-never calls it; the scheduler then does that work at the end of the frame.
+calling thread too), else None: then the mode neither flushes nor calls anything before its wait.
+A mode with no CPU wait never calls it; the scheduler then does that work at the end of the frame.
 """
 from __future__ import annotations
 

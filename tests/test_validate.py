@@ -206,6 +206,38 @@ def test_a_remembered_verdict_counts_and_binds_the_queue(host_copy):
         host_copy.destroy(obj)
 
 
+def test_the_hand_over_looks_up_an_accepted_call_once(host_copy):
+    """The backend's steady case (SharingBackend._hand_over): a call accepted before on the same
+    queue and objects is not put to the validator again, counts as checked, and is checked again
+    once a CL object is released (the registry's generation) or on another queue."""
+    import pyopencl as cl
+
+    obj = host_copy.create_buffer("t.lookup", 64)
+    v, q = host_copy.validator, host_copy.queue
+    asked = []
+    real = v.check_python
+    v.check_python = lambda *a: asked.append(a[0]) or real(*a)
+    other = host_copy.create_buffer("t.other", 64)
+    try:
+        host_copy.acquire(q, [obj])
+        host_copy.release(q, [obj])
+        assert asked == ["acquire", "release"]  # the first: checked by the rules
+        before = v.checked
+        host_copy.acquire(q, [obj])
+        assert asked == ["acquire", "release"] and v.checked == before + 1  # remembered, counted
+        host_copy.release(q, [obj], [cl.enqueue_marker(q)])  # (a wait list: always the validator's)
+        assert asked == ["acquire", "release", "release"]
+        host_copy.destroy(other)  # a CL object released: every remembered call is checked again
+        host_copy.acquire(q, [obj])
+        host_copy.release(q, [obj])
+        assert asked == ["acquire", "release", "release", "acquire", "release"]
+        with pytest.raises(ValidationError):  # same objects, a queue of another context
+            host_copy.acquire(cl.CommandQueue(cl.Context([host_copy.device])), [obj])
+    finally:
+        del v.check_python
+        host_copy.destroy(obj)
+
+
 def test_a_per_call_cache_is_emptied_at_its_bound():
     """app/memo.keep: what the frame's per-call caches keep stays under MOST entries."""
     from app.memo import MOST, keep

@@ -134,6 +134,7 @@ class FrameScheduler:
         self._work_since = 0  # the frames' own time (start to end) since then
         self._labels_key: tuple = ()
         self._labels: tuple[str, ...] = ()
+        self._owned: list = []  # the tracker's states of the scene's shared objects, per _labels_key
         # the bookkeeping handed to the sync mode's CPU waits (``shadow``), once each a frame: bound once
         self._shadow_cl, self._shadow_gl = self._harvest_cl_in_wait, self._harvest_gl_in_wait
         self._read_gl = self._read_gl_in_wait
@@ -185,11 +186,13 @@ class FrameScheduler:
         backend.tracker.frame = frame
         # the tracker's state objects are changed in place by acquire and release: looked up once a
         # frame, each boundary's sample is one tuple of their owners
-        states = backend.tracker.states
-        owned = [states[id(o)] for o in scene.shared if id(o) in states]
-        key = tuple(map(id, owned))
+        # (looked up again when the scene's objects or the backend's change: ``objects_version``)
+        key = (backend.objects_version, *map(id, scene.shared))
         if key != self._labels_key:
-            self._labels_key, self._labels = key, tuple(s.label for s in owned)
+            states = backend.tracker.states
+            self._owned = [states[id(o)] for o in scene.shared if id(o) in states]
+            self._labels_key, self._labels = key, tuple(s.label for s in self._owned)
+        owned = self._owned
         rec.owner_labels = self._labels
         samples = rec.owners
         rec.start_ns = t = ns()

@@ -202,6 +202,9 @@ class SharingBackend(abc.ABC):
         self.objects: list[SharedObject] = []
         self.objects_version = 0  # changes whenever ``objects`` does (what per-frame caches key on)
         self._splits: dict[tuple, tuple] = {}  # _validated's lists of objects, split: (objects, mems, shared)
+        # _hand_over's accepted calls without a wait list: (call, *ids) -> (queue, generation, shared, given)
+        self._accepted: dict[tuple, tuple] = {}
+        self._remember = True  # (off while instrumented: each check then goes through the validator)
         # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
         self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
         self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set)
@@ -415,6 +418,7 @@ class SharingBackend(abc.ABC):
         self.objects.remove(obj)
         self.objects_version += 1
         self._splits.clear()  # no list kept there pins the object any longer
+        self._accepted.clear()
         self.tracker.remove(obj)
         self._unshare(obj)
         live.released(obj.live_kind, self.name)
@@ -458,19 +462,37 @@ class SharingBackend(abc.ABC):
         return self._hand_over("release", queue, objects, wait_for, out)
 
     def _hand_over(self, call: str, queue, objects, wait_for, out: bool = True) -> cl.Event | None:
-        """Validate, enqueue (the backend's own way), then record the new owner."""
-        objects, verdict = self._validated(call, queue, objects, wait_for)
-        if not objects:
-            if verdict != EMPTY:
-                return None  # GL sharing's (0, NULL): "the function does nothing"
-            # external memory's (0, NULL) "will trivially succeed after its event dependencies are
-            # satisfied and will update its completion event" (cl_khr_external_memory, 5.5.1.1): a
-            # marker with the same wait list is that command. Not forwarded: NVIDIA 580 refuses the
-            # empty call with CL_INVALID_VALUE (the H200's errors-nvidia.json, the driver column)
-            try:
-                return cl.enqueue_marker(queue, wait_for=list(wait_for) if wait_for else None)
-            except cl.Error as exc:
-                raise ClError.from_pyopencl(exc, f"{self.name}.{call} (no objects: a marker)") from exc
+        """Validate, enqueue (the backend's own way), then record the new owner.
+
+        The frame's steady case, a call without a wait list that the validator accepted before on
+        the same queue and objects while no CL object was released since (the registry's
+        generation), is one lookup here (``_accepted``): its shared objects, and the validator's
+        remembered verdict, counted as checked as ``SpecValidator.check_python`` counts one, without
+        the two calls that find it there. Not while the validator is bypassed or instrumented."""
+        key = hit = None
+        if not wait_for and objects and self._remember and not self.bypass_validation:
+            key = (call, *map(id, objects))
+            hit = self._accepted.get(key)
+        if hit is not None and hit[0] is queue and hit[1] == self.validator.registry.generation:
+            self.validator.checked += 1
+            objects = hit[2]
+        else:
+            given = objects
+            objects, verdict = self._validated(call, queue, objects, wait_for)
+            if key is not None and objects and verdict == "CL_SUCCESS":
+                # (the caller's objects are held with it: no id in the key can be reused while it is kept)
+                keep(self._accepted, key, (queue, self.validator.registry.generation, objects, tuple(given)))
+            if not objects:
+                if verdict != EMPTY:
+                    return None  # GL sharing's (0, NULL): "the function does nothing"
+                # external memory's (0, NULL) "will trivially succeed after its event dependencies are
+                # satisfied and will update its completion event" (cl_khr_external_memory, 5.5.1.1): a
+                # marker with the same wait list is that command. Not forwarded: NVIDIA 580 refuses the
+                # empty call with CL_INVALID_VALUE (the H200's errors-nvidia.json, the driver column)
+                try:
+                    return cl.enqueue_marker(queue, wait_for=list(wait_for) if wait_for else None)
+                except cl.Error as exc:
+                    raise ClError.from_pyopencl(exc, f"{self.name}.{call} (no objects: a marker)") from exc
         enqueue = self._enqueue_acquire if call == "acquire" else self._enqueue_release
         waits = list(wait_for) if wait_for else None
         try:
@@ -553,11 +575,19 @@ class SharingBackend(abc.ABC):
         """Put ``wrap(piece, fn)`` in place of each per-frame piece of the hand-over until the
         returned undo is called: "validator" (both spec checks), "ownership tracker" (its four
         transitions), "acquire call" and "release call" (the backend's enqueue). ``wrap`` may return
-        ``fn`` itself to leave a piece alone. Nothing is rebound, and nothing costs, otherwise."""
-        return instrument_attributes(
+        ``fn`` itself to leave a piece alone. Nothing is rebound, and nothing costs, otherwise.
+        Meanwhile every check goes through the validator (``_hand_over``'s lookup is off)."""
+        undo = instrument_attributes(
             [(self.validator, "check_python", "validator"), (self, "_enqueue_acquire", "acquire call"),
              (self, "_enqueue_release", "release call")]
             + [(self.tracker, m, "ownership tracker") for m in ("acquired", "released", "cl_use", "gl_use")], wrap)
+        self._remember = False
+
+        def both() -> None:
+            undo()
+            self._remember = True
+
+        return both
 
     def close(self) -> None:
         """Idempotent: CL objects of every shared object, then the queue, then the context."""
@@ -565,6 +595,7 @@ class SharingBackend(abc.ABC):
             return
         self._closed = True
         self._splits.clear()
+        self._accepted.clear()
         try:  # nothing may stay acquired when the memory objects and the context go (hand_back)
             self.hand_back(why="the backend closed")
         except Exception as exc:  # noqa: BLE001 - closing goes on; the driver said why

@@ -412,11 +412,12 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
     smallest = base["scene"] == "particles" and base["size"] == min(sweep.particles)  # scheduler_overhead_us
     headline = smallest or (base["scene"] == "particles" and base["size"] == sweep.default_particles)
     per_round = math.ceil(sweep.frames * (2 if headline else 1) / sweep.rounds)  # the ratios are read there
+    pairs = math.ceil(sweep.overhead_pairs / sweep.rounds) if smallest else per_round  # (Sweep.overhead_pairs)
     fr = _FinishFrames()
     try:
         _warm_up(rt, bare, sweep, clock, copies)
         for _ in range(sweep.rounds):
-            _paired_frames(rt, bare, fr, per_round, clock, checked=smallest)
+            _paired_frames(rt, bare, fr, pairs, clock, checked=smallest)
             if copies:
                 _copy_frames(rt, bare, fr, max(2, per_round // 2), clock)
             if with_panel:

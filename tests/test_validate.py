@@ -379,6 +379,36 @@ def test_semaphore_rules(objs):
     REGISTRY.forget(other)
 
 
+def test_semaphore_check_python_remembers_one_accepted_semaphore(objs):
+    """The frame's case, one semaphore and no wait list: accepted once, then counted without the
+    rules (``check`` is not called), and checked again once the semaphore is released, on another
+    queue, or with a wait list."""
+    from app.validate.semaphores import SemaphoreValidator
+
+    b = objs.backend
+    v = SemaphoreValidator(b.context)
+    sem = REGISTRY.created(Sem(0x2234), b.context, kind="semaphore")
+    q = b.queue
+    calls = []
+    real = v.check
+    v.check = lambda *a: calls.append(a[0]) or real(*a)
+    try:
+        assert v.check_python("wait", q, [sem], None) == "CL_SUCCESS" and calls == ["wait"]
+        before = v.checked
+        assert v.check_python("wait", q, [sem], None) == "CL_SUCCESS"
+        assert calls == ["wait"] and v.checked == before + 1  # remembered, counted
+        assert v.check_python("signal", q, [sem], None) == "CL_SUCCESS" and calls == ["wait", "signal"]
+        assert v.check_python("wait", q, [sem], [objs.event]) == "CL_SUCCESS" and len(calls) == 3
+        with pytest.raises(ValidationError):  # another context's queue: the rules again, refused
+            v.check_python("wait", objs.other_queue, [sem], None)
+        sem.release()  # its handle cleared: refused at its next use
+        with pytest.raises(ValidationError) as err:
+            v.check_python("wait", q, [sem], None)
+        assert err.value.name == "CL_INVALID_SEMAPHORE_KHR"
+    finally:
+        REGISTRY.forget(sem)
+
+
 def test_registry_liveness():
     from app.validate.liveness import LIVE, RELEASED, UNKNOWN, ObjectRegistry
 

@@ -48,6 +48,7 @@ from app.gl import api as GL
 from app.gl.context import check_gl
 from app.gl.raw import gl_function
 from app.gl.timer import GlTimer
+from app.memo import keep
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
 from app.sharing.base import SharingBackend, Wrap, instrument_attributes
@@ -132,9 +133,8 @@ class FrameScheduler:
         self.stamps_interval_ns = max(0, int(stamps_interval_ns))
         self._sampled_ns = None  # the start of the last frame timed
         self._work_since = 0  # the frames' own time (start to end) since then
-        self._labels_key: tuple = ()
-        self._labels: tuple[str, ...] = ()
-        self._owned: list = []  # the tracker's states of the scene's shared objects, per _labels_key
+        # the tracker's states of the scene's shared objects and their labels, per (objects_version, ids)
+        self._owned: dict[tuple, tuple] = {}
         # the bookkeeping handed to the sync mode's CPU waits (``shadow``), once each a frame: bound once
         self._shadow_cl, self._shadow_gl = self._harvest_cl_in_wait, self._harvest_gl_in_wait
         self._read_gl = self._read_gl_in_wait
@@ -186,14 +186,15 @@ class FrameScheduler:
         backend.tracker.frame = frame
         # the tracker's state objects are changed in place by acquire and release: looked up once a
         # frame, each boundary's sample is one tuple of their owners
-        # (looked up again when the scene's objects or the backend's change: ``objects_version``)
+        # (kept per set of objects, one per copy of them, while the backend's are the same: ``objects_version``)
         key = (backend.objects_version, *map(id, scene.shared))
-        if key != self._labels_key:
+        found = self._owned.get(key)
+        if found is None:
             states = backend.tracker.states
-            self._owned = [states[id(o)] for o in scene.shared if id(o) in states]
-            self._labels_key, self._labels = key, tuple(s.label for s in self._owned)
-        owned = self._owned
-        rec.owner_labels = self._labels
+            owned = [states[id(o)] for o in scene.shared if id(o) in states]
+            # (the key's objects are held with it: no id in it can be reused while it is kept)
+            found = keep(self._owned, key, (owned, tuple(s.label for s in owned), list(scene.shared)))
+        owned, rec.owner_labels = found[0], found[1]
         samples = rec.owners
         rec.start_ns = t = ns()
         interval, last = self.stamps_interval_ns, self._sampled_ns

@@ -77,6 +77,9 @@ class SemaphoreValidator:
         self._known_queue: tuple | None = None  # (queue, its context handle)
         # (queue, semaphores) -> (registry generation, their handles) when the call was accepted
         self._accepted: dict[tuple, tuple] = {}
+        # check_python's accepted calls on one semaphore without a wait list:
+        # (call, id) -> (queue, registry generation, the semaphore's handle object, the semaphore)
+        self._one: dict[tuple, tuple] = {}
 
     def check(self, call: str, queue: Any, num_semas: int, sema_objects: list | None,
               num_events: int, event_wait_list: list | None, event_out: Any = NULL) -> str:
@@ -134,7 +137,26 @@ class SemaphoreValidator:
         return ctx
 
     def check_python(self, call: str, queue: Any, semaphores: Iterable | None, wait_for: Iterable | None) -> str:
-        """The Python form: semaphores (or None) and events (or None); [] counts as NULL."""
+        """The Python form: semaphores (or None) and events (or None); [] counts as NULL.
+
+        The frame's own case, one semaphore and no wait list, accepted before on the same queue while
+        no CL object was created or released since (the registry's generation) and while the
+        semaphore holds the handle it had (its ``release()`` clears it), gets the same verdict
+        without the rules run again: the same inputs, the same answer (``check``'s own cache keys its
+        verdict on the same state). It still counts as checked; refusals are never remembered."""
+        if not wait_for and type(semaphores) is list and len(semaphores) == 1:
+            sema = semaphores[0]
+            key = (call, id(sema))
+            seen = self._one.get(key)
+            if (seen is not None and seen[0] is queue and seen[1] == self.registry.generation
+                    and seen[2] is getattr(sema, "handle", None)):
+                self.checked += 1
+                return "CL_SUCCESS"
+            verdict = self.check(call, queue, 1, semaphores, 0, NULL)
+            handle = getattr(sema, "handle", None)
+            if handle is not None:  # (held with it, as the semaphore: their ids cannot be reused while kept)
+                keep(self._one, key, (queue, self.registry.generation, handle, sema))
+            return verdict
         semas = list(semaphores) if semaphores else NULL
         evs = list(wait_for) if wait_for else NULL
         return self.check(call, queue, len(semas) if semas else 0, semas, len(evs) if evs else 0, evs)

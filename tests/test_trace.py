@@ -771,3 +771,23 @@ def test_harvest_on_a_queue_out_of_order_reads_only_up_to_the_first_incomplete_e
         ooo.finish()
         sched.close()
         scene.teardown()
+
+
+def test_a_begun_record_is_the_constructors_field_by_field():
+    """FrameRecord.begin (the scheduler's, every frame) makes what the dataclass's constructor makes:
+    every field set, equal, and containers of its own (a new field left out of begin fails here)."""
+    import dataclasses
+
+    for args in ((3, "particles", "host_mapped", "finish"), (4, "image", "external_memory", "semaphore", 2, True)):
+        made = FrameRecord(*args[:5], stepped=args[5]) if len(args) > 5 else FrameRecord(*args)
+        begun = FrameRecord.begin(*args)
+        for f in dataclasses.fields(FrameRecord):
+            assert getattr(begun, f.name) == getattr(made, f.name), f.name
+        assert begun == made
+    a, b = FrameRecord.begin(0, "s", "b", "finish"), FrameRecord.begin(1, "s", "b", "finish")
+    for f in dataclasses.fields(FrameRecord):
+        if isinstance(getattr(a, f.name), (list, dict)):
+            assert getattr(a, f.name) is not getattr(b, f.name), f.name
+    a.counts["acquire"] += 1
+    assert b.counts["acquire"] == 0
+

@@ -204,7 +204,7 @@ class BareLoop:
         mems = [o.mem for o in shared]  # what the backend's own calls are checked on
 
         def run():
-            rec = FrameRecord(self.frame_index, scene.name, be.name, "finish")
+            rec = FrameRecord.begin(self.frame_index, scene.name, be.name, "finish")
             t = ns()
             GL.glFinish()
             validator.check_python("acquire", vq, mems, None)

@@ -107,7 +107,7 @@ def overhead_alone(rt, reps: int = 200) -> dict:
         tracker.gl_use(scene.gl_uses, "draw")
 
     parts["ownership tracker (4 transitions)"] = _cpu_us(track, reps)
-    parts["frame record"] = _cpu_us(lambda: FrameRecord(0, scene.name, backend.name, "finish"), reps)
+    parts["frame record"] = _cpu_us(lambda: FrameRecord.begin(0, scene.name, backend.name, "finish"), reps)
     events = [done] * 3
 
     info = event_info()

@@ -7,6 +7,7 @@ from typing import Any
 PHASES = ("acquire", "compute", "release", "render")  # the scheduler's phases, in order
 LOOP_PHASES = PHASES + ("panel", "present")  # and the loop's: the UI drawn, the buffer swapped
 BOUNDARIES = ("start",) + PHASES  # where owners are sampled: the frame's start, then after each phase
+_new = object.__new__
 
 
 @dataclass
@@ -59,6 +60,23 @@ class FrameRecord:
     slot: int = 0  # the copy of the shared objects it used (frames in flight on copies: Scene.max_slots)
     stepped: bool = False  # run phase by phase (teaching mode): the gaps between phases are the user's
     paused: bool = False  # run while the session was paused (one frame stepped): the wait before it is the user's
+
+    @classmethod
+    def begin(cls, index: int, scene: str, backend: str, sync: str, segment: int = 0,
+              stepped: bool = False) -> "FrameRecord":
+        """A new frame's record, equal to ``FrameRecord(index, scene, backend, sync, segment,
+        stepped=stepped)`` field by field (tests/test_trace.py holds them to it), made
+        without the generated constructor's default factories: the scheduler makes one every frame,
+        and this is about half the Python (bench/probes/frame_opcodes_probe.py)."""
+        rec = _new(cls)
+        rec.index, rec.scene, rec.backend, rec.sync, rec.segment = index, scene, backend, sync, segment
+        rec.start_ns = rec.end_ns = rec.bytes_moved = rec.presented_ns = rec.period_ns = rec.slot = 0
+        rec.phases, rec.events, rec.cl_profile = {}, {}, {}
+        rec.waits, rec.bookkeeping, rec.gl_passes, rec.errors, rec.hazards, rec.owners = [], [], [], [], [], []
+        rec.counts = {"acquire": 0, "compute": 0, "release": 0}
+        rec.sampled, rec.unstamped, rec.owner_labels = True, (), ()
+        rec.stepped, rec.paused = stepped, False
+        return rec
 
     def phase_us(self, name: str) -> float | None:
         span = self.phases.get(name)

@@ -176,8 +176,7 @@ class FrameScheduler:
         it to the end is exactly ``run_frame``. ``stepped``: the teaching mode steps it (the pauses
         between its phases are the user's), and it is timed, its stamps read and its draw timed."""
         backend, scene, queue = self.backend, self.scene, self.backend.queue
-        rec = FrameRecord(frame, scene.name, backend.name, self.sync.name, self.segment)
-        rec.stepped = stepped
+        rec = FrameRecord.begin(frame, scene.name, backend.name, self.sync.name, self.segment, stepped)
         if scene.slots > 1:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
             rec.slot = slot = frame % scene.slots
             scene.use_slot(slot)

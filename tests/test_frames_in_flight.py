@@ -182,3 +182,41 @@ def test_untimed_frames_keep_only_the_events_something_reads(probe_env, surface,
             continue
         d = np.abs(pixels.astype(int) - julia_reference(w, h, f).astype(int)).max(-1)
         assert (d > 1).mean() < 0.02, (f, (d > 1).mean())
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_stamps_are_read_a_batch_at_a_time_beside_the_frames_in_flight(host_copy, surface, n):
+    """Under a mode that runs ahead, a batch of stamps is read once ``profile_batch`` frames wait
+    beyond the ``frames_in_flight`` that may still run: one read per batch, not one every frame
+    walking the frames in flight again; every timed frame's stamps are read in the end."""
+    scene = ParticlesScene(RunConfig(size=256, seed=2))
+    scene.build(host_copy, surface.framebuffer_size)
+    sched = FrameScheduler(host_copy, scene, NoWaitSync(host_copy), strict=True, frames_in_flight=n)
+    target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
+    reads, most = [], 0
+    real = sched.harvest
+
+    def counted(*a, **k):
+        reads.append(len(sched._pending))
+        return real(*a, **k)
+
+    sched.harvest = counted
+    frames = 6 * sched.profile_batch
+    try:
+        recs = []
+        for f in range(frames):
+            recs.append(sched.run_frame(f, target))
+            most = max(most, len(sched._pending))
+        end_reads = len(reads)
+    finally:
+        del sched.harvest
+        sched.finish()
+        sched.close()
+        scene.teardown()
+    assert all(r.errors == [] for r in recs)
+    assert reads and all(k >= sched.profile_batch + n for k in reads[:end_reads])  # never for the frames in flight alone
+    assert end_reads <= frames // sched.profile_batch  # about one read a batch
+    assert most <= sched.profile_batch + n
+    assert all(r.complete for r in recs)
+    assert all(r.sampled for r in recs)  # (the scheduler's default: every frame timed)
+    assert all("compute" in r.cl_profile for r in recs)  # every kernel's stamps read

@@ -96,6 +96,9 @@ class ExtensionFunctions:
                 _raise(-59, name, f"{name} is not exported by platform {self.platform.name.strip()!r}")
             restype, argtypes = self.SIGNATURES[name]
             fn = self._fns[name] = ctypes.CFUNCTYPE(restype, *argtypes)(address)
+        # kept as an attribute too: the next lookup (every frame's semaphore wait and signal) finds
+        # it there and does not come back here
+        setattr(self, name, fn)
         return fn
 
 
@@ -166,12 +169,16 @@ class MemObjectsCall:
         self._out_ref = ctypes.byref(self._out)
 
     def __call__(self, queue: cl.CommandQueue, mems: list, wait_for=None, event: bool = True) -> cl.Event | None:
-        key = tuple(m.int_ptr for m in mems)
-        objs = self._arrays.get(key)
-        if objs is None:  # one array per list of objects (frames in flight on copies alternate lists)
-            objs = keep(self._arrays, key, (vp * len(key))(*key) if key else None)
+        # by the objects' identities: a pyopencl object's handle is fixed for its life, and each
+        # array is kept with its objects, so no id in a key can be reused while it is kept
+        key = tuple(map(id, mems))
+        found = self._arrays.get(key)
+        if found is None:  # one array per list of objects (frames in flight on copies alternate lists)
+            handles = [m.int_ptr for m in mems]
+            found = keep(self._arrays, key, ((vp * len(handles))(*handles) if handles else None, len(handles),
+                                             tuple(mems)))
         n, evs = self._waits.fill(wait_for)
-        err = self.fn(queue.int_ptr, len(key), objs, n, evs, self._out_ref if event else None)
+        err = self.fn(queue.int_ptr, found[1], found[0], n, evs, self._out_ref if event else None)
         if err:
             _raise(err, self.routine)
         return cl.Event.from_int_ptr(self._out.value, retain=False) if event else None

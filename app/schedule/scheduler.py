@@ -158,6 +158,20 @@ class FrameScheduler:
         self._raise_every = value is True
 
     @property
+    def profile_batch(self) -> int:
+        """The frames whose CL stamps are read together. A read is due once that many frames are
+        waiting beyond those that may still run on the GPU (``frames_in_flight``, under a mode that
+        runs ahead): their events are not complete yet, and a read that finds only the frames in
+        flight waiting would walk them again every frame (bench/probes/frame_opcodes_probe.py,
+        the H200's semaphore frame: 96 instructions a frame)."""
+        return self._profile_batch
+
+    @profile_batch.setter
+    def profile_batch(self, value: int) -> None:
+        self._profile_batch = max(1, int(value))
+        self._harvest_at = self._profile_batch + (self.frames_in_flight if self.sync.bounded_run_ahead else 0)
+
+    @property
     def records(self) -> collections.deque[FrameRecord]:
         """The run's kept records (every segment's, oldest first)."""
         return self.history.records
@@ -216,7 +230,7 @@ class FrameScheduler:
                 self._bound_run_ahead(rec)
             backend.gl_before_acquire(scene.shared)
             if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
-                shadow = self._shadow_cl if len(self._pending) >= self.profile_batch else None
+                shadow = self._shadow_cl if len(self._pending) >= self._harvest_at else None
             else:
                 shadow = self._shadow_cl
             wait_for = self.sync.before_acquire(rec.waits, shadow)
@@ -317,7 +331,7 @@ class FrameScheduler:
         self.history.add(rec)
         self._pending.append(rec)
         self.current = None
-        if not self._cl_harvested and len(self._pending) >= self.profile_batch:
+        if not self._cl_harvested and len(self._pending) >= self._harvest_at:
             self.harvest(gl=False)  # (no wait for GL in this frame's sync mode took it)
         yield "render"
 
@@ -325,7 +339,7 @@ class FrameScheduler:
         """The CL stamps of earlier frames, read while the CPU would wait for GL (a sync mode's
         ``shadow``): where a batch is due, as the frame's end would read it."""
         self._cl_harvested = True
-        if len(self._pending) >= self.profile_batch:
+        if len(self._pending) >= self._harvest_at:
             t0 = ns()
             self.harvest(gl=False)
             self.current.bookkeeping.append(("CL profiling harvest", t0, ns()))

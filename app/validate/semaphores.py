@@ -140,7 +140,7 @@ class SemaphoreValidator:
         """The Python form: semaphores (or None) and events (or None); [] counts as NULL.
 
         The frame's own case, one semaphore and no wait list, accepted before on the same queue while
-        no CL object was created or released since (the registry's generation) and while the
+        no CL object was released or forgotten since (the registry's generation) and while the
         semaphore holds the handle it had (its ``release()`` clears it), gets the same verdict
         without the rules run again: the same inputs, the same answer (``check``'s own cache keys its
         verdict on the same state). It still counts as checked; refusals are never remembered."""

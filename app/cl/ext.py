@@ -84,20 +84,18 @@ class ExtensionFunctions:
 
     def __init__(self, platform: cl.Platform) -> None:
         self.platform = platform
-        self._fns: dict[str, object] = {}
 
     def __getattr__(self, name: str):
+        """Resolve an entry point the first time it is asked for (called only while it is not yet an
+        attribute): the function is then kept as the instance's attribute of that name, so every
+        later lookup, every frame's semaphore wait and signal among them, is a plain one."""
         if name not in self.SIGNATURES:
             raise AttributeError(name)
-        fn = self._fns.get(name)
-        if fn is None:
-            address = libopencl().clGetExtensionFunctionAddressForPlatform(self.platform.int_ptr, name.encode())
-            if not address:
-                _raise(-59, name, f"{name} is not exported by platform {self.platform.name.strip()!r}")
-            restype, argtypes = self.SIGNATURES[name]
-            fn = self._fns[name] = ctypes.CFUNCTYPE(restype, *argtypes)(address)
-        # kept as an attribute too: the next lookup (every frame's semaphore wait and signal) finds
-        # it there and does not come back here
+        address = libopencl().clGetExtensionFunctionAddressForPlatform(self.platform.int_ptr, name.encode())
+        if not address:
+            _raise(-59, name, f"{name} is not exported by platform {self.platform.name.strip()!r}")
+        restype, argtypes = self.SIGNATURES[name]
+        fn = ctypes.CFUNCTYPE(restype, *argtypes)(address)
         setattr(self, name, fn)
         return fn
 

@@ -54,6 +54,8 @@ from app.schedule.history import RunHistory
 from app.sharing.base import SharingBackend, Wrap, instrument_attributes
 from app.sharing.sync import SyncMode
 from app.validate.findings import normalize_strict, stops_on
+from app.validate.ownership import CL as CL_OWNS
+from app.validate.ownership import GL as GL_OWNS
 
 log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
@@ -143,6 +145,10 @@ class FrameScheduler:
         # is due, so it flushes before its waits only then (a flush costs NVIDIA's calling thread
         # 2.2 us); the frame then does none of it elsewhere
         self._waits_on_cpu = sync.waits_on_cpu
+        # such a mode, one that runs nothing ahead, on an in-order queue: the frame's steady case
+        # (``_steady_frame``) applies whenever its objects and its calls are those of the frame before
+        self._steady_mode = sync.waits_on_cpu and not sync.bounded_run_ahead and self._in_order
+        self.steady = True  # False: every frame the general one (an A/B, the tests' reference)
 
     @property
     def strict(self) -> str:
@@ -180,10 +186,146 @@ class FrameScheduler:
     # -- one frame ---------------------------------------------------------------------------
     def run_frame(self, frame: int, render_target) -> FrameRecord:
         """``render_target()`` binds the framebuffer and returns its size, or None (minimized)."""
+        if self._steady_mode and self.steady and not self.skip and self.faults is None and self.scene.slots == 1:
+            rec = self._steady_frame(frame, render_target)
+            if rec is not None:
+                return rec
         steps = self.frame_phases(frame, render_target)
         for _ in steps:
             pass
         return self.history.last
+
+    def _owned_states(self, key: tuple) -> tuple:
+        """(the tracker's states of the scene's shared objects, their labels, the objects, the
+        scene's cl_uses and gl_uses then, whether every tracked object of those is a shared one,
+        the owners' sample of those states all GL's and all CL's),
+        for the ``key`` of the backend's objects and the scene's: the tracker's state objects are
+        changed in place by acquire and release, so a frame looks them up once and each boundary's
+        sample is one tuple of their owners (kept per set of objects, one per copy of them)."""
+        found = self._owned.get(key)
+        if found is None:
+            scene, states = self.scene, self.backend.tracker.states
+            owned = [states[id(o)] for o in scene.shared if id(o) in states]
+            cl_uses, gl_uses = scene.cl_uses, scene.gl_uses
+            shared = {id(o) for o in scene.shared}
+            covered = all(id(o) in shared or id(o) not in states for o in (*cl_uses, *gl_uses))
+            # (the key's objects are held with it: no id in it can be reused while it is kept)
+            found = keep(self._owned, key, (owned, tuple(s.label for s in owned), list(scene.shared),
+                                            cl_uses, gl_uses, covered, (GL_OWNS,) * len(owned), (CL_OWNS,) * len(owned)))
+        return found
+
+    def _steady_frame(self, frame: int, render_target) -> FrameRecord | None:
+        """``frame_phases`` driven to its end, where the frame can differ from the frame before only
+        in its times and its scene's values: a sync mode that waits for GL and for CL on the CPU and
+        runs nothing ahead (finish), the backend's in-order queue, one copy of the shared objects,
+        no faults or skipped calls, both hand-over calls accepted before and every shared object
+        GL's (``SharingBackend.steady_hand_over``), and the scene's kernel and draw using only
+        shared objects (so the tracker's use checks cannot flag: each is CL's during the kernel,
+        GL's during the draw). The same record, tracker states, validator counts and history as
+        the general frame (tests/test_steady_frame.py holds them to it), with none of its
+        branches for the cases above: the bench's overhead frame at about half the Python
+        (bench/probes/frame_opcodes_probe.py). None, having done nothing, where the case does not
+        hold: the caller runs the general frame."""
+        backend, scene = self.backend, self.scene
+        key = (backend.objects_version, *map(id, scene.shared))
+        found = self._owned_states(key)
+        if not found[5] or scene.cl_uses is not found[3] or scene.gl_uses is not found[4]:
+            return None
+        hand_over = backend.steady_hand_over(backend.queue, key)
+        if hand_over is None:
+            return None
+        # the owners at each boundary follow from the transitions alone: all GL's at the start (the
+        # hand-over's steady case), all CL's once the acquire went through, GL's again once the release did
+        sync, queue, gl_owns, cl_owns = self.sync, hand_over.queue, found[6], found[7]
+        rec = FrameRecord.begin(frame, scene.name, backend.name, sync.name, self.segment)
+        self.current = rec
+        backend.tracker.frame = frame
+        rec.owner_labels = found[1]
+        samples, phases, pending = rec.owners, rec.phases, self._pending
+        rec.start_ns = t = ns()
+        interval, last = self.stamps_interval_ns, self._sampled_ns
+        if last is None or self._work_since >= interval or t - last >= STAMPS_WALL_FACTOR * interval:
+            self._sampled_ns, self._work_since = t, 0
+            events = kernel_event = True
+        else:
+            rec.sampled = False
+            events, kernel_event = self._untimed_events, self._untimed_kernel_event
+        samples.append(("start", t, gl_owns))
+        copied = backend.bytes_copied
+        self._cl_harvested = self._gl_harvested = True  # (the mode's waits take the bookkeeping)
+        ok = released = True
+        try:
+            backend.gl_before_acquire(scene.shared)
+            sync.before_acquire(rec.waits, self._shadow_cl if len(pending) >= self._harvest_at else None)
+            ev_a = hand_over.acquire(events)
+            rec.counts["acquire"] = 1
+            if ev_a is not None:
+                rec.events["acquire"] = ev_a
+        except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
+            ok = self._fail(rec, exc, "acquire")
+        phases["acquire"] = (t, t := ns())
+        samples.append(("acquire", t, cl_owns if ok else gl_owns))
+        if ok:
+            try:
+                ev_c = scene.compute(queue, frame, None) if kernel_event else \
+                    scene.compute(queue, frame, None, event=False)
+                if ev_c is not None:
+                    rec.events["compute"] = ev_c
+                rec.counts["compute"] = 1
+            except Exception as exc:  # noqa: BLE001
+                self._fail(rec, exc, "compute")
+            phases["compute"] = (t, t := ns())
+            samples.append(("compute", t, cl_owns))
+            try:
+                released = False
+                ev_r = hand_over.release(events)
+                released = True
+                rec.counts["release"] = 1
+                if ev_r is not None:
+                    rec.events["release"] = ev_r
+                timer = self.gl_timer
+                sync.after_release(queue, ev_r, rec.waits, self._read_gl if timer.enabled and timer.due() else None)
+                backend.gl_after_release(scene.shared)
+            except Exception as exc:  # noqa: BLE001
+                self._fail(rec, exc, "release")
+            phases["release"] = (t, t := ns())
+        else:  # as the general frame: a compute and a release of nothing, with their spans
+            phases["compute"] = (t, t := ns())
+            samples.append(("compute", t, gl_owns))
+            phases["release"] = (t, t := ns())
+        owns = gl_owns if released else cl_owns
+        samples.append(("release", t, owns))
+        try:
+            size = render_target()
+            if size is not None:
+                if not released:  # (CL may hold them still: the draw's use is checked as the general frame's)
+                    backend.tracker.gl_use(scene.gl_uses, "draw")
+                if rec.sampled:
+                    with self.gl_timer.span(rec, "gl render"):
+                        scene.render(size)
+                else:  # (the timer's span of a frame not timed does nothing)
+                    scene.render(size)
+            sync.after_gl_use(rec.waits)
+            code = self._gl_error()
+            if code:
+                check_gl(f"render {scene.name}", code)
+        except Exception as exc:  # noqa: BLE001
+            self._fail(rec, exc, "render")
+        phases["render"] = (t, t := ns())
+        samples.append(("render", t, owns))
+        rec.end_ns = t
+        self._work_since += t - rec.start_ns
+        flags = backend.tracker.flags
+        if flags and flags[-1].frame == frame:  # (none of this frame's own: an earlier run's, same index)
+            first = len(flags) - 1
+            while first > 0 and flags[first - 1].frame == frame:
+                first -= 1
+            rec.hazards = flags[first:]
+        rec.bytes_moved = backend.bytes_copied - copied
+        self.history.add(rec)
+        pending.append(rec)
+        self.current = None
+        return rec
 
     def frame_phases(self, frame: int, render_target, stepped: bool = False):
         """The frame as a generator: yields the name of each phase after it ran ("acquire",
@@ -201,13 +343,7 @@ class FrameScheduler:
         # the tracker's state objects are changed in place by acquire and release: looked up once a
         # frame, each boundary's sample is one tuple of their owners
         # (kept per set of objects, one per copy of them, while the backend's are the same: ``objects_version``)
-        key = (backend.objects_version, *map(id, scene.shared))
-        found = self._owned.get(key)
-        if found is None:
-            states = backend.tracker.states
-            owned = [states[id(o)] for o in scene.shared if id(o) in states]
-            # (the key's objects are held with it: no id in it can be reused while it is kept)
-            found = keep(self._owned, key, (owned, tuple(s.label for s in owned), list(scene.shared)))
+        found = self._owned_states((backend.objects_version, *map(id, scene.shared)))
         owned, rec.owner_labels = found[0], found[1]
         samples = rec.owners
         rec.start_ns = t = ns()

@@ -155,6 +155,44 @@ class SharedObject:
         return f"<SharedObject {self.label!r} {self.kind} via {self.backend}>"
 
 
+class SteadyHandOver:
+    """The frame's two hand-over calls in their steady case (``SharingBackend.steady_hand_over``):
+    each what ``SharingBackend._hand_over`` does for a call the validator accepted before (counted
+    as checked, the backend's own enqueue, then the tracker's transition), on objects known to be
+    GL's before the acquire and CL's, acquired on this queue, before the release."""
+
+    __slots__ = ("backend", "queue", "generation", "objects", "states")
+
+    def __init__(self, backend: "SharingBackend", queue, generation: int, objects: list, states: list) -> None:
+        self.backend, self.queue, self.generation, self.objects, self.states = backend, queue, generation, objects, states
+
+    def acquire(self, out: bool) -> cl.Event | None:
+        be = self.backend
+        be.validator.checked += 1
+        try:
+            if out or not be.null_events:
+                event = be._enqueue_acquire(self.queue, self.objects, None)
+            else:
+                event = be._enqueue_acquire(self.queue, self.objects, None, event=False)
+        except cl.Error as exc:
+            raise ClError.from_pyopencl(exc, f"{be.name}.acquire") from exc
+        be.tracker.acquired_states(self.states, self.queue)
+        return event
+
+    def release(self, out: bool) -> cl.Event | None:
+        be = self.backend
+        be.validator.checked += 1
+        try:
+            if out or not be.null_events:
+                event = be._enqueue_release(self.queue, self.objects, None)
+            else:
+                event = be._enqueue_release(self.queue, self.objects, None, event=False)
+        except cl.Error as exc:
+            raise ClError.from_pyopencl(exc, f"{be.name}.release") from exc
+        be.tracker.released_states(self.states)
+        return event
+
+
 class SharingBackend(abc.ABC):
     """Base of every backend. Subclasses implement the ``_`` methods; the public ones validate,
     track ownership and count objects, with one signature for every backend."""
@@ -205,6 +243,8 @@ class SharingBackend(abc.ABC):
         # _hand_over's accepted calls without a wait list: (call, *ids) -> (queue, generation, shared, given)
         self._accepted: dict[tuple, tuple] = {}
         self._remember = True  # (off while instrumented: each check then goes through the validator)
+        # the frame's steady hand-overs (``steady_hand_over``), per the scheduler's key of its objects
+        self._steady: dict[tuple, SteadyHandOver] = {}
         # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
         self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
         self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set)
@@ -419,6 +459,7 @@ class SharingBackend(abc.ABC):
         self.objects_version += 1
         self._splits.clear()  # no list kept there pins the object any longer
         self._accepted.clear()
+        self._steady.clear()
         self.tracker.remove(obj)
         self._unshare(obj)
         live.released(obj.live_kind, self.name)
@@ -504,6 +545,30 @@ class SharingBackend(abc.ABC):
             raise ClError.from_pyopencl(exc, f"{self.name}.{call}") from exc
         (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)
         return event
+
+    def steady_hand_over(self, queue, key: tuple) -> "SteadyHandOver | None":
+        """The frame's acquire and release of the objects whose ids follow ``objects_version`` in
+        ``key`` (the scheduler's key of its shared objects) in their steady case, or None: both calls
+        accepted before on ``queue`` without a wait list, no CL object released since (the registry's
+        generation), the validator neither bypassed nor instrumented (``_hand_over``'s lookup), and
+        every object GL's with no acquisition outstanding, so neither transition can flag anything.
+        ``SteadyHandOver`` then makes the two calls as ``_hand_over`` would, with nothing to look up."""
+        if not self._remember or self.bypass_validation:
+            return None
+        generation = self.validator.registry.generation
+        ho = self._steady.get(key)
+        if ho is None or ho.queue is not queue or ho.generation != generation:
+            ids = key[1:]
+            acq, rel = self._accepted.get(("acquire", *ids)), self._accepted.get(("release", *ids))
+            if acq is None or rel is None or acq[0] is not queue or rel[0] is not queue \
+                    or acq[1] != generation or rel[1] != generation or acq[2] != rel[2]:
+                return None  # (the general frame's hand-over puts them there once accepted)
+            states = [self.tracker.states[id(o)] for o in acq[2] if id(o) in self.tracker.states]
+            if len({id(o) for o in acq[2]}) != len(acq[2]):
+                return None  # an object twice in one call: the transitions count it twice
+            # (the objects are held with it, as in _accepted: no id in the key can be reused while it is kept)
+            ho = keep(self._steady, key, SteadyHandOver(self, queue, generation, acq[2], states))
+        return ho if self.tracker.gl_owns_all(ho.states) else None
 
     def hand_back(self, queue=None, objects=None, *, gl: bool = False, why: str = "a skipped release") -> int:
         """Release every shared object (of ``objects``, default all) that CL still holds, once for
@@ -596,6 +661,7 @@ class SharingBackend(abc.ABC):
         self._closed = True
         self._splits.clear()
         self._accepted.clear()
+        self._steady.clear()
         try:  # nothing may stay acquired when the memory objects and the context go (hand_back)
             self.hand_back(why="the backend closed")
         except Exception as exc:  # noqa: BLE001 - closing goes on; the driver said why

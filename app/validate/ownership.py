@@ -142,7 +142,7 @@ HAZARDS_BY_FAMILY: dict[str, dict[str, Hazard]] = {
 HAZARDS: dict[str, Hazard] = HAZARDS_BY_FAMILY["gl_sharing"]  # the case names (the same in every family)
 
 
-@dataclass
+@dataclass(slots=True)
 class Ownership:
     label: str
     owner: str = GL
@@ -265,6 +265,33 @@ class OwnershipTracker:
                 st.depth -= 1
         if err is not None:
             raise err
+
+    # -- the steady frame's transitions (FrameScheduler's steady frame) ------------------------
+    def gl_owns_all(self, states) -> bool:
+        """Every state in ``states`` (the tracker's, of shared objects) is GL's with no acquisition
+        outstanding: the case in which ``acquired`` and then ``released`` on one queue can flag nothing."""
+        for st in states:
+            if st.owner != GL or st.depth:
+                return False
+        return True
+
+    def acquired_states(self, states, queue) -> None:
+        """``acquired`` of the objects whose states these are, where ``gl_owns_all(states)`` held:
+        the same transition, with nothing to look up or flag (no double acquire is possible)."""
+        frame = self.frame
+        for st in states:
+            st.owner, st.since_frame, st.queue = CL, frame, queue
+            st.acquires += 1
+            st.depth += 1
+
+    def released_states(self, states) -> None:
+        """``released`` of the same objects on the queue that ``acquired_states`` named: the same
+        transition, nothing to flag (each is CL's, acquired on that queue)."""
+        frame = self.frame
+        for st in states:
+            st.owner, st.since_frame, st.queue = GL, frame, None
+            st.releases += 1
+            st.depth -= 1
 
     def handed_back(self, objects, *, all_of_them: bool = False) -> None:
         """One release call reached the driver for ``objects`` to match an acquisition left

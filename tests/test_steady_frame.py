@@ -1,0 +1,143 @@
+"""FrameScheduler's steady frame (``_steady_frame``) against the general one (``frame_phases``):
+the same records field by field (times aside), the same tracker states, validator counts, history
+totals and findings, and exactly the same particles, image and screen, on every backend this
+machine runs, timed and untimed, and where a call fails in the middle of a frame."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from app.config import RunConfig
+from app.errors import ClError
+from app.schedule.scheduler import FrameScheduler
+from app.session.loop import Run
+from app.window.egl_headless import EglSurface
+
+FRAMES = 10
+TIMES = {"start_ns", "end_ns", "presented_ns", "period_ns"}  # host clock readings: differ run to run
+
+
+def _comparable(rec) -> dict:
+    """A record's fields with every clock reading left out (names, order and owners kept)."""
+    out = {}
+    for f in dataclasses.fields(rec):
+        value = getattr(rec, f.name)
+        if f.name in TIMES:
+            continue
+        if f.name == "phases":
+            value = list(value)
+        elif f.name in ("waits", "bookkeeping", "gl_passes"):
+            value = [name for name, *_ in value]
+        elif f.name in ("events", "cl_profile"):
+            value = sorted(value)
+        elif f.name == "owners":
+            value = [(boundary, owners) for boundary, _, owners in value]
+        elif f.name == "errors":
+            value = [(e.frame, e.where, e.code, e.name) for e in value]
+        elif f.name == "hazards":
+            value = [(h.case, h.label, h.frame, h.where) for h in value]
+        out[f.name] = value
+    return out
+
+
+def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=None):
+    """Records, tracker states, counts and pictures of FRAMES frames; ``fail(rt, frame)`` is called
+    before each frame (a failure set up for that frame)."""
+    steady_frames = []
+    original = FrameScheduler._steady_frame
+
+    def counted(self, frame, render_target):
+        rec = original(self, frame, render_target)
+        steady_frames.append(rec is not None)
+        return rec
+
+    surface = EglSurface((96, 72))
+    try:
+        cfg = RunConfig(headless=True, overlay=False, frames=10_000, seed=7, scene=scene, size=size,
+                        backend=backend, sync="finish", stamps_ms=stamps_ms)
+        with Run(cfg, surface=surface) as rt:
+            sched = rt.session.scheduler
+            sched.steady = steady
+            FrameScheduler._steady_frame = counted
+            try:
+                recs = []
+                for i in range(FRAMES):
+                    if fail is not None:
+                        fail(rt, i)
+                    recs.append(rt.tick())
+            finally:
+                FrameScheduler._steady_frame = original
+            sched.finish()
+            be = rt.session.backend
+            states = [dataclasses.astuple(st)[:2] + dataclasses.astuple(st)[3:]  # (queue aside: an object)
+                      for st in be.tracker.states.values()]
+            data = [o.gl.read().copy() for o in rt.session.scene.shared]
+            return dict(recs=[_comparable(r) for r in recs], states=states, checked=be.validator.checked,
+                        totals=dict(rt.session.history.totals), flags=list(be.tracker.counts.items()),
+                        data=data, shot=surface.read_pixels(), steady=steady_frames)
+    finally:
+        surface.close()
+
+
+def _same(a: dict, b: dict) -> None:
+    assert len(a["recs"]) == len(b["recs"]) == FRAMES
+    for i, (x, y) in enumerate(zip(a["recs"], b["recs"])):
+        assert x == y, f"frame {i}: {[k for k in x if x[k] != y[k]]} differ"
+    for key in ("states", "checked", "totals", "flags"):
+        assert a[key] == b[key], key
+    for x, y in zip(a["data"], b["data"]):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(a["shot"], b["shot"])
+
+
+@pytest.mark.parametrize("backend", ["host_copy", "host_mapped"])
+@pytest.mark.parametrize("scene,size", [("particles", 4096), ("image", (96, 64))])
+@pytest.mark.parametrize("stamps_ms", [0.0, 1000.0])  # every frame timed; the first frame alone
+def test_the_steady_frame_is_the_general_frame(backend, scene, size, stamps_ms):
+    steady = _run(backend, scene, size, True, stamps_ms)
+    general = _run(backend, scene, size, False, stamps_ms)
+    # the steady frame ran every frame but the first (which puts both hand-over calls in the
+    # validator's accepted ones); with it off, run_frame never asked it
+    assert steady["steady"] == [False] + [True] * (FRAMES - 1)
+    assert general["steady"] == []
+    assert all(r["errors"] == [] and r["hazards"] == [] for r in steady["recs"])
+    assert [r["owners"][1][1][0] for r in steady["recs"]] == ["cl"] * FRAMES  # (after the acquire)
+    _same(steady, general)
+
+
+def _failing(where: str):
+    """A failure of ``where`` ("compute" or "release") on frame 4 alone, as the driver would report one."""
+    def fail(rt, frame):
+        if frame != 4:
+            return
+        target = rt.session.scene if where == "compute" else rt.session.backend
+        name = "compute" if where == "compute" else "_enqueue_release"
+        real = getattr(target, name)
+
+        def once(*args, **kwargs):
+            setattr(target, name, real)  # (the instance's attribute gone: the class's again)
+            del target.__dict__[name]
+            raise ClError(-5, where=f"test {where}")
+
+        setattr(target, name, once)
+    return fail
+
+
+@pytest.mark.parametrize("where", ["compute", "release"])
+def test_a_failure_inside_the_steady_frame_is_the_general_frames(where):
+    """A compute that fails still hands the objects back; a release that fails leaves them CL's, the
+    draw is flagged for using them (gl_use_while_acquired) and the next acquire for acquiring them
+    again: the same errors, findings and states either way, and the loop goes on."""
+    steady = _run("host_mapped", "particles", 4096, True, 1000.0, fail=_failing(where))
+    general = _run("host_mapped", "particles", 4096, False, 1000.0, fail=_failing(where))
+    errors = [(i, r["errors"]) for i, r in enumerate(steady["recs"]) if r["errors"]]
+    assert errors == [(4, [(4, f"test {where}", -5, "CL_OUT_OF_RESOURCES")])]
+    assert steady["steady"][4] is True  # the failing frame was a steady one
+    if where == "release":
+        # (one finding per shared object: the fountain's position and colour buffers)
+        assert [h[0] for h in steady["recs"][4]["hazards"]] == ["gl_use_while_acquired"] * 2
+        assert [h[0] for h in steady["recs"][5]["hazards"]] == ["double_acquire"] * 2
+        assert steady["steady"][5] is False  # CL held them at its start: the general frame
+    _same(steady, general)

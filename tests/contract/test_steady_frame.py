@@ -1,7 +1,8 @@
 """FrameScheduler's steady frame (``_steady_frame``) against the general one (``frame_phases``):
 the same records field by field (times aside), the same tracker states, validator counts, history
 totals and findings, and exactly the same particles, image and screen, on every backend this
-machine runs, timed and untimed, and where a call fails in the middle of a frame."""
+machine runs (``contract_backend``: gl_sharing through the emulated driver where no driver offers
+it; external_memory on the H200), timed and untimed, and where a call fails in the middle of a frame."""
 from __future__ import annotations
 
 import dataclasses
@@ -92,10 +93,10 @@ def _same(a: dict, b: dict) -> None:
     np.testing.assert_array_equal(a["shot"], b["shot"])
 
 
-@pytest.mark.parametrize("backend", ["host_copy", "host_mapped"])
 @pytest.mark.parametrize("scene,size", [("particles", 4096), ("image", (96, 64))])
 @pytest.mark.parametrize("stamps_ms", [0.0, 1000.0])  # every frame timed; the first frame alone
-def test_the_steady_frame_is_the_general_frame(backend, scene, size, stamps_ms):
+def test_the_steady_frame_is_the_general_frame(contract_backend, scene, size, stamps_ms):
+    backend = contract_backend
     steady = _run(backend, scene, size, True, stamps_ms)
     general = _run(backend, scene, size, False, stamps_ms)
     # the steady frame ran every frame but the first (which puts both hand-over calls in the
@@ -126,12 +127,12 @@ def _failing(where: str):
 
 
 @pytest.mark.parametrize("where", ["compute", "release"])
-def test_a_failure_inside_the_steady_frame_is_the_general_frames(where):
+def test_a_failure_inside_the_steady_frame_is_the_general_frames(contract_backend, where):
     """A compute that fails still hands the objects back; a release that fails leaves them CL's, the
     draw is flagged for using them (gl_use_while_acquired) and the next acquire for acquiring them
     again: the same errors, findings and states either way, and the loop goes on."""
-    steady = _run("host_mapped", "particles", 4096, True, 1000.0, fail=_failing(where))
-    general = _run("host_mapped", "particles", 4096, False, 1000.0, fail=_failing(where))
+    steady = _run(contract_backend, "particles", 4096, True, 1000.0, fail=_failing(where))
+    general = _run(contract_backend, "particles", 4096, False, 1000.0, fail=_failing(where))
     errors = [(i, r["errors"]) for i, r in enumerate(steady["recs"]) if r["errors"]]
     assert errors == [(4, [(4, f"test {where}", -5, "CL_OUT_OF_RESOURCES")])]
     assert steady["steady"][4] is True  # the failing frame was a steady one

@@ -267,7 +267,10 @@ def test_semaphore_ratios_read_the_depth_that_sustained_the_shortest_frame():
     """external_memory_semaphore_frame_ms and semaphore_scheduler_overhead read the image cell at 64 MiB
     whose frames-in-flight depth sustained the shortest frame, against the bare loop of that depth;
     device_time_limit reads the same cell."""
+    import io
+
     from app.bench.ratios import compute_ratios
+    from app.bench.report import ratio_notes
 
     result, backends = _made_up(gpu=True)
     for depth, glshare_ms, bare_ms in ((2, 0.30, 0.29), (4, 0.24, 0.21), (8, 0.26, 0.19)):
@@ -284,7 +287,18 @@ def test_semaphore_ratios_read_the_depth_that_sustained_the_shortest_frame():
     assert frame["by_frames_in_flight"]["8"] == {"glshare_ms": 0.26, "bare_ms": 0.19, "copies": 8}
     overhead = ratios["semaphore_scheduler_overhead"]
     assert overhead["value"] == pytest.approx(0.24 / 0.21, abs=1e-4) and overhead["met"] is False  # rounded to 4 places
-    assert ratios["device_time_limit"]["value"] == pytest.approx(0.24 / 0.12)
+    limit = ratios["device_time_limit"]
+    assert limit["value"] == pytest.approx(0.24 / 0.12)
+    # the bare loop of that depth against the same limit: 0.21 / 0.12 = 1.75 > 1.5, so the machine's
+    # GPU frame alone misses the target and the ratio says so; at 0.17 ms (1.417) it would not
+    assert limit["bare_sustained_frame_ms"] == 0.21 and limit["bare_ratio"] == pytest.approx(0.21 / 0.12, abs=1e-3)
+    assert "1.75x the limit > 1.5x" in limit["impossible_here"]
+    out = io.StringIO()
+    ratio_notes(ratios, out)
+    assert "device_time_limit: the bare loop of the same frames in flight sustains 0.2100 ms = 1.750x" in out.getvalue()
+    result["cells"][-2]["bare_throughput_ms"] = 0.17
+    limit = compute_ratios(result, SWEEP, backends)[0]["device_time_limit"]
+    assert limit["bare_ratio"] == pytest.approx(0.17 / 0.12, abs=1e-3) and "impossible_here" not in limit
     result["cells"][-2]["throughput_ms"] = 0.19  # depth 4 now sustains 0.19 ms: met
     ratios, _ = compute_ratios(result, SWEEP, backends)
     assert ratios["external_memory_semaphore_frame_ms"]["met"] is True

@@ -477,11 +477,30 @@ class DeviceTimeLimit(Ratio):
         if cell["sync"] != "finish":  # no CPU wait: a frame's own time is not the frame; the sustained one is
             sustained = _sustained(cell)
             detail.update(iqr=None, sustained_frame_ms=round(sustained, 4))
+            detail.update(self._bare_limit(cell, lim["limit_ms"]["median"]))
             return Measured(round(sustained / max(lim["limit_ms"]["median"], 1e-9), 3), where, detail,
                             self.sustained_what)
         if lim.get("gl_software") and lim.get("ratio_by_finish") is not None:
             return Measured(lim["ratio_by_finish"], where, detail, self.software_what)
         return Measured(lim["ratio_median"], where, detail)
+
+
+    def _bare_limit(self, cell: dict, limit_ms: float) -> dict:
+        """The bare loop of the same depth against the same limit (``BareLoop.drained_semaphore_ms``:
+        the same GPU work through the same calls with none of glshare), and whether it alone
+        already misses the target: then the GPU's frame, not glshare's, is what stands above the
+        device times (the hand-over between CL and GL on the GPU). Empty where not measured."""
+        bare = cell.get("bare_throughput_ms")
+        if not bare:
+            return {}
+        ratio = round(bare / max(limit_ms, 1e-9), 3)
+        out = {"bare_sustained_frame_ms": round(bare, 4), "bare_ratio": ratio}
+        if not self.meets(ratio):
+            out["impossible_here"] = (
+                f"the bare loop alone sustains {bare:.4f} ms a frame = {ratio:g}x the limit > {self.limit:g}x: "
+                "the GPU's frame with none of glshare's work stands above the kernel's and the pass's device "
+                "times (the hand-over between CL and GL on the GPU), so the target cannot be met on this machine")
+        return out
 
 
 RATIOS: tuple[Ratio, ...] = (SchedulerOverhead(), SchedulerOverheadUs(), HostCopyEfficiency(), PanelCostMs(),

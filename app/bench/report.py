@@ -107,7 +107,18 @@ def print_table(result: dict, out) -> None:
     rows = [[name, _f(r["value"], 3), r["target"], "met" if r["met"] else "MISSED", r["measured_at"]]
             for name, r in result["ratios"].items()]
     _rows(out, ["ratio", "value", "target", "verdict", "measured at"], rows)
-    for name, r in result["ratios"].items():
+    ratio_notes(result["ratios"], out)
+    for name, why in result["not_measurable"].items():
+        out.write(f"  {name}: not measurable here ({why})\n")
+    for f in result["failures"]:
+        out.write(f"  FAILED {f['scene']} {f['size']} {f['backend']}: {f['error']}\n")
+    out.write(f"\n{len(result['cells'])} cells in {result['duration_s']} s\n")
+
+
+def ratio_notes(ratios: dict, out) -> None:
+    """The lines under the ratios' table: what each baseline measured beside its ratio says of the
+    machine (the checked floor under scheduler_overhead_us, the bare loop under device_time_limit)."""
+    for name, r in ratios.items():
         if "checked_floor_us" in r:
             out.write(f"  {name}: the checked floor (bare loop + spec checks, ownership, frame record) adds "
                       f"{_f(r['checked_floor_us'], 1)} us by itself (bare against bare: "
@@ -115,11 +126,10 @@ def print_table(result: dict, out) -> None:
                       + (f"; the host's Python reference at that cell {r['python_ref_us']:.3f} us"
                          if r.get("python_ref_us") else "")
                       + (f"; {r['impossible_here']}" if "impossible_here" in r else "") + "\n")
-    for name, why in result["not_measurable"].items():
-        out.write(f"  {name}: not measurable here ({why})\n")
-    for f in result["failures"]:
-        out.write(f"  FAILED {f['scene']} {f['size']} {f['backend']}: {f['error']}\n")
-    out.write(f"\n{len(result['cells'])} cells in {result['duration_s']} s\n")
+        if "bare_ratio" in r:
+            out.write(f"  {name}: the bare loop of the same frames in flight sustains "
+                      f"{_f(r['bare_sustained_frame_ms'], 4)} ms = {_f(r['bare_ratio'], 3)}x the limit"
+                      + (f"; {r['impossible_here']}" if "impossible_here" in r else "") + "\n")
 
 
 def write_json(path: str | Path, result: dict) -> str:

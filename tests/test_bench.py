@@ -44,6 +44,7 @@ def test_json_has_every_field(tiny_run):
     for key in TOP_FIELDS:
         assert key in r, key
     assert r["schema"] == "glshare.bench/1" and r["sweep"]["name"] == "tiny"
+    assert r["sweep"]["collector"].startswith("paused during each cell's frames")
     assert r["machine"]["cores"] >= 1 and r["machine"]["cpu"]
     # the host's speed for glshare's Python, measured: a positive time, well under a millisecond
     assert 0 < r["machine"]["python_ref_us"] < 1000 and "bookkeeping" in r["machine"]["python_ref_what"]
@@ -673,3 +674,32 @@ def test_a_cell_with_frames_timed_one_in_a_few_takes_its_device_limit_from_timed
     assert lim["cl_kernel_ms"]["median"] > 0 and lim["gl_pass_ms"]["median"] > 0
     assert lim["limit_ms"]["median"] == pytest.approx(lim["cl_kernel_ms"]["median"] + lim["gl_pass_ms"]["median"],
                                                       rel=0.5)
+
+
+def test_a_cells_frames_run_with_the_collector_paused(gl, monkeypatch):
+    """Every cell's frames run with Python's cyclic collector off (the cell's records kept besides
+    the history would set off collections inside glshare's frames that a run never pays: cells.py),
+    and it is on again after each, or stays off where it was off."""
+    import gc
+
+    from app.bench import cells
+    from app.window.egl_headless import EglSurface
+
+    seen: list = []
+    monkeypatch.setattr(cells, "_finish_cell", lambda *a, **k: seen.append(("finish", gc.isenabled())) or {})
+    monkeypatch.setattr(cells, "_plain_cell", lambda *a, **k: seen.append(("plain", gc.isenabled())) or {})
+    surface = EglSurface((64, 48))
+    try:
+        assert gc.isenabled()
+        cells.measure_backend("particles", 1024, "host_copy", SWEEP, None, lambda label: None, surface)
+        assert seen and seen[0] == ("finish", False) and all(not on for _, on in seen), seen
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            with cells.collector_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        surface.close()

@@ -145,9 +145,9 @@ class FrameScheduler:
         # is due, so it flushes before its waits only then (a flush costs NVIDIA's calling thread
         # 2.2 us); the frame then does none of it elsewhere
         self._waits_on_cpu = sync.waits_on_cpu
-        # such a mode, one that runs nothing ahead, on an in-order queue: the frame's steady case
-        # (``_steady_frame``) applies whenever its objects and its calls are those of the frame before
-        self._steady_mode = sync.waits_on_cpu and not sync.bounded_run_ahead and self._in_order
+        # on the in-order queue the frame's steady case (``_steady_frame``) applies whenever its
+        # objects and its calls are those of the frame before
+        self._steady_mode = self._in_order
         self.steady = True  # False: every frame the general one (an A/B, the tests' reference)
 
     @property
@@ -186,7 +186,7 @@ class FrameScheduler:
     # -- one frame ---------------------------------------------------------------------------
     def run_frame(self, frame: int, render_target) -> FrameRecord:
         """``render_target()`` binds the framebuffer and returns its size, or None (minimized)."""
-        if self._steady_mode and self.steady and not self.skip and self.faults is None and self.scene.slots == 1:
+        if self._steady_mode and self.steady and not self.skip and self.faults is None:
             rec = self._steady_frame(frame, render_target)
             if rec is not None:
                 return rec
@@ -216,17 +216,24 @@ class FrameScheduler:
 
     def _steady_frame(self, frame: int, render_target) -> FrameRecord | None:
         """``frame_phases`` driven to its end, where the frame can differ from the frame before only
-        in its times and its scene's values: a sync mode that waits for GL and for CL on the CPU and
-        runs nothing ahead (finish), the backend's in-order queue, one copy of the shared objects,
-        no faults or skipped calls, both hand-over calls accepted before and every shared object
-        GL's (``SharingBackend.steady_hand_over``), and the scene's kernel and draw using only
+        in its times, its copy of the shared objects and its scene's values: the backend's in-order
+        queue, no faults or skipped calls, both hand-over calls accepted before and every shared
+        object GL's (``SharingBackend.steady_hand_over``), and the scene's kernel and draw using only
         shared objects (so the tracker's use checks cannot flag: each is CL's during the kernel,
-        GL's during the draw). The same record, tracker states, validator counts and history as
-        the general frame (tests/test_steady_frame.py holds them to it), with none of its
-        branches for the cases above: the bench's overhead frame at about half the Python
-        (bench/probes/frame_opcodes_probe.py). None, having done nothing, where the case does not
-        hold: the caller runs the general frame."""
-        backend, scene = self.backend, self.scene
+        GL's during the draw). Any sync mode: one that waits on the CPU (finish) gets the
+        bookkeeping only when some is due, one that runs ahead its bound and its fence, one whose
+        acquire waits on events (gl_event) the general hand-over for that call. The same record,
+        tracker states, validator counts and history as the general frame
+        (tests/contract/test_steady_frame.py holds them to it), with none of its branches for the
+        cases above: the bench's overhead frame at about two thirds of the Python over the bare
+        loop (bench/probes/frame_opcodes_probe.py). None where the case does not hold, having done
+        nothing but select the frame's copy of the objects: the caller runs the general frame."""
+        backend, scene, sync = self.backend, self.scene, self.sync
+        rec = None
+        if scene.slots > 1:  # (as the general frame: the copy first, then its objects' key)
+            slot = frame % scene.slots
+            scene.use_slot(slot)
+            sync.use_slot(slot, scene.shared)
         key = (backend.objects_version, *map(id, scene.shared))
         found = self._owned_states(key)
         if not found[5] or scene.cl_uses is not found[3] or scene.gl_uses is not found[4]:
@@ -236,8 +243,10 @@ class FrameScheduler:
             return None
         # the owners at each boundary follow from the transitions alone: all GL's at the start (the
         # hand-over's steady case), all CL's once the acquire went through, GL's again once the release did
-        sync, queue, gl_owns, cl_owns = self.sync, hand_over.queue, found[6], found[7]
+        queue, gl_owns, cl_owns = hand_over.queue, found[6], found[7]
         rec = FrameRecord.begin(frame, scene.name, backend.name, sync.name, self.segment)
+        if scene.slots > 1:
+            rec.slot = slot
         self.current = rec
         backend.tracker.frame = frame
         rec.owner_labels = found[1]
@@ -252,12 +261,21 @@ class FrameScheduler:
             events, kernel_event = self._untimed_events, self._untimed_kernel_event
         samples.append(("start", t, gl_owns))
         copied = backend.bytes_copied
-        self._cl_harvested = self._gl_harvested = True  # (the mode's waits take the bookkeeping)
+        waits_on_cpu = self._cl_harvested = self._gl_harvested = self._waits_on_cpu
         ok = released = True
+        wait_for = None
         try:
+            if sync.bounded_run_ahead:
+                self._bound_run_ahead(rec)
             backend.gl_before_acquire(scene.shared)
-            sync.before_acquire(rec.waits, self._shadow_cl if len(pending) >= self._harvest_at else None)
-            ev_a = hand_over.acquire(events)
+            if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
+                wait_for = sync.before_acquire(rec.waits, self._shadow_cl if len(pending) >= self._harvest_at else None)
+            else:
+                wait_for = sync.before_acquire(rec.waits, self._shadow_cl)
+            if wait_for:  # (an acquire that waits on the sync's events: the general hand-over checks the list)
+                ev_a = backend.acquire(queue, scene.shared, wait_for, out=events)
+            else:
+                ev_a = hand_over.acquire(events)
             rec.counts["acquire"] = 1
             if ev_a is not None:
                 rec.events["acquire"] = ev_a
@@ -267,8 +285,9 @@ class FrameScheduler:
         samples.append(("acquire", t, cl_owns if ok else gl_owns))
         if ok:
             try:
-                ev_c = scene.compute(queue, frame, None) if kernel_event else \
-                    scene.compute(queue, frame, None, event=False)
+                after = None if ev_a is not None else (wait_for or None)  # (in order: nothing between its own)
+                ev_c = scene.compute(queue, frame, after) if kernel_event else \
+                    scene.compute(queue, frame, after, event=False)
                 if ev_c is not None:
                     rec.events["compute"] = ev_c
                 rec.counts["compute"] = 1
@@ -283,8 +302,11 @@ class FrameScheduler:
                 rec.counts["release"] = 1
                 if ev_r is not None:
                     rec.events["release"] = ev_r
-                timer = self.gl_timer
-                sync.after_release(queue, ev_r, rec.waits, self._read_gl if timer.enabled and timer.due() else None)
+                if waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
+                    timer = self.gl_timer
+                    sync.after_release(queue, ev_r, rec.waits, self._read_gl if timer.enabled and timer.due() else None)
+                else:
+                    sync.after_release(queue, ev_r, rec.waits, self._shadow_gl)
                 backend.gl_after_release(scene.shared)
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "release")
@@ -297,6 +319,8 @@ class FrameScheduler:
         samples.append(("release", t, owns))
         try:
             size = render_target()
+            if not self._gl_harvested:  # (no wait for CL in this frame's sync mode took it)
+                self.gl_timer.harvest()
             if size is not None:
                 if not released:  # (CL may hold them still: the draw's use is checked as the general frame's)
                     backend.tracker.gl_use(scene.gl_uses, "draw")
@@ -306,6 +330,9 @@ class FrameScheduler:
                 else:  # (the timer's span of a frame not timed does nothing)
                     scene.render(size)
             sync.after_gl_use(rec.waits)
+            if sync.bounded_run_ahead:  # (as the general frame's: its text says why)
+                release = None if sync.gl_waits_for_release else rec.events.get("release")
+                self._in_flight.append((release, self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
             code = self._gl_error()
             if code:
                 check_gl(f"render {scene.name}", code)
@@ -325,6 +352,8 @@ class FrameScheduler:
         self.history.add(rec)
         pending.append(rec)
         self.current = None
+        if not self._cl_harvested and len(pending) >= self._harvest_at:
+            self.harvest(gl=False)  # (no wait for GL in this frame's sync mode took it)
         return rec
 
     def frame_phases(self, frame: int, render_target, stepped: bool = False):

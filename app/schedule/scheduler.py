@@ -32,6 +32,13 @@ with the C API's NULL event where the backend and the scene can (``SharingBacken
 panel's owners in transition, the run-ahead bound, GL's wait on CL's event) and only the kernel's is
 left out. Such a mode is handed the bookkeeping for its waits only when some is due, so it flushes
 before them only then.
+
+``run_frame`` runs most frames as the steady frame (``_steady_frame``): where a frame's objects and
+hand-over calls are those of the frame before (the validator accepted both, every shared object is
+GL's), it is the general frame without the branches of the cases that cannot arise, the same
+record, states and counts (tests/contract/test_steady_frame.py). The teaching mode's stepped
+frames, injected faults, skipped calls and the first frame on each copy of the objects run the
+general one (``frame_phases``).
 """
 from __future__ import annotations
 

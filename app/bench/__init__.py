@@ -304,7 +304,7 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
                   "warmup_frames": sweep.warmup, "timed_frames": sweep.frames, "rounds": sweep.rounds,
                   "overhead_pairs": sweep.overhead_pairs, "cell_budget_s": sweep.cell_budget_s,
                   "default_particles": sweep.default_particles, "efficiency_min_bytes": sweep.efficiency_min_bytes,
-                  "collector": "paused during each cell's frames (app/bench/cells.py collector_paused)"},
+                  "collector": "paused during each cell's frames (app/bench/cells.py, app/collector.py)"},
         "backends": probe["backends"],
         "sync_modes": {b: result["sync"].get(b, {m: "not measured" for m in sync_modes()}) for b in backends},
         "cells": result["cells"],

@@ -7,19 +7,17 @@ alternating with memcpy-floor frames; at the default particle count a block of f
 panel drawn follows. Other sync modes switch the same session (Session.switch) and time glshare's
 frames alone.
 
-Python's cyclic collector is paused while a cell's frames run (``collector_paused``). A run keeps
-its frame records in its history (600, full after the first 600 frames), so each new record's
-containers replace the oldest one's and the collector's count of new objects stays level: in 3,000
-frames of a run's steady state it collects nothing. A cell keeps every record besides, for its
-statistics, and that sets off a collection inside one frame in a few dozen, all of them
+Python's cyclic collector is paused while a cell's frames run (``app.collector.collector_off``).
+A run keeps its frame records in its history (600, full after the first 600 frames), so each new
+record's containers replace the oldest one's and the collector's count of new objects stays level:
+in 3,000 frames of a run's steady state it collects nothing. A cell keeps every record besides, for
+its statistics, and that sets off a collection inside one frame in a few dozen, all of them
 glshare's: 13 us a frame on the 2-core CPU machine, one full collection 24 ms
 (bench/probes/frame_gc_probe.py). The pause keeps that cost of the bench's own bookkeeping out of
 the frames it times.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import math
 import time
@@ -39,6 +37,7 @@ from app.bench.loops import (
 )
 from app.bench.overhead import overhead_breakdown
 from app.bench.sweep import Sweep, shared_bytes, size_label
+from app.collector import collector_off
 from app.config import RunConfig
 from app.sharing.sync import sync_modes
 from app.trace.stats import summary
@@ -96,19 +95,6 @@ class _Clock:
         return self.elapsed > self.budget
 
 
-@contextlib.contextmanager
-def collector_paused():
-    """Python's cyclic collector off inside the block (a cell's frames: see the module docstring),
-    on again after it where it was on before."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
 def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str | None, tick, surface) -> dict:
     """All cells of ``backend`` at ``size`` on the bench's headless ``surface`` (resized to what
     ``glshare run --headless`` would open). ``tick(label)`` is called once per cell done.
@@ -132,7 +118,7 @@ def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str
         reasons = {m: rt.session.backend.sync_unavailable_reason(m) for m in sync_modes()}
         out["sync"] = {m: r or "available" for m, r in reasons.items()}
         with_panel = scene == "particles" and size == sweep.default_particles
-        with collector_paused():
+        with collector_off():
             out["cells"].append(_finish_cell(rt, base, nbytes, sweep, with_panel, out))
         tick(f"{scene} {size_label(scene, size)} {backend}/finish")
         for mode in sync_modes():
@@ -142,7 +128,7 @@ def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str
                 err = rt.session.history.loop_errors[-1].message if rt.session.history.loop_errors else "switch refused"
                 out["cells"].append({**base, "sync": mode, "frames": 0, "errors": 1, "first_error": err})
             else:
-                with collector_paused():
+                with collector_off():
                     out["cells"].append(_plain_cell(rt, base, nbytes, sweep))
             tick(f"{scene} {size_label(scene, size)} {backend}/{mode}")
             if not sync_modes()[mode].bounded_run_ahead or rt.session.scene.max_slots <= 1:
@@ -154,7 +140,7 @@ def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str
                     continue
                 rt.session.cfg = rt.session.cfg.with_(frames_in_flight=depth)
                 if rt.session.switch(sync=mode).ok:
-                    with collector_paused():
+                    with collector_off():
                         out["cells"].append(_plain_cell(rt, base, nbytes, sweep))
                     tick(f"{scene} {size_label(scene, size)} {backend}/{mode} x{depth}")
     return out

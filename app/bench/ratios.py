@@ -484,7 +484,6 @@ class DeviceTimeLimit(Ratio):
             return Measured(lim["ratio_by_finish"], where, detail, self.software_what)
         return Measured(lim["ratio_median"], where, detail)
 
-
     def _bare_limit(self, cell: dict, limit_ms: float) -> dict:
         """The bare loop of the same depth against the same limit (``BareLoop.drained_semaphore_ms``:
         the same GPU work through the same calls with none of glshare), and whether it alone

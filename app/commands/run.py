@@ -5,17 +5,15 @@ the CL device selector (and that it names a device), every output path.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import sys
 from pathlib import Path
 
+from app.collector import collector_off
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector, parse_local_size
 from app.errors import UsageError
 from app.outputs import check_outputs
 
 
-@contextlib.contextmanager
 def _start_up_collector():
     """The cyclic garbage collector is off while ``glshare run`` imports its modules (hundreds of
     thousands of objects: numpy, pyopencl, PyOpenGL, ImGui; on the 2-core CPU machine the
@@ -26,14 +24,7 @@ def _start_up_collector():
     every one is made after this and collected as before (a switch's and the teardown's
     ``gc.collect()`` find their cycles). Reference counting frees objects as always; only the
     cyclic garbage the imports left stays. A collector that was off stays off, nothing frozen."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.freeze()
-            gc.enable()
+    return collector_off(freeze=True)
 
 
 def main(args) -> int:

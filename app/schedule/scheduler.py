@@ -236,7 +236,6 @@ class FrameScheduler:
         loop (bench/probes/frame_opcodes_probe.py). None where the case does not hold, having done
         nothing but select the frame's copy of the objects: the caller runs the general frame."""
         backend, scene, sync = self.backend, self.scene, self.sync
-        rec = None
         if scene.slots > 1:  # (as the general frame: the copy first, then its objects' key)
             slot = frame % scene.slots
             scene.use_slot(slot)
@@ -337,12 +336,7 @@ class FrameScheduler:
                 else:  # (the timer's span of a frame not timed does nothing)
                     scene.render(size)
             sync.after_gl_use(rec.waits)
-            if sync.bounded_run_ahead:  # (as the general frame's: its text says why)
-                release = None if sync.gl_waits_for_release else rec.events.get("release")
-                self._in_flight.append((release, self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
-            code = self._gl_error()
-            if code:
-                check_gl(f"render {scene.name}", code)
+            self._after_draw(rec)
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         phases["render"] = (t, t := ns())
@@ -478,16 +472,7 @@ class FrameScheduler:
                 with self.gl_timer.span(rec, "gl render"):
                     scene.render(size)
             self.sync.after_gl_use(rec.waits)
-            if self.sync.bounded_run_ahead:
-                # where GL waited on the GPU for CL's release (``SyncMode.gl_waits_for_release``) a GL
-                # fence past the draw says the release completed too: the bound asks no CL event's status
-                release = None if self.sync.gl_waits_for_release else rec.events.get("release")
-                self._in_flight.append((release, self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
-            # the GL calls made straight through ctypes (app/gl/raw.py) since the sync's, the draw's and
-            # those after it (a copy's semaphore signal, the fence), are checked here, on their frame
-            code = self._gl_error()
-            if code:
-                check_gl(f"render {scene.name}", code)
+            self._after_draw(rec)
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
@@ -507,6 +492,20 @@ class FrameScheduler:
         if not self._cl_harvested and len(self._pending) >= self._harvest_at:
             self.harvest(gl=False)  # (no wait for GL in this frame's sync mode took it)
         yield "render"
+
+    def _after_draw(self, rec: FrameRecord) -> None:
+        """The end of a frame's render phase: the run-ahead bound's fence past the draw, then the
+        frame's GL errors."""
+        if self.sync.bounded_run_ahead:
+            # where GL waited on the GPU for CL's release (``SyncMode.gl_waits_for_release``) a GL
+            # fence past the draw says the release completed too: the bound asks no CL event's status
+            release = None if self.sync.gl_waits_for_release else rec.events.get("release")
+            self._in_flight.append((release, self._fence(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)))
+        # the GL calls made straight through ctypes (app/gl/raw.py) since the sync's, the draw's and
+        # those after it (a copy's semaphore signal, the fence), are checked here, on their frame
+        code = self._gl_error()
+        if code:
+            check_gl(f"render {self.scene.name}", code)
 
     def _harvest_cl_in_wait(self) -> None:
         """The CL stamps of earlier frames, read while the CPU would wait for GL (a sync mode's

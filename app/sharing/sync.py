@@ -45,9 +45,7 @@ class SyncMode:
     # every frame the CPU waits until GL is done before the acquire and until CL is done after the
     # release (glFinish, clFinish), calling ``shadow`` before each wait: when ``after_release``
     # returns, the frame's CL commands have completed, so on an in-order queue nothing needs their
-    # events unless they are read (FrameScheduler leaves them out of untimed frames); its
-    # ``before_acquire`` returns no event for the acquire to wait on (FrameScheduler's steady frame
-    # gives the acquire no wait list)
+    # events unless they are read (FrameScheduler leaves them out of untimed frames)
     waits_on_cpu: ClassVar[bool] = False
     registry: ClassVar[dict[str, type["SyncMode"]]] = {}
 

@@ -187,6 +187,9 @@ class Scene(abc.ABC):
         """Total size of the GL objects shared each frame."""
         return sum(o.nbytes for o in self.shared)
 
+    # ``shared``, ``cl_uses`` and ``gl_uses``: the same list object while the objects are the same
+    # (a scene with copies keeps one list per copy): FrameScheduler's steady frame knows the frame
+    # by their identity, and runs the general frame for a list it has not seen
     @property
     def cl_uses(self) -> list[SharedObject]:
         return self.shared

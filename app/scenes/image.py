@@ -84,7 +84,7 @@ class ImageScene(Scene):
         """On failure what was built is torn down (``teardown`` takes a partial build) and the error raised."""
         self.backend = backend
         self.texture = self.quad = self.program = None
-        self.textures = []
+        self.textures, self._shared_by_slot = [], []
         try:
             self._build(backend, size)
         except BaseException:
@@ -112,7 +112,11 @@ class ImageScene(Scene):
             label = "image.julia" if self.slots == 1 else f"image.julia[{i}]"
             self.textures.append(self.backend.create_texture(label, w, h, access="write_only", drawn_by_quad=True))
         self.texture = tex = self.textures[0]
-        self.shared = [tex]
+        # one list per copy, made once: the scheduler's steady frame knows a frame's objects by the
+        # identity of ``shared`` (``cl_uses``, ``gl_uses``), so a copy's list is the same object every
+        # time that copy comes round
+        self._shared_by_slot = [[t] for t in self.textures]
+        self.shared = self._shared_by_slot[0]
         self._global_size = julia_global_size(w, h, self.lanes)
         # one kernel object per slot, each with its texture and the arguments that stay set once
         # (pointing one kernel at the next copy every frame cost about 35 us a frame on the H200's
@@ -134,12 +138,12 @@ class ImageScene(Scene):
         if slot == self.slot:
             return
         self.texture = self.textures[slot]
-        self.shared = [self.texture]
+        self.shared = self._shared_by_slot[slot]
         self.slot = slot
 
     def _destroy_textures(self) -> None:
         textures, self.textures = self.textures, []
-        self.texture, self.shared = None, []
+        self.texture, self.shared, self._shared_by_slot = None, [], []
         for tex in textures:
             self.backend.destroy(tex)  # CL image released before the GL texture is deleted
 

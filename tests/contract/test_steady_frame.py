@@ -14,6 +14,7 @@ from app.config import RunConfig
 from app.errors import ClError
 from app.schedule.scheduler import FrameScheduler
 from app.session.loop import Run
+from app.session.session import Session
 from app.window.egl_headless import EglSurface
 
 FRAMES = 10
@@ -43,11 +44,14 @@ def _comparable(rec) -> dict:
     return out
 
 
-def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=None, sync: str = "finish"):
+def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=None, sync: str = "finish",
+         copies: int | None = None):
     """Records, tracker states, counts and pictures of FRAMES frames; ``fail(rt, frame)`` is called
-    before each frame (a failure set up for that frame)."""
+    before each frame (a failure set up for that frame). ``copies``: the scene's copies of its shared
+    objects, whatever the sync mode (``Session._slots_for`` gives them only where it runs ahead on
+    semaphores, which no CPU machine has)."""
     steady_frames = []
-    original = FrameScheduler._steady_frame
+    original, slots_for = FrameScheduler._steady_frame, Session.__dict__["_slots_for"]  # (the staticmethod)
 
     def counted(self, frame, render_target):
         rec = original(self, frame, render_target)
@@ -58,9 +62,12 @@ def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=No
     try:
         cfg = RunConfig(headless=True, overlay=False, frames=10_000, seed=7, scene=scene, size=size,
                         backend=backend, sync=sync, stamps_ms=stamps_ms)
+        if copies is not None:
+            Session._slots_for = staticmethod(lambda scene_cls, strategy, n: min(copies, scene_cls.max_slots))
         with Run(cfg, surface=surface) as rt:
             sched = rt.session.scheduler
             sched.steady = steady
+            assert copies is None or rt.session.scene.slots == copies
             FrameScheduler._steady_frame = counted
             try:
                 recs = []
@@ -74,11 +81,13 @@ def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=No
             be = rt.session.backend
             states = [dataclasses.astuple(st)[:2] + dataclasses.astuple(st)[3:]  # (queue aside: an object)
                       for st in be.tracker.states.values()]
-            data = [o.gl.read().copy() for o in rt.session.scene.shared]
+            scene_ = rt.session.scene  # (every copy of the objects where there are copies)
+            data = [o.gl.read().copy() for o in (getattr(scene_, "textures", None) or scene_.shared)]
             return dict(recs=[_comparable(r) for r in recs], states=states, checked=be.validator.checked,
                         totals=dict(rt.session.history.totals), flags=list(be.tracker.counts.items()),
                         data=data, shot=surface.read_pixels(), steady=steady_frames)
     finally:
+        Session._slots_for = slots_for
         surface.close()
 
 
@@ -126,6 +135,22 @@ def test_the_steady_frame_is_the_general_frame(contract_backend, probe_env, scen
     assert general["steady"] == []
     assert all(r["errors"] == [] and r["hazards"] == [] for r in steady["recs"])
     assert [r["owners"][1][1][0] for r in steady["recs"]] == ["cl"] * FRAMES  # (after the acquire)
+    _same(steady, general)
+
+
+@pytest.mark.parametrize("sync", ["finish", "none"])
+@pytest.mark.parametrize("stamps_ms", [0.0, 1000.0])
+def test_the_steady_frame_runs_on_every_copy_of_the_objects(contract_backend, probe_env, stamps_ms, sync):
+    """The image scene on three copies of its texture (frames in flight): the steady frame runs on
+    each copy's every frame but its first, with the general frame's records, states and pictures."""
+    _sync_here(probe_env, contract_backend, sync)
+    steady = _run(contract_backend, "image", (96, 64), True, stamps_ms, sync=sync, copies=3)
+    general = _run(contract_backend, "image", (96, 64), False, stamps_ms, sync=sync, copies=3)
+    assert [r["slot"] for r in steady["recs"]] == [i % 3 for i in range(FRAMES)]
+    assert steady["steady"] == [False] * 3 + [True] * (FRAMES - 3)
+    if sync == "none":
+        for run in (steady, general):
+            run["data"], run["shot"] = [], None
     _same(steady, general)
 
 

@@ -268,16 +268,18 @@ class FrameScheduler:
         samples.append(("start", t, gl_owns))
         copied = backend.bytes_copied
         waits_on_cpu = self._cl_harvested = self._gl_harvested = self._waits_on_cpu
-        ok = released = True
+        ok = released = synced = True
         wait_for = None
         try:
             if sync.bounded_run_ahead:
                 self._bound_run_ahead(rec)
             backend.gl_before_acquire(scene.shared)
+            synced = False
             if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
                 wait_for = sync.before_acquire(rec.waits, self._shadow_cl if len(pending) >= self._harvest_at else None)
             else:
                 wait_for = sync.before_acquire(rec.waits, self._shadow_cl)
+            synced = True
             if wait_for:  # (an acquire that waits on the sync's events: the general hand-over checks the list)
                 ev_a = backend.acquire(queue, scene.shared, wait_for, out=events)
             else:
@@ -316,10 +318,14 @@ class FrameScheduler:
                 backend.gl_after_release(scene.shared)
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "release")
+                if not released:  # (the sync's side still runs: ``_sync_after``)
+                    self._sync_after(rec, None, None)
             phases["release"] = (t, t := ns())
         else:  # as the general frame: a compute and a release of nothing, with their spans
             phases["compute"] = (t, t := ns())
             samples.append(("compute", t, gl_owns))
+            if synced:
+                self._sync_after(rec, None, None)
             phases["release"] = (t, t := ns())
         owns = gl_owns if released else cl_owns
         samples.append(("release", t, owns))
@@ -389,7 +395,7 @@ class FrameScheduler:
         samples.append(("start", t, tuple(map(_OWNER, owned))))
         copied = backend.bytes_copied
         waits_on_cpu = self._cl_harvested = self._gl_harvested = self._waits_on_cpu
-        ok = True
+        ok = synced = True
         try:
             if self.faults is not None:
                 self.faults("acquire", rec)
@@ -400,7 +406,9 @@ class FrameScheduler:
                 shadow = self._shadow_cl if len(self._pending) >= self._harvest_at else None
             else:
                 shadow = self._shadow_cl
+            synced = False
             wait_for = self.sync.before_acquire(rec.waits, shadow)
+            synced = True
             ev_a = None
             if "acquire" not in self.skip:
                 ev_a = backend.acquire(queue, scene.shared, wait_for or None, out=events)
@@ -437,26 +445,22 @@ class FrameScheduler:
         samples.append(("compute", t, tuple(map(_OWNER, owned))))
         yield "compute"
         t = ns()  # stepped (teaching mode): the time until the next step is not the next phase's
+        ev_r, released = None, False
         if acquired:
             try:
                 if self.faults is not None:
                     self.faults("release", rec)
-                ev_r = None
                 if "release" not in self.skip:
                     ev_r = backend.release(queue, scene.shared,
                                            [ev_c] if ev_c is not None and not self._in_order else None, out=events)
                     rec.counts["release"] += 1
                     if ev_r is not None:
                         rec.events["release"] = ev_r
-                if waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
-                    timer = self.gl_timer
-                    shadow = self._read_gl if timer.enabled and timer.due() else None
-                else:
-                    shadow = self._shadow_gl
-                self.sync.after_release(queue, ev_r, rec.waits, shadow)
-                backend.gl_after_release(scene.shared)
+                released = True
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "release")
+        if synced:  # the sync's side of the frame, whatever became of the hand-over (``_sync_after``)
+            self._sync_after(rec, ev_r, scene.shared if released else None)
         rec.phases["release"] = (t, t := ns())
         samples.append(("release", t, tuple(map(_OWNER, owned))))
         yield "release"
@@ -506,6 +510,30 @@ class FrameScheduler:
         code = self._gl_error()
         if code:
             check_gl(f"render {self.scene.name}", code)
+
+    def _sync_after(self, rec: FrameRecord, ev_r, released) -> None:
+        """The sync mode's ``after_release`` on every frame whose ``before_acquire`` ran, even where the
+        acquire, the compute or the release failed or was skipped: each frame's pair of the sync's
+        operations stays whole. Semaphores make it a rule: the frame's CL wait on GL's binary
+        semaphore was enqueued, and CL's queue reaches the GPU only at the flush ``after_release``
+        makes; a frame without it left that wait unsubmitted while the next frame's GL signalled the
+        same semaphore again (a binary semaphore must be unsignaled when a signal operation on it
+        executes: Vulkan, vkQueueSubmit), and the H200 hung in clFinish
+        (bench/probes/release_failure_probe.py, bench/results/README.md, fourteenth session). GL then
+        waits for CL's commands, so its draw reads what the kernel finished even where the objects
+        stayed CL's (the draw is flagged, as before). ``released``: the objects whose release went
+        through, for GL's side of the hand-over (``gl_after_release``), or None."""
+        try:
+            if self._waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
+                timer = self.gl_timer
+                shadow = self._read_gl if timer.enabled and timer.due() else None
+            else:
+                shadow = self._shadow_gl
+            self.sync.after_release(self.backend.queue, ev_r, rec.waits, shadow)
+            if released is not None:
+                self.backend.gl_after_release(released)
+        except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
+            self._fail(rec, exc, "release")
 
     def _harvest_cl_in_wait(self) -> None:
         """The CL stamps of earlier frames, read while the CPU would wait for GL (a sync mode's

@@ -155,12 +155,13 @@ def test_the_steady_frame_runs_on_every_copy_of_the_objects(contract_backend, pr
 
 
 def _failing(where: str):
-    """A failure of ``where`` ("compute" or "release") on frame 4 alone, as the driver would report one."""
+    """A failure of ``where`` ("acquire", "compute" or "release") on frame 4 alone, as the driver
+    would report one."""
     def fail(rt, frame):
         if frame != 4:
             return
         target = rt.session.scene if where == "compute" else rt.session.backend
-        name = "compute" if where == "compute" else "_enqueue_release"
+        name = "compute" if where == "compute" else f"_enqueue_{where}"
         real = getattr(target, name)
 
         def once(*args, **kwargs):
@@ -173,17 +174,25 @@ def _failing(where: str):
 
 
 @pytest.mark.parametrize("sync", ["finish", "semaphore"])
-@pytest.mark.parametrize("where", ["compute", "release"])
+@pytest.mark.parametrize("where", ["acquire", "compute", "release"])
 def test_a_failure_inside_the_steady_frame_is_the_general_frames(contract_backend, probe_env, where, sync):
-    """A compute that fails still hands the objects back; a release that fails leaves them CL's, the
-    draw is flagged for using them (gl_use_while_acquired) and the next acquire for acquiring them
-    again: the same errors, findings and states either way, and the loop goes on."""
+    """An acquire that fails skips the compute and the release; a compute that fails still hands the
+    objects back; a release that fails leaves them CL's, the draw is flagged for using them
+    (gl_use_while_acquired) and the next acquire for acquiring them again. Every frame still makes
+    its sync mode's pair whole (FrameScheduler._sync_after: with finish each frame has its clFinish;
+    with semaphores a frame without it hung the H200's queue). The same errors, findings and states
+    either way, and the loop goes on."""
     _sync_here(probe_env, contract_backend, sync)
     steady = _run(contract_backend, "particles", 4096, True, 1000.0, fail=_failing(where), sync=sync)
     general = _run(contract_backend, "particles", 4096, False, 1000.0, fail=_failing(where), sync=sync)
     errors = [(i, r["errors"]) for i, r in enumerate(steady["recs"]) if r["errors"]]
     assert errors == [(4, [(4, f"test {where}", -5, "CL_OUT_OF_RESOURCES")])]
     assert steady["steady"][4] is True  # the failing frame was a steady one
+    if sync == "finish":
+        assert all(r["waits"].count("glFinish") == r["waits"].count("clFinish") == 1 for r in steady["recs"])
+    if where == "acquire":
+        assert steady["recs"][4]["counts"] == {"acquire": 0, "compute": 0, "release": 0}
+        assert steady["steady"][5] is True  # nothing changed hands: the steady frame again
     if where == "release":
         # (one finding per shared object: the fountain's position and colour buffers)
         assert [h[0] for h in steady["recs"][4]["hazards"]] == ["gl_use_while_acquired"] * 2

@@ -579,6 +579,9 @@ class SemaphoreSync(SyncMode):
     def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
         queue = self.backend.queue
         slot = self.slot
+        # cl_khr_semaphore's rules, before the driver and before GL's signal: a refused wait leaves no
+        # signal behind that the next frame's would repeat (FrameScheduler._sync_after)
+        self._check("wait", queue, self._gl_done_list, None)
         if self._pending[slot]:
             # GL signalled this copy's gl_done after its last draw (``after_gl_use``), slots frames ago
             self._pending[slot] = False
@@ -586,7 +589,6 @@ class SemaphoreSync(SyncMode):
             n, bufs = self._buffers()
             self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
             self._flush()
-        self._check("wait", queue, self._gl_done_list, None)  # cl_khr_semaphore's rules, before the driver
         # on an in-order queue the acquire enqueued next runs after the wait completes (OpenCL 3.0,
         # 5.1), so the wait needs no event of its own; a queue that is not in order gets it in the
         # acquire's wait list

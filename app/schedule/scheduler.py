@@ -515,10 +515,10 @@ class FrameScheduler:
         """The sync mode's ``after_release`` on every frame whose ``before_acquire`` ran, even where the
         acquire, the compute or the release failed or was skipped: each frame's pair of the sync's
         operations stays whole. Semaphores make it a rule: the frame's CL wait on GL's binary
-        semaphore was enqueued, and CL's queue reaches the GPU only at the flush ``after_release``
-        makes; a frame without it left that wait unsubmitted while the next frame's GL signalled the
-        same semaphore again (a binary semaphore must be unsignaled when a signal operation on it
-        executes: Vulkan, vkQueueSubmit), and the H200 hung in clFinish
+        semaphore was enqueued, and glshare flushes CL's queue at ``after_release``; a frame without
+        it left that wait unflushed while the next frame's GL signalled the same semaphore again (a
+        binary semaphore must be unsignaled when a signal operation on it executes: Vulkan,
+        vkQueueSubmit), and the H200 hung in clFinish
         (bench/probes/release_failure_probe.py, bench/results/README.md, fourteenth session). GL then
         waits for CL's commands, so its draw reads what the kernel finished even where the objects
         stayed CL's (the draw is flagged, as before). ``released``: the objects whose release went

@@ -274,12 +274,16 @@ def test_auto_prefers_host_mapped(probe_env):
     assert "external_memory" in reg.sync_verdicts("host_mapped")["semaphore"]
 
 
-def test_untimed_frames_make_no_events_and_compute_the_same(monkeypatch):
+@pytest.mark.parametrize("native", [False, True])
+def test_untimed_frames_make_no_events_and_compute_the_same(monkeypatch, native):
     """Under sync finish an untimed frame (``FrameRecord.sampled`` False) asks the driver for no
     event nothing reads: the kernel is enqueued with the C API's NULL event and host_mapped's release
     enqueues no marker; a timed frame gets both, and its stamps are read. The particles and the
-    screen after 12 frames are identical (exactly) to a run where every frame is timed."""
+    screen after 12 frames are identical (exactly) to a run where every frame is timed. With the
+    steady frame's hand-over native (``native``) the calls are the native list's: its untimed form has
+    no kernel event out and no release call; in Python they are the prepared calls', seen here."""
     from app.cl import ext
+    from app.schedule.scheduler import FrameScheduler
 
     asked: list[tuple[str, bool]] = []
     nd_call, release = ext.NDRangeCall.__call__, HostMapped._enqueue_release
@@ -292,8 +296,14 @@ def test_untimed_frames_make_no_events_and_compute_the_same(monkeypatch):
         asked.append(("release", event))
         return release(self, queue, objects, wait_for, event)
 
+    def native_frame(self, nf, *args):  # a native frame's calls: its list's kernel event out, its release call
+        asked.extend([("kernel", nf.kernel_out is not None), ("release", nf.ends[3] > nf.ends[2])])
+        return native_hand_over(self, nf, *args)
+
+    native_hand_over = FrameScheduler._native_hand_over
     monkeypatch.setattr(ext.NDRangeCall, "__call__", kernel)
     monkeypatch.setattr(HostMapped, "_enqueue_release", released)
+    monkeypatch.setattr(FrameScheduler, "_native_hand_over", native_frame)
     runs = {}
     for stamps_ms in (0.0, 1000.0):  # every frame timed; one timed frame in the run (the first)
         asked.clear()
@@ -301,11 +311,15 @@ def test_untimed_frames_make_no_events_and_compute_the_same(monkeypatch):
         try:
             with Run(_cfg(scene="particles", size=4096, backend="host_mapped", stamps_ms=stamps_ms),
                      surface=surface) as rt:
+                sched = rt.session.scheduler
+                if native and sched.native_reason:
+                    pytest.skip(f"no native frame here: {sched.native_reason}")
+                sched.native = native
                 recs, events_left = [], []
                 for _ in range(12):
                     recs.append(rt.tick())
                     events_left.append(set(recs[-1].events))  # right after the frame, before any harvest
-                rt.session.scheduler.finish()
+                sched.finish()
                 runs[stamps_ms] = (surface.read_pixels(), rt.session.scene.shared[0].gl.read().copy(), recs,
                                    events_left, list(asked))
         finally:

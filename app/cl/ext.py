@@ -47,6 +47,12 @@ def _raise(code: int, routine: str, what: str = "") -> None:
     raise _error(code, routine, what)
 
 
+def call_error(code: int, call) -> cl.Error:
+    """The error of a prepared call (``app.native.calls.Call``) that returned ``code``: the one its
+    ctypes form below raises (``detail``: the argument a clSetKernelArg names)."""
+    return _error(code, call.routine, f"{cl_error_name(code)}: {call.detail}" if call.detail else "")
+
+
 @lru_cache(maxsize=1)
 def libopencl() -> ctypes.CDLL:
     lib = ctypes.CDLL("libOpenCL.so.1")
@@ -180,6 +186,15 @@ class MemObjectsCall:
         if err:
             _raise(err, self.routine)
         return cl.Event.from_int_ptr(self._out.value, retain=False) if event else None
+
+    def prepared(self, queue: cl.CommandQueue, mems: list, out: vp | None):
+        """The same call on ``mems`` without a wait list, prepared for a native call list
+        (``app.native.calls``): its event into ``out`` (None: the C API's NULL event)."""
+        from app.native.calls import Call
+
+        handles = [m.int_ptr for m in mems]
+        array = (vp * len(handles))(*handles) if handles else None
+        return Call(self.fn, (queue.int_ptr, len(handles), array, 0, None, out), self.routine)
 
 
 @lru_cache(maxsize=1)
@@ -385,6 +400,35 @@ class NDRangeCall:
             _raise(err, "clEnqueueNDRangeKernel")
         return cl.Event.from_int_ptr(self._out.value, retain=False) if event else None
 
+    @staticmethod
+    def prepared(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, out: vp | None):
+        """The same launch without a wait list, prepared for a native call list (``app.native.calls``):
+        its event into ``out`` (None: the C API's NULL event)."""
+        from app.native.calls import Call
+
+        g = tuple(global_size)
+        local = tuple(local_size) if local_size else None
+        return Call(_core_calls()[1], (queue.int_ptr, kernel.int_ptr, len(g), None, (ctypes.c_size_t * len(g))(*g),
+                                       (ctypes.c_size_t * len(local))(*local) if local else None, 0, None, out),
+                    "clEnqueueNDRangeKernel")
+
+
+def prepared_scalar_arg(kernel: cl.Kernel, index: int, value):
+    """clSetKernelArg of scalar argument ``index`` from ``value`` (a ctypes value the frame rewrites
+    before each native call list), prepared for the list (``app.native.calls``)."""
+    from app.native.calls import Call
+
+    return Call(_core_calls()[0], (kernel.int_ptr, index, ctypes.sizeof(value), value), "clSetKernelArg",
+                detail=f"argument {index}")
+
+
+def prepared_core(name: str, *args, wait: str = ""):
+    """A core entry point of the ICD loader (clFlush, clFinish, clEnqueueMarkerWithWaitList) prepared
+    for a native call list (``app.native.calls``); ``wait``: the CPU wait it is, by name."""
+    from app.native.calls import Call
+
+    return Call(getattr(libopencl(), name), args, name, wait=wait)
+
 
 def external_mem_calls(ext: ExtensionFunctions) -> tuple[MemObjectsCall, MemObjectsCall]:
     """(acquire, release) for one backend: prepared calls of cl_khr_external_memory's two entry points."""
@@ -416,6 +460,14 @@ class Semaphore:
         if err:
             _raise(err, routine)
         return cl.Event.from_int_ptr(self._out.value, retain=False) if event else None
+
+    def prepared(self, queue, signal: bool):
+        """This semaphore's wait (``signal`` False) or signal on ``queue``, without a wait list or an
+        event, prepared for a native call list (``app.native.calls``)."""
+        from app.native.calls import Call
+
+        routine = "clEnqueueSignalSemaphoresKHR" if signal else "clEnqueueWaitSemaphoresKHR"
+        return Call(getattr(self.ext, routine), (queue.int_ptr, 1, self.handle, None, 0, None, None), routine)
 
     def enqueue_wait(self, queue, wait_for=None, event: bool = True) -> cl.Event | None:
         """``event=False``: the C API's NULL ``event`` argument (an in-order queue orders what follows)."""

@@ -1,6 +1,7 @@
 """glshare's native piece: ``stamps.c``, a frame's time stamps read in batches, one call each: the CL
 profiling stamps of many events (``app.cl.ext.EventInfo``) and the GL timestamp queries of many timed
-passes (``app.gl.timer.GlTimer``).
+passes (``app.gl.timer.GlTimer``); and the frame's hand-over, its foreign calls prepared once and made
+in one call (``app.native.calls``, the scheduler's native frame).
 
 Built by ``python -m app.native build`` (``make setup`` runs it) into ``_stamps.so`` beside the
 source, with the C compiler ``cc`` (or ``$CC``); it links against nothing (the OpenCL entry point is
@@ -18,7 +19,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(_HERE, "stamps.c")  # (os.path, not pathlib: this is imported on glshare's start-up path)
 _NAME = "_stamps.so"
 LIBRARY = os.path.join(_HERE, _NAME)
-VERSION = 2  # GLSHARE_STAMPS_VERSION in stamps.c: bumped with any change of what the library does
+VERSION = 3  # GLSHARE_STAMPS_VERSION in stamps.c: bumped with any change of what the library does
 CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c99", "-Wall")
 
 
@@ -125,6 +126,9 @@ def load() -> ctypes.CDLL:
     fn = lib.glshare_read_query_pairs
     fn.restype = ctypes.c_int32
     fn.argtypes = [vp, vp, vp, ctypes.c_int32, vp]
+    fn = lib.glshare_run_calls
+    fn.restype = ctypes.c_int32
+    fn.argtypes = [vp, ctypes.c_int32, ctypes.c_int32, vp, vp]
     return lib
 
 
@@ -139,5 +143,11 @@ def reason() -> str:
 
 def describe() -> str:
     why = reason()
-    return f"CL profiling and GL timer stamps read in C, a batch per call ({_NAME})" if not why else \
-        f"CL profiling and GL timer stamps read through ctypes call by call: {why}"
+    if why:
+        return f"CL profiling and GL timer stamps read through ctypes call by call, the frame's hand-over " \
+               f"in Python: {why}"
+    from app.native.calls import reason as calls_reason
+
+    calls = calls_reason()
+    return (f"CL profiling and GL timer stamps read in C, a batch per call ({_NAME}); the steady frame's "
+            f"hand-over " + (f"in Python: {calls}" if calls else "made in one native call where its pieces prepare it"))

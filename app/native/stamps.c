@@ -1,11 +1,16 @@
-/* glshare's one native piece: the time stamps of a frame's commands read in batches, one call each:
- * the CL profiling stamps of many events, and the GL timestamp queries of many timed passes.
+/* glshare's one native piece: what a frame asks of the drivers many times over, done in one foreign
+ * call each, because through ctypes every call costs the frame more on the host than the driver's
+ * own work:
+ *  - the time stamps of a frame's commands read in batches: the CL profiling stamps of many events,
+ *    and the GL timestamp queries of many timed passes;
+ *  - the frame's hand-over made in one call: a list of foreign calls prepared once (entry point and
+ *    arguments), made in order, with a clock stamp after each (glshare_run_calls).
  *
  * FrameScheduler.harvest reads QUEUED, (SUBMIT,) START and END of every command of every frame:
  * three or four clGetEventProfilingInfo calls per event. Through ctypes each call costs the frame
  * more on the host than the driver's own work (bench: "CL profiling of 3 events"); here a batch of
- * events is one foreign call. The entry point is handed in (the ICD loader's clGetEventProfilingInfo,
- * as ctypes found it), so this library links against nothing but itself.
+ * events is one foreign call. The entry points are handed in (the ICD loader's and GL's, as ctypes
+ * found them), so this library links against nothing but the C library.
  *
  * Semantics are app/cl/ext.py EventInfo.profile's, event by event: a QUEUED stamp of 0 is a
  * command the driver did not time (NVIDIA's markers); its other stamps are not asked and stay 0.
@@ -14,10 +19,12 @@
  * first, stopping at the first whose end stamp is not there (GL answers queries in order: when the
  * end stamp is there, the start stamp is too). The GL entry points are handed in as well.
  * Build: python -m app.native build (make setup does it). */
+#define _POSIX_C_SOURCE 199309L
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
-#define GLSHARE_STAMPS_VERSION 2
+#define GLSHARE_STAMPS_VERSION 3
 
 typedef int32_t (*profiling_info_fn)(void *event, uint32_t param, size_t size, void *value, size_t *size_ret);
 
@@ -88,4 +95,62 @@ int32_t glshare_read_query_pairs(void *get_ui64v, void *get_iv, const uint32_t *
         get(start, GL_QUERY_RESULT, &o[0]);
     }
     return n;
+}
+
+/* A frame's prepared foreign calls (app/native/calls.py CallList). Each entry is an entry point and
+ * up to GLSHARE_CALL_ARGS arguments, every one an integer or a pointer (a handle, a count, a GLenum,
+ * the address of a prepared array, of a value, of an event out, or 0 for NULL): no floating-point
+ * argument, none passed by value wider than 64 bits. Each is called with all GLSHARE_CALL_ARGS words,
+ * the unused ones after its own; on the System V x86-64 and the AArch64 calling conventions (the
+ * only ones the Python side uses this on) integer arguments go in order in registers then in 8-byte
+ * stack slots that the caller owns, so a callee reads its own and never the rest.
+ * status: 1 for an OpenCL entry point (a cl_int status, the list stops at the first non-zero one),
+ * 0 for a GL one (void: GL's errors are read with glGetError after the frame's draw). */
+#define GLSHARE_CALL_ARGS 10
+typedef uint64_t u64;
+typedef int32_t (*status_call_fn)(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64);
+typedef void (*void_call_fn)(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64);
+
+typedef struct {
+    void *fn;
+    int32_t status;
+    int32_t reserved;
+    u64 a[GLSHARE_CALL_ARGS];
+} glshare_call;
+
+/* The clock of Python's time.perf_counter_ns on Linux (CLOCK_MONOTONIC), so the stamps sit on the
+ * frame's own time line. */
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int32_t glshare_call_size(void) { return (int32_t)sizeof(glshare_call); }
+
+/* Calls calls[first] .. calls[n - 1] in order. stamps[i] is the clock before call i is made and
+ * stamps[i + 1] after it (stamps holds n + 1). Returns 0 with *failed = -1, or the first non-zero
+ * status, *failed naming its call: the calls after it are not made. */
+int32_t glshare_run_calls(const glshare_call *calls, int32_t first, int32_t n, int64_t *stamps, int32_t *failed)
+{
+    if (first < n)
+        stamps[first] = now_ns();
+    for (int32_t i = first; i < n; i++) {
+        const glshare_call *c = &calls[i];
+        const u64 *a = c->a;
+        if (c->status) {
+            int32_t err = ((status_call_fn)c->fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+            stamps[i + 1] = now_ns();
+            if (err) {
+                *failed = i;
+                return err;
+            }
+        } else {
+            ((void_call_fn)c->fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+            stamps[i + 1] = now_ns();
+        }
+    }
+    *failed = -1;
+    return 0;
 }

@@ -144,6 +144,18 @@ class Scene(abc.ABC):
         it (an untimed frame on an in-order queue whose sync mode waits for CL on the CPU:
         FrameScheduler); the kernel is enqueued with the C API's NULL event and None returned."""
 
+    def native_key(self):
+        """What ``native_compute``'s calls depend on (the kernel, its sizes); None: no native compute."""
+        return None
+
+    def native_compute(self, queue: cl.CommandQueue, event: bool):
+        """(calls, the kernel event's out slot or None, ``stage``): what ``compute`` enqueues on the
+        in-order ``queue`` without a wait list, as prepared calls for a native call list
+        (``app.native.calls.Call``; ``event`` False: the C API's NULL event), valid while ``native_key``
+        is the same; ``stage(frame)`` (or None) writes the frame's changing values into the calls'
+        prepared arguments before the list runs. None where this scene computes in Python (the default)."""
+        return None
+
     @abc.abstractmethod
     def render(self, size: tuple[int, int]) -> None:
         """Draw with GL from the released objects into the bound framebuffer."""

@@ -12,11 +12,13 @@ hands it back to the animation.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
 import pyopencl as cl
 
+from app.cl.ext import NDRangeCall, prepared_scalar_arg
 from app.cl.programs import KernelProgram
 from app.gl.quad import ImageQuad
 from app.scenes.base import Scene
@@ -173,6 +175,25 @@ class ImageScene(Scene):
         kernel.set_arg(i + 1, np.float32(ci))
         global_size, local = self.launch(self._global_size)
         return kernel.enqueue(queue, global_size, local, wait_for, event)
+
+    def native_key(self):
+        return self.program.generation, self.slot, self._global_size, self.local_size
+
+    def native_compute(self, queue, event):
+        """The constant's two clSetKernelArg from C values ``stage`` writes, then the launch. (The
+        kernel's recorded ``args``, which a hot reload sets again, keep the last constant set in
+        Python: the next frame sets its own before its launch.)"""
+        kernel, i = self.kernel, self._c_index
+        cr, ci = ctypes.c_float(), ctypes.c_float()
+        global_size, local = self.launch(self._global_size)
+        out = ctypes.c_void_p() if event else None
+        calls = [prepared_scalar_arg(kernel, i, cr), prepared_scalar_arg(kernel, i + 1, ci),
+                 NDRangeCall.prepared(queue, kernel, global_size, local, out)]
+
+        def stage(frame: int) -> None:
+            cr.value, ci.value = self.constant(frame)  # (rounded to float32 as np.float32 rounds)
+
+        return calls, out, stage
 
     def render(self, size) -> None:
         self.quad.draw(self.texture.gl)

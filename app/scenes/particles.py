@@ -13,12 +13,14 @@ touches what is shared: only how GL draws it.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
+from app.cl.ext import NDRangeCall
 from app.cl.programs import KernelProgram
 from app.diagnostics import live
 from app.errors import UsageError
@@ -216,6 +218,14 @@ class ParticlesScene(Scene):
     def compute(self, queue, frame, wait_for, event=True):
         global_size, local = self.launch((self.n,))
         return self.kernel.enqueue(queue, global_size, local, wait_for, event)
+
+    def native_key(self):
+        return self.program.generation, self.n, self.local_size
+
+    def native_compute(self, queue, event):
+        global_size, local = self.launch((self.n,))
+        out = ctypes.c_void_p() if event else None
+        return [NDRangeCall.prepared(queue, self.kernel, global_size, local, out)], out, None
 
     def _points_program(self) -> Program:
         if not self.round_points:

@@ -38,26 +38,33 @@ hand-over calls are those of the frame before (the validator accepted both, ever
 GL's), it is the general frame without the branches of the cases that cannot arise, the same
 record, states and counts (tests/contract/test_steady_frame.py). The teaching mode's stepped
 frames, injected faults, skipped calls and the first frame on each copy of the objects run the
-general one (``frame_phases``).
+general one (``frame_phases``). Where the backend, the sync mode and the scene each prepare their
+calls (external_memory and host_mapped; finish, semaphore and none; both scenes), the steady frame's
+hand-over is one native call (``_native_hand_over``, app/schedule/native.py); ``native`` False, or
+GLSHARE_NATIVE_FRAME=0, makes it in Python.
 """
 from __future__ import annotations
 
 import collections
 import logging
 import operator
+import os
 import time
 
 import pyopencl as cl
 
-from app.cl.ext import event_info
+from app.cl.ext import call_error, event_info
 from app.errors import ClError, GlshareError, QueueStalled, as_glshare_error
 from app.gl import api as GL
 from app.gl.context import check_gl
 from app.gl.raw import gl_function
 from app.gl.timer import GlTimer
 from app.memo import keep
+from app.native.calls import reason as native_calls_reason
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
+from app.schedule.native import ACQUIRE, BEFORE, COMPUTE, RELEASE, NativeFrame
+from app.schedule.native import prepare as prepare_native
 from app.sharing.base import SharingBackend, Wrap, instrument_attributes
 from app.sharing.sync import SyncMode
 from app.validate.findings import normalize_strict, stops_on
@@ -156,6 +163,12 @@ class FrameScheduler:
         # objects and its calls are those of the frame before
         self._steady_mode = self._in_order
         self.steady = True  # False: every frame the general one (an A/B, the tests' reference)
+        # the steady frame's hand-over made in one native call where every piece prepares its calls
+        # (app/schedule/native.py); ``native_reason`` says why not where the machine cannot
+        self.native_reason = native_calls_reason() or (
+            "turned off (GLSHARE_NATIVE_FRAME=0)" if os.environ.get("GLSHARE_NATIVE_FRAME", "1") == "0" else "")
+        self.native = not self.native_reason  # False: the steady frame's hand-over in Python (an A/B)
+        self._natives: dict[tuple, NativeFrame | None] = {}  # per (hand-over, events, sync variant, scene key)
 
     @property
     def strict(self) -> str:
@@ -268,65 +281,69 @@ class FrameScheduler:
         samples.append(("start", t, gl_owns))
         copied = backend.bytes_copied
         waits_on_cpu = self._cl_harvested = self._gl_harvested = self._waits_on_cpu
-        ok = released = synced = True
-        wait_for = None
-        try:
-            if sync.bounded_run_ahead:
-                self._bound_run_ahead(rec)
-            backend.gl_before_acquire(scene.shared)
-            synced = False
-            if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
-                wait_for = sync.before_acquire(rec.waits, self._shadow_cl if len(pending) >= self._harvest_at else None)
-            else:
-                wait_for = sync.before_acquire(rec.waits, self._shadow_cl)
-            synced = True
-            if wait_for:  # (an acquire that waits on the sync's events: the general hand-over checks the list)
-                ev_a = backend.acquire(queue, scene.shared, wait_for, out=events)
-            else:
-                ev_a = hand_over.acquire(events)
-            rec.counts["acquire"] = 1
-            if ev_a is not None:
-                rec.events["acquire"] = ev_a
-        except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
-            ok = self._fail(rec, exc, "acquire")
-        phases["acquire"] = (t, t := ns())
-        samples.append(("acquire", t, cl_owns if ok else gl_owns))
-        if ok:
+        native = self._native_for(hand_over, events, kernel_event) if self.native else None
+        if native is not None:
+            released, t = self._native_hand_over(native, rec, frame, hand_over, t, gl_owns, cl_owns)
+        else:  # the hand-over in Python
+            ok = released = synced = True
+            wait_for = None
             try:
-                after = None if ev_a is not None else (wait_for or None)  # (in order: nothing between its own)
-                ev_c = scene.compute(queue, frame, after) if kernel_event else \
-                    scene.compute(queue, frame, after, event=False)
-                if ev_c is not None:
-                    rec.events["compute"] = ev_c
-                rec.counts["compute"] = 1
-            except Exception as exc:  # noqa: BLE001
-                self._fail(rec, exc, "compute")
-            phases["compute"] = (t, t := ns())
-            samples.append(("compute", t, cl_owns))
-            try:
-                released = False
-                ev_r = hand_over.release(events)
-                released = True
-                rec.counts["release"] = 1
-                if ev_r is not None:
-                    rec.events["release"] = ev_r
-                if waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
-                    timer = self.gl_timer
-                    sync.after_release(queue, ev_r, rec.waits, self._read_gl if timer.enabled and timer.due() else None)
+                if sync.bounded_run_ahead:
+                    self._bound_run_ahead(rec)
+                backend.gl_before_acquire(scene.shared)
+                synced = False
+                if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
+                    wait_for = sync.before_acquire(rec.waits, self._shadow_cl if len(pending) >= self._harvest_at else None)
                 else:
-                    sync.after_release(queue, ev_r, rec.waits, self._shadow_gl)
-                backend.gl_after_release(scene.shared)
-            except Exception as exc:  # noqa: BLE001
-                self._fail(rec, exc, "release")
-                if not released:  # (the sync's side still runs: ``_sync_after``)
+                    wait_for = sync.before_acquire(rec.waits, self._shadow_cl)
+                synced = True
+                if wait_for:  # (an acquire that waits on the sync's events: the general hand-over checks the list)
+                    ev_a = backend.acquire(queue, scene.shared, wait_for, out=events)
+                else:
+                    ev_a = hand_over.acquire(events)
+                rec.counts["acquire"] = 1
+                if ev_a is not None:
+                    rec.events["acquire"] = ev_a
+            except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
+                ok = self._fail(rec, exc, "acquire")
+            phases["acquire"] = (t, t := ns())
+            samples.append(("acquire", t, cl_owns if ok else gl_owns))
+            if ok:
+                try:
+                    after = None if ev_a is not None else (wait_for or None)  # (in order: nothing between its own)
+                    ev_c = scene.compute(queue, frame, after) if kernel_event else \
+                        scene.compute(queue, frame, after, event=False)
+                    if ev_c is not None:
+                        rec.events["compute"] = ev_c
+                    rec.counts["compute"] = 1
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(rec, exc, "compute")
+                phases["compute"] = (t, t := ns())
+                samples.append(("compute", t, cl_owns))
+                try:
+                    released = False
+                    ev_r = hand_over.release(events)
+                    released = True
+                    rec.counts["release"] = 1
+                    if ev_r is not None:
+                        rec.events["release"] = ev_r
+                    if waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
+                        timer = self.gl_timer
+                        sync.after_release(queue, ev_r, rec.waits, self._read_gl if timer.enabled and timer.due() else None)
+                    else:
+                        sync.after_release(queue, ev_r, rec.waits, self._shadow_gl)
+                    backend.gl_after_release(scene.shared)
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(rec, exc, "release")
+                    if not released:  # (the sync's side still runs: ``_sync_after``)
+                        self._sync_after(rec, None, None)
+                phases["release"] = (t, t := ns())
+            else:  # as the general frame: a compute and a release of nothing, with their spans
+                phases["compute"] = (t, t := ns())
+                samples.append(("compute", t, gl_owns))
+                if synced:
                     self._sync_after(rec, None, None)
-            phases["release"] = (t, t := ns())
-        else:  # as the general frame: a compute and a release of nothing, with their spans
-            phases["compute"] = (t, t := ns())
-            samples.append(("compute", t, gl_owns))
-            if synced:
-                self._sync_after(rec, None, None)
-            phases["release"] = (t, t := ns())
+                phases["release"] = (t, t := ns())
         owns = gl_owns if released else cl_owns
         samples.append(("release", t, owns))
         try:
@@ -362,6 +379,196 @@ class FrameScheduler:
         if not self._cl_harvested and len(pending) >= self._harvest_at:
             self.harvest(gl=False)  # (no wait for GL in this frame's sync mode took it)
         return rec
+
+    def _native_for(self, hand_over, events: bool, kernel_event: bool) -> NativeFrame | None:
+        """The steady frame's hand-over prepared for one native call (app/schedule/native.py), or None:
+        a piece makes its calls in Python, or a test replaced one of their methods on the instance (a
+        failure made on purpose: the Python frame calls it)."""
+        scene, backend, sync = self.scene, self.backend, self.sync
+        if "compute" in scene.__dict__ or "_enqueue_acquire" in backend.__dict__ or "_enqueue_release" in backend.__dict__:
+            return None
+        variant = sync.native_variant()
+        key = (hand_over, events, kernel_event, variant, scene.native_key())
+        found = self._natives.get(key, False)
+        if found is False:  # (the hand-over is held with it: its identity cannot be reused while kept)
+            found = keep(self._natives, key, prepare_native(backend, scene, sync, hand_over, events, kernel_event,
+                                                            variant))
+        return found
+
+    def _native_hand_over(self, nf: NativeFrame, rec: FrameRecord, frame: int, hand_over, t: int, gl_owns,
+                          cl_owns) -> tuple[bool, int]:
+        """The steady frame's acquire, compute and release phases with their calls made by ``nf``'s one
+        native call: the same record, states and counts as the Python hand-over of ``_steady_frame``.
+        A call that fails is recorded as the Python frame records it, and the frame goes on as that
+        one does: a failed sync wait or acquire skips the kernel and the release, a failed kernel
+        still releases, a failed release leaves the objects CL's; the sync mode's part after the
+        release runs wherever its part before it ran (``_sync_after``). Returns (released, the
+        release phase's end)."""
+        backend, scene, sync, queue = self.backend, self.scene, self.sync, hand_over.queue
+        calls, ends = nf.calls, nf.ends
+        samples, phases = rec.owners, rec.phases
+        synced = True
+        try:  # (as the Python hand-over's acquire phase, up to its first call)
+            if sync.bounded_run_ahead:
+                self._bound_run_ahead(rec)
+            backend.gl_before_acquire(scene.shared)
+            synced = False
+            sync.native_before(queue, nf.variant)
+            if self._waits_on_cpu and len(self._pending) >= self._harvest_at:
+                sync.native_shadow(queue, self._shadow_cl, True)  # the CL stamps of earlier frames, before glFinish
+            if nf.stage is not None:
+                nf.stage(frame)
+            # the GL timer's passes, read before clFinish where a read is due (asked last: once a frame)
+            timer = self.gl_timer
+            read_gl = self._waits_on_cpu and timer.enabled and timer.due()
+        except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
+            self._fail(rec, exc, "acquire")
+            phases["acquire"] = (t, t := ns())
+            samples.append(("acquire", t, gl_owns))
+            phases["compute"] = (t, t := ns())
+            samples.append(("compute", t, gl_owns))
+            if synced:
+                self._sync_after(rec, None, None)
+            phases["release"] = (t, t := ns())
+            return False, t
+        status = calls.run(0, ends[RELEASE]) if read_gl else calls.run_all()
+        if status or read_gl:
+            return self._native_slow(nf, rec, hand_over, t, gl_owns, cl_owns, status, read_gl)
+        # the frame's common case: every call went through
+        stamps, counts, events = calls.stamps, rec.counts, rec.events
+        validator, tracker = backend.validator, backend.tracker
+        for i, name in nf.waits_before:
+            rec.waits.append((name, stamps[i], stamps[i + 1]))
+        validator.checked += 1  # (the acquire's remembered verdict: SteadyHandOver)
+        tracker.acquired_states(hand_over.states, queue)
+        counts["acquire"] = 1
+        if nf.acquire_out is not None:
+            events["acquire"] = cl.Event.from_int_ptr(nf.acquire_out.value, retain=False)
+        phases["acquire"] = (t, t := stamps[ends[ACQUIRE]])
+        samples.append(("acquire", t, cl_owns))
+        if nf.kernel_out is not None:
+            events["compute"] = cl.Event.from_int_ptr(nf.kernel_out.value, retain=False)
+        counts["compute"] = 1
+        phases["compute"] = (t, t := stamps[ends[COMPUTE]])
+        samples.append(("compute", t, cl_owns))
+        validator.checked += 1
+        tracker.released_states(hand_over.states)
+        counts["release"] = 1
+        if nf.release_out is not None:
+            events["release"] = cl.Event.from_int_ptr(nf.release_out.value, retain=False)
+        for i, name in nf.waits_after:
+            rec.waits.append((name, stamps[i], stamps[i + 1]))
+        try:
+            sync.native_after(queue)
+            backend.gl_after_release(scene.shared)
+        except Exception as exc:  # noqa: BLE001
+            self._fail(rec, exc, "release")
+        phases["release"] = (t, t := ns())
+        return True, t
+
+    def _native_slow(self, nf: NativeFrame, rec: FrameRecord, hand_over, t: int, gl_owns, cl_owns, status: int,
+                     read_gl: bool) -> tuple[bool, int]:
+        """``_native_hand_over`` where the list stopped: a call failed (``status``), or before the sync
+        mode's part after the release, for the GL timer's read ahead of its wait (``read_gl``). Each
+        segment's outcome in turn, as the Python hand-over's phases go, the list made on from where
+        that hand-over goes on."""
+        backend, sync, queue = self.backend, self.sync, hand_over.queue
+        calls, ends, be = nf.calls, nf.ends, backend.name
+        samples, phases, counts, events = rec.owners, rec.phases, rec.counts, rec.events
+        failed = calls.failed if status else calls.n
+        stamps = calls.stamps
+
+        def error():
+            return call_error(status, calls.calls[failed])
+
+        def event(out):  # (an out slot is read once, and only where its call was made in this frame)
+            value, out.value = out.value, None
+            return cl.Event.from_int_ptr(value, retain=False)
+
+        if failed >= ends[BEFORE]:
+            for i, name in nf.waits_before:
+                rec.waits.append((name, stamps[i], stamps[i + 1]))
+        if failed < ends[ACQUIRE]:  # the sync's wait (synced: no) or the acquire failed
+            if failed < ends[BEFORE]:
+                self._fail(rec, error(), "acquire")
+                synced = False
+            else:
+                backend.validator.checked += 1
+                exc = error()
+                self._fail(rec, ClError.from_pyopencl(exc, f"{be}.acquire"), "acquire")
+                synced = True
+            phases["acquire"] = (t, t := ns())
+            samples.append(("acquire", t, gl_owns))
+            phases["compute"] = (t, t := ns())
+            samples.append(("compute", t, gl_owns))
+            if synced:
+                self._native_after(nf, rec, hand_over, read_gl, released=False)
+            phases["release"] = (t, t := ns())
+            return False, t
+        backend.validator.checked += 1
+        backend.tracker.acquired_states(hand_over.states, queue)
+        counts["acquire"] = 1
+        if nf.acquire_out is not None:
+            events["acquire"] = event(nf.acquire_out)
+        phases["acquire"] = (t, t := ns())
+        samples.append(("acquire", t, cl_owns))
+        stop = ends[RELEASE] if read_gl else calls.n
+        if failed < ends[COMPUTE]:  # a clSetKernelArg or the launch failed: the release still goes
+            self._fail(rec, error(), "compute")
+            status = calls.run(ends[COMPUTE], stop)
+            failed = calls.failed if status else calls.n
+        else:
+            if nf.kernel_out is not None:
+                events["compute"] = event(nf.kernel_out)
+            counts["compute"] = 1
+        phases["compute"] = (t, t := ns())
+        samples.append(("compute", t, cl_owns))
+        backend.validator.checked += 1
+        if failed < ends[RELEASE]:  # the release failed: the objects stay CL's, the sync's part still runs
+            exc = error()
+            self._fail(rec, ClError.from_pyopencl(exc, f"{be}.release"), "release")
+            self._native_after(nf, rec, hand_over, read_gl, released=False)
+            released = False
+        else:
+            backend.tracker.released_states(hand_over.states)
+            counts["release"] = 1
+            if nf.release_out is not None:
+                events["release"] = event(nf.release_out)
+            if failed < calls.n:  # the sync's part after the release failed (read_gl False: it ran)
+                sync.native_after(queue)  # (after_release checks before its first call)
+                self._fail(rec, error(), "release")
+            elif read_gl:
+                self._native_after(nf, rec, hand_over, read_gl, released=True)
+            else:
+                self._native_after_done(nf, rec, hand_over, released=True)
+            released = True
+        phases["release"] = (t, t := ns())
+        return released, t
+
+    def _native_after(self, nf: NativeFrame, rec: FrameRecord, hand_over, read_gl: bool, released: bool) -> None:
+        """The sync mode's part after the release made on its own (``_sync_after``'s): the GL timer's
+        read first where one is due, then the segment's calls; a failure recorded on the release."""
+        queue, calls = hand_over.queue, nf.calls
+        try:
+            if read_gl:
+                self.sync.native_shadow(queue, self._read_gl, False)
+            status = calls.run(nf.ends[RELEASE])
+            if status:
+                self.sync.native_after(queue)  # (after_release checks before its first call)
+                raise call_error(status, calls.calls[calls.failed])
+            self._native_after_done(nf, rec, hand_over, released)
+        except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
+            self._fail(rec, exc, "release")
+
+    def _native_after_done(self, nf: NativeFrame, rec: FrameRecord, hand_over, released: bool) -> None:
+        """What follows the sync mode's part after the release once its calls went through: its
+        waits on the record, its own checks, GL's side of the hand-over where the release went through."""
+        stamps = nf.calls.stamps
+        for i, name in nf.waits_after:
+            rec.waits.append((name, stamps[i], stamps[i + 1]))
+        self.sync.native_after(hand_over.queue)
+        if released:
+            self.backend.gl_after_release(self.scene.shared)
 
     def frame_phases(self, frame: int, render_target, stepped: bool = False):
         """The frame as a generator: yields the name of each phase after it ran ("acquire",

@@ -606,6 +606,15 @@ class SharingBackend(abc.ABC):
             log.info("%s: handed back %d unmatched acquisition(s) (%s)", self.name, calls, why)
         return calls
 
+    def native_hand_over(self, queue, objects: list, event: bool):
+        """(the acquire's calls, the release's calls, the acquire's event out slot, the release's) that
+        ``_enqueue_acquire`` and ``_enqueue_release`` make for ``objects`` on ``queue`` without a wait
+        list (``event`` False: with the C API's NULL event, where ``null_events`` says the backend's
+        calls take it), as prepared calls for a native call list (``app.native.calls.Call``); an out
+        slot is None where that call makes no event. None where this backend's hand-over is made in
+        Python (the default)."""
+        return None
+
     def bare_acquire(self, queue, objects, wait_for=None) -> cl.Event | None:
         """The hand-over GL -> CL alone: what a user's loop would call by hand (no validation, no
         ownership tracking: the bench's bare loop)."""

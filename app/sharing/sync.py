@@ -75,6 +75,33 @@ class SyncMode:
     def after_gl_use(self, waits: list) -> None:
         return None
 
+    # -- the native frame (app/schedule/native.py) -------------------------------------------------
+    def native_variant(self):
+        """Which form of ``native_calls`` this frame needs, for a mode whose calls depend on its state
+        (None where they do not)."""
+        return None
+
+    def native_calls(self, queue: cl.CommandQueue, variant) -> tuple[list, list] | None:
+        """(the calls ``before_acquire`` makes, the calls ``after_release`` makes) on the in-order
+        ``queue``, as prepared calls for a native call list (``app.native.calls.Call``), where those
+        are all the two do besides ``native_before``, ``native_after`` and ``native_shadow``; None
+        where this mode's frame is made in Python (the default: a mode says so itself)."""
+        return None
+
+    def native_before(self, queue: cl.CommandQueue, variant) -> None:
+        """What ``before_acquire`` does besides its calls, right before the native list's first call
+        (raising where it would, before any of them)."""
+        return None
+
+    def native_after(self, queue: cl.CommandQueue) -> None:
+        """What ``after_release`` does besides its calls, once the native list made them."""
+        return None
+
+    def native_shadow(self, queue: cl.CommandQueue, shadow, before: bool) -> None:
+        """A mode that waits on the CPU: what ``before_acquire`` (``before``) or ``after_release`` does
+        with ``shadow`` ahead of its wait, right before the native list makes the wait."""
+        return None
+
     def set_slots(self, slots: int) -> None:
         """The scene keeps ``slots`` copies of its shared objects (``Scene.max_slots``), frame n using
         copy n % slots. A mode that orders each frame on the CPU needs nothing per copy."""
@@ -125,6 +152,20 @@ class FinishSync(SyncMode):
             shadow()
         timed_wait(waits, "clFinish", queue.finish)
 
+    def native_calls(self, queue, variant):
+        from app.cl.ext import prepared_core
+        from app.native.calls import Call
+
+        return ([Call(self._gl_finish, (), "glFinish", status=False, wait="glFinish")],
+                [prepared_core("clFinish", queue.int_ptr, wait="clFinish")])
+
+    def native_shadow(self, queue, shadow, before: bool) -> None:
+        if before:
+            self._gl_flush()
+        else:
+            queue.flush()
+        shadow()
+
 
 class NoSync(SyncMode):
     """No wait at all: only for the hazard demonstrations."""
@@ -133,6 +174,11 @@ class NoSync(SyncMode):
     order = 90
     title = "no sync (hazard demonstration)"
     explanation = "Nothing orders GL and CL on the shared objects: only for the hazard demonstrations."
+
+    def native_calls(self, queue, variant):
+        from app.cl.ext import prepared_core
+
+        return [], [prepared_core("clFlush", queue.int_ptr)]  # (after_release: the base mode's flush)
 
 
 def sync_modes() -> dict[str, type[SyncMode]]:

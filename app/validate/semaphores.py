@@ -161,6 +161,16 @@ class SemaphoreValidator:
         evs = list(wait_for) if wait_for else NULL
         return self.check(call, queue, len(semas) if semas else 0, semas, len(evs) if evs else 0, evs)
 
+    def remembers(self, call: str, queue: Any, semaphores: list) -> bool:
+        """Whether ``check_python(call, queue, semaphores, None)`` would answer from its remembered
+        verdict now (the frame's own case, accepted before: module text of ``check_python``)."""
+        if type(semaphores) is not list or len(semaphores) != 1:
+            return False
+        sema = semaphores[0]
+        seen = self._one.get((call, id(sema)))
+        return (seen is not None and seen[0] is queue and seen[1] == self.registry.generation
+                and seen[2] is getattr(sema, "handle", None))
+
     def _fail(self, rule: str, call: str, detail: str = "") -> None:
         self.refused += 1
         raise rule_error(rule, call, RULES, ENTRY_POINTS, detail)

@@ -7,6 +7,7 @@ machines. Not part of the package; run from a project root:
     python3 bench/probes/frame_opcodes_probe.py [scene size backend frames]   # particles 1024 host_mapped 300
     SYNC=semaphore python3 bench/probes/frame_opcodes_probe.py particles 16384 external_memory
     TOP=30 ...          # the functions with the most instructions a frame, each loop's
+    NATIVE=0 ...        # the steady frame's hand-over in Python (FrameScheduler.native), for an A/B
 
 Rows: untimed frames (no stamps read: the steady state between two timed frames), timed frames
 (every frame timed: ``stamps_interval_ns`` 0), and the bare loop (app/bench/loops.py BareLoop). The
@@ -56,12 +57,14 @@ def count(fn, n: int) -> tuple[float, float, collections.Counter]:
 cfg = RunConfig(scene=scene, backend=backend, sync=sync, headless=True, size=size, panel=False, overlay=False)
 with Run(cfg) as rt:
     bare, records, sched = BareLoop(rt), [], rt.session.scheduler
+    sched.native = sched.native and os.environ.get("NATIVE", "1") != "0"
     interval = sched.stamps_interval_ns
     for _ in range(100):  # caches filled, programs built, as in a run
         glshare_frame(rt, records)
         bare.frame()
     print(f"# the host's Python reference (app/bench PYTHON_REF_WHAT): {python_reference_us()} us", flush=True)
-    print(f"# {scene} {size_arg} {backend} {sync}, {frames} frames a row", flush=True)
+    print(f"# {scene} {size_arg} {backend} {sync}, {frames} frames a row, the hand-over "
+          f"{'native' if sched.native else 'in Python: ' + (sched.native_reason or 'NATIVE=0')}", flush=True)
     rows = []
     for name, setting in (("untimed", 10 ** 15), ("timed", 0)):
         sched.stamps_interval_ns = setting

@@ -12,6 +12,8 @@ package; run from a project root:
     AB=events ...       # alternating untimed frames without the events nothing reads (the default) and with
                         # all three, and finish's bookkeeping handed to its waits only when due and always
     AB=steady ...       # alternating the steady frame (the default, where it applies) and the general one always
+    AB=native ...       # alternating the steady frame's hand-over in one native call (the default, where it
+                        # applies) and in Python
     BARE_QUEUE=glshare  # the bare loops enqueue on glshare's profiling queue, not a plain one of their own
 
 Prints each loop's median (us), the median of the pairs' differences with its interquartile range,
@@ -56,7 +58,9 @@ with Run(cfg) as rt:
               "stamps": ("one frame timed a millisecond", "every frame timed"),
               "events": ("untimed frames' events only where read, flushes only when due",
                          "every event made, flushes every frame"),
-              "steady": ("the steady frame", "the general frame")}[ab]
+              "steady": ("the steady frame", "the general frame"),
+              "native": ("the hand-over native", "the hand-over in Python")}[ab]
+    native_on = sched.native
     timer_on = sched.gl_timer.enabled
     interval = sched.stamps_interval_ns
     lean = (sched._untimed_events, sched._untimed_kernel_event, sched._waits_on_cpu)
@@ -77,6 +81,8 @@ with Run(cfg) as rt:
             sched.stamps_interval_ns = interval if on else 0
         elif ab == "steady":
             sched.steady = on
+        elif ab == "native":
+            sched.native = native_on and on
         elif ab == "events":  # off: as before 2026-12-03's eleventh session (each untimed frame's 3 events, 2 flushes)
             sched._untimed_events, sched._untimed_kernel_event, sched._waits_on_cpu = lean if on else (True, True, False)
         else:
@@ -106,6 +112,6 @@ with Run(cfg) as rt:
     sched._shadow_cl, sched._shadow_gl = shadow
     sched.gl_timer.enabled, backend._queue.queue = timer_on, profiling_queue
     sched.stamps_interval_ns = interval
-    sched.steady = True
+    sched.steady, sched.native = True, native_on
     sched._untimed_events, sched._untimed_kernel_event, sched._waits_on_cpu = lean
     bare.close()

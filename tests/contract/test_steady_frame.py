@@ -5,19 +5,24 @@ machine runs (``contract_backend``: gl_sharing through the emulated driver where
 it; external_memory on the H200), timed and untimed, and where a call fails in the middle of a frame."""
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 
 import numpy as np
 import pytest
 
+from app.cl.ext import _error
 from app.config import RunConfig
 from app.errors import ClError
+from app.native.calls import ARGS
+from app.schedule.native import ACQUIRE, COMPUTE, RELEASE
 from app.schedule.scheduler import FrameScheduler
 from app.session.loop import Run
 from app.session.session import Session
 from app.window.egl_headless import EglSurface
 
 FRAMES = 10
+STATUS_FN = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_uint64] * ARGS))  # a call of the native list
 TIMES = {"start_ns", "end_ns", "presented_ns", "period_ns"}  # host clock readings: differ run to run
 
 
@@ -45,18 +50,27 @@ def _comparable(rec) -> dict:
 
 
 def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=None, sync: str = "finish",
-         copies: int | None = None):
+         copies: int | None = None, native: bool = True):
     """Records, tracker states, counts and pictures of FRAMES frames; ``fail(rt, frame)`` is called
     before each frame (a failure set up for that frame). ``copies``: the scene's copies of its shared
     objects, whatever the sync mode (``Session._slots_for`` gives them only where it runs ahead on
-    semaphores, which no CPU machine has)."""
-    steady_frames = []
+    semaphores, which no CPU machine has). ``native`` False: the steady frame's hand-over in Python
+    (``FrameScheduler.native``); ``native`` in the result: the frames whose hand-over was native."""
+    steady_frames, native_frames = [], []
     original, slots_for = FrameScheduler._steady_frame, Session.__dict__["_slots_for"]  # (the staticmethod)
+    native_original = FrameScheduler._native_hand_over
 
     def counted(self, frame, render_target):
+        n = len(native_frames)
         rec = original(self, frame, render_target)
         steady_frames.append(rec is not None)
+        if len(native_frames) == n:
+            native_frames.append(False)
         return rec
+
+    def native_counted(self, *args):
+        native_frames.append(True)
+        return native_original(self, *args)
 
     surface = EglSurface((96, 72))
     try:
@@ -67,8 +81,10 @@ def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=No
         with Run(cfg, surface=surface) as rt:
             sched = rt.session.scheduler
             sched.steady = steady
+            sched.native = sched.native and native
             assert copies is None or rt.session.scene.slots == copies
             FrameScheduler._steady_frame = counted
+            FrameScheduler._native_hand_over = native_counted
             try:
                 recs = []
                 for i in range(FRAMES):
@@ -77,6 +93,7 @@ def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=No
                     recs.append(rt.tick())
             finally:
                 FrameScheduler._steady_frame = original
+                FrameScheduler._native_hand_over = native_original
             sched.finish()
             be = rt.session.backend
             states = [dataclasses.astuple(st)[:2] + dataclasses.astuple(st)[3:]  # (queue aside: an object)
@@ -85,7 +102,8 @@ def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=No
             data = [o.gl.read().copy() for o in (getattr(scene_, "textures", None) or scene_.shared)]
             return dict(recs=[_comparable(r) for r in recs], states=states, checked=be.validator.checked,
                         totals=dict(rt.session.history.totals), flags=list(be.tracker.counts.items()),
-                        data=data, shot=surface.read_pixels(), steady=steady_frames)
+                        data=data, shot=surface.read_pixels(), steady=steady_frames,
+                        native=[n for n, st in zip(native_frames, steady_frames) if st])
     finally:
         Session._slots_for = slots_for
         surface.close()
@@ -101,6 +119,15 @@ def _same(a: dict, b: dict) -> None:
         np.testing.assert_array_equal(x, y)
     if a["shot"] is not None:
         np.testing.assert_array_equal(a["shot"], b["shot"])
+
+
+def _native_expected(backend: str, sync: str) -> bool:
+    """Whether the steady frame's hand-over is native here: every piece prepares its calls (the
+    backends whose hand-over is calls: external_memory, host_mapped; the modes whose sync is calls:
+    finish, semaphore, none; both scenes) and the machine can make them (app/native/calls.py)."""
+    from app.native.calls import reason
+
+    return not reason() and backend in ("external_memory", "host_mapped") and sync in ("finish", "semaphore", "none")
 
 
 def _sync_here(probe_env, backend: str, sync: str) -> None:
@@ -123,10 +150,15 @@ def test_the_steady_frame_is_the_general_frame(contract_backend, probe_env, scen
     backend = contract_backend
     _sync_here(probe_env, backend, sync)
     steady = _run(backend, scene, size, True, stamps_ms, sync=sync)
+    in_python = _run(backend, scene, size, True, stamps_ms, sync=sync, native=False)
     general = _run(backend, scene, size, False, stamps_ms, sync=sync)
     if sync == "none":  # (nothing orders GL's reads after CL's writes: the pictures may differ, not the records)
-        for run in (steady, general):
+        for run in (steady, in_python, general):
             run["data"], run["shot"] = [], None
+    # every steady frame's hand-over native where the pieces prepare their calls, none with it off
+    assert steady["native"] == [_native_expected(backend, sync)] * steady["steady"].count(True)
+    assert not any(in_python["native"])
+    _same(in_python, general)
     # the steady frame ran every frame but the first on each copy of the objects (which puts both
     # hand-over calls in the validator's accepted ones); with it off, run_frame never asked it
     slots = [r["slot"] for r in steady["recs"]]
@@ -148,15 +180,16 @@ def test_the_steady_frame_runs_on_every_copy_of_the_objects(contract_backend, pr
     general = _run(contract_backend, "image", (96, 64), False, stamps_ms, sync=sync, copies=3)
     assert [r["slot"] for r in steady["recs"]] == [i % 3 for i in range(FRAMES)]
     assert steady["steady"] == [False] * 3 + [True] * (FRAMES - 3)
+    assert steady["native"] == [_native_expected(contract_backend, sync)] * (FRAMES - 3)
     if sync == "none":
         for run in (steady, general):
             run["data"], run["shot"] = [], None
     _same(steady, general)
 
 
-def _failing(where: str):
+def _failing(where: str, error=None):
     """A failure of ``where`` ("acquire", "compute" or "release") on frame 4 alone, as the driver
-    would report one."""
+    would report one (``error()``: the exception raised, by default glshare's own)."""
     def fail(rt, frame):
         if frame != 4:
             return
@@ -167,7 +200,7 @@ def _failing(where: str):
         def once(*args, **kwargs):
             setattr(target, name, real)  # (the instance's attribute gone: the class's again)
             del target.__dict__[name]
-            raise ClError(-5, where=f"test {where}")
+            raise error() if error is not None else ClError(-5, where=f"test {where}")
 
         setattr(target, name, once)
     return fail
@@ -199,3 +232,60 @@ def test_a_failure_inside_the_steady_frame_is_the_general_frames(contract_backen
         assert [h[0] for h in steady["recs"][5]["hazards"]] == ["double_acquire"] * 2
         assert steady["steady"][5] is False  # CL held them at its start: the general frame
     _same(steady, general)
+
+
+SEGMENT = {"acquire": ACQUIRE, "compute": COMPUTE, "release": RELEASE}
+
+
+def _failing_native(where: str, seen: list):
+    """The same failure made inside the native frame: on frame 4 the last call of ``where``'s segment
+    (the acquire, the kernel's launch, the release) returns CL_OUT_OF_RESOURCES, once, as the driver
+    would; ``seen`` gets that call's routine (none: the backend makes no such call)."""
+    armed = []
+
+    def fail(rt, frame):
+        for calls, index, real in armed:  # (frame 5: any list that frame 4 did not use is itself again)
+            calls.replace_entry(index, real)
+        armed.clear()
+        if frame != 4:
+            return
+        for nf in [nf for nf in rt.session.scheduler._natives.values() if nf is not None]:
+            seg = SEGMENT[where]
+            start, end = (nf.ends[seg - 1] if seg else 0), nf.ends[seg]
+            if start == end:
+                continue
+            calls, index = nf.calls, end - 1
+            real = calls.calls[index].fn
+            seen.append(calls.calls[index].routine)
+
+            def once(*words, calls=calls, index=index, real=real):
+                calls.replace_entry(index, real)
+                return -5
+
+            calls.replace_entry(index, STATUS_FN(once))
+            armed.append((calls, index, real))
+    return fail
+
+
+@pytest.mark.parametrize("sync", ["finish", "semaphore"])
+@pytest.mark.parametrize("where", ["acquire", "compute", "release"])
+def test_a_failure_inside_the_native_frame_is_the_python_frames(contract_backend, probe_env, where, sync):
+    """A call of the native list that fails (a status the driver returns) is the same failure as the
+    Python hand-over's call raising it: the same error on the same phase, the same skipped and made
+    calls after it, states, counts, findings and pictures; the loop goes on natively."""
+    _sync_here(probe_env, contract_backend, sync)
+    if not _native_expected(contract_backend, sync):
+        pytest.skip(f"the steady frame's hand-over on {contract_backend} with {sync} is not native here")
+    seen: list = []
+    native = _run(contract_backend, "particles", 4096, True, 0.0, fail=_failing_native(where, seen), sync=sync)
+    if not seen:
+        pytest.skip(f"{contract_backend} makes no {where} call to fail (nothing is enqueued for it)")
+    routine = seen[0]
+    python = _run(contract_backend, "particles", 4096, True, 0.0, sync=sync, native=False,
+                  fail=_failing(where, lambda: _error(-5, routine)))
+    errors = [(i, r["errors"]) for i, r in enumerate(native["recs"]) if r["errors"]]
+    expect_where = where if where == "compute" else f"{contract_backend}.{where}"
+    assert errors == [(4, [(4, expect_where, -5, "CL_OUT_OF_RESOURCES")])]
+    assert native["native"][3] is True  # frame 4 (the fourth steady one) was native
+    assert native["native"][4:] == [True] * len(native["native"][4:]) or where == "release"
+    _same(native, python)

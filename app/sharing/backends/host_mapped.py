@@ -374,6 +374,16 @@ class HostMapped(SharingBackend):
             return None
         return cl.enqueue_marker(queue, wait_for=wait_for)
 
+    def native_hand_over(self, queue, objects, event):
+        """As ``_enqueue_acquire`` and ``_enqueue_release`` without a wait list: no acquire call, and
+        the release's marker only where its event is asked for."""
+        if not event:
+            return [], [], None, None
+        from app.cl.ext import prepared_core, vp
+
+        out = vp()
+        return [], [prepared_core("clEnqueueMarkerWithWaitList", queue.int_ptr, 0, None, out)], None, out
+
     def gl_before_acquire(self, objects) -> None:
         """A 2D texture GL rendered into (the post-process scene's), whose texels CL reads from its
         mapped storage: GL copies it there before the acquire (llvmpipe: a host copy, counted)."""

@@ -369,6 +369,12 @@ class ExternalMemory(SharingBackend):
     def _enqueue_release(self, queue, objects, wait_for, event=True):
         return self._release_call(queue, [o.handover_mem for o in objects], wait_for, event)
 
+    def native_hand_over(self, queue, objects, event):
+        mems = [o.handover_mem for o in objects]
+        acquire_out, release_out = (clext.vp(), clext.vp()) if event else (None, None)
+        return ([self._acquire_call.prepared(queue, mems, acquire_out)],
+                [self._release_call.prepared(queue, mems, release_out)], acquire_out, release_out)
+
     def gl_after_release(self, objects) -> None:
         """GL's side of a texture hand-over on the copy path: shared buffer -> texture, on the GPU
         (after the sync). Buffer textures read the shared buffer itself: nothing to do for them."""
@@ -605,6 +611,43 @@ class SemaphoreSync(SyncMode):
         clext.flush(queue)
         n, bufs = self._buffers()
         self._wait(self.cl_done_gl, n, bufs, 0, None, self._layouts)
+
+    # -- the native frame: the same calls, prepared per copy (app/schedule/native.py) ----------------
+    def native_variant(self):
+        return self.slot, self._pending[self.slot]
+
+    def native_calls(self, queue, variant):
+        """Where the queue is the backend's in-order one and both of the frame's semaphore checks were
+        accepted before (so ``check_python``'s remembered verdict answers them): ``before_acquire``'s
+        GL signal and flush (unless GL signalled this copy after its last draw: ``variant``) and CL's
+        wait; ``after_release``'s CL signal and flush and GL's wait."""
+        from app.cl.ext import prepared_core
+        from app.native.calls import Call
+
+        slot, pending = variant
+        semaphores = self.backend.validator.semaphores
+        if slot != self.slot or not self._in_order(queue) or not semaphores.remembers("wait", queue, self._gl_done_list) \
+                or not semaphores.remembers("signal", queue, self._cl_done_list):
+            return None
+        n, bufs = self._buffers()
+        before = [] if pending else [
+            Call(self._signal, (self.gl_done_gl, n, bufs, 0, None, self._layouts), "glSignalSemaphoreEXT", status=False),
+            Call(self._flush, (), "glFlush", status=False)]
+        before.append(self.gl_done_cl.prepared(queue, signal=False))
+        after = [self.cl_done_cl.prepared(queue, signal=True), prepared_core("clFlush", queue.int_ptr),
+                 Call(self._wait, (self.cl_done_gl, n, bufs, 0, None, self._layouts), "glWaitSemaphoreEXT", status=False)]
+        return before, after
+
+    def native_before(self, queue, variant) -> None:
+        # the wait's check: its verdict was remembered when the list was made (``native_calls``), and
+        # stays the same for the list's life (the list is made again for a new hand-over, after any
+        # CL object was released: the registry's generation), so it is counted, as check_python counts it
+        self.backend.validator.semaphores.checked += 1
+        if variant[1]:
+            self._pending[variant[0]] = False  # GL's signal after the copy's last draw is the one CL waits on
+
+    def native_after(self, queue) -> None:
+        self.backend.validator.semaphores.checked += 1  # the signal's check (as ``native_before``'s)
 
     def after_gl_use(self, waits: list) -> None:
         """With copies: GL's draw of this copy is issued, so its gl_done is signalled now, ordering

@@ -36,8 +36,8 @@ class NativeFrame:
     frame's values, the sync mode's ``variant`` it was made for, and the calls that are CPU waits
     (index, name) of the before and of the after segment."""
 
-    __slots__ = ("calls", "ends", "acquire_out", "kernel_out", "release_out", "stage", "variant",
-                 "waits_before", "waits_after")
+    __slots__ = ("calls", "ends", "acquire_end", "compute_end", "acquire_out", "kernel_out", "release_out", "stage",
+                 "variant", "waits_before", "waits_after")
 
     def __init__(self, segments, acquire_out, kernel_out, release_out, stage, variant) -> None:
         flat = [c for part in segments for c in part]
@@ -47,6 +47,7 @@ class NativeFrame:
             n += len(part)
             ends.append(n)
         self.ends = tuple(ends)
+        self.acquire_end, self.compute_end = ends[ACQUIRE], ends[COMPUTE]
         self.acquire_out, self.kernel_out, self.release_out = acquire_out, kernel_out, release_out
         self.stage, self.variant = stage, variant
         waits = [(i, c.wait) for i, c in enumerate(flat) if c.wait]

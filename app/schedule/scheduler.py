@@ -434,28 +434,23 @@ class FrameScheduler:
         status = calls.run(0, ends[RELEASE]) if read_gl else calls.run_all()
         if status or read_gl:
             return self._native_slow(nf, rec, hand_over, t, gl_owns, cl_owns, status, read_gl)
-        # the frame's common case: every call went through
-        stamps, counts, events = calls.stamps, rec.counts, rec.events
-        validator, tracker = backend.validator, backend.tracker
+        # the frame's common case: every call went through (both transitions at once: nothing ran between them)
+        stamps, events = calls.stamps, rec.events
         for i, name in nf.waits_before:
             rec.waits.append((name, stamps[i], stamps[i + 1]))
-        validator.checked += 1  # (the acquire's remembered verdict: SteadyHandOver)
-        tracker.acquired_states(hand_over.states, queue)
-        counts["acquire"] = 1
+        backend.validator.checked += 2  # (the acquire's and the release's remembered verdicts: SteadyHandOver)
+        backend.tracker.handed_over_states(hand_over.states)
+        rec.counts = {"acquire": 1, "compute": 1, "release": 1}
         if nf.acquire_out is not None:
             events["acquire"] = cl.Event.from_int_ptr(nf.acquire_out.value, retain=False)
-        phases["acquire"] = (t, t := stamps[ends[ACQUIRE]])
-        samples.append(("acquire", t, cl_owns))
         if nf.kernel_out is not None:
             events["compute"] = cl.Event.from_int_ptr(nf.kernel_out.value, retain=False)
-        counts["compute"] = 1
-        phases["compute"] = (t, t := stamps[ends[COMPUTE]])
-        samples.append(("compute", t, cl_owns))
-        validator.checked += 1
-        tracker.released_states(hand_over.states)
-        counts["release"] = 1
         if nf.release_out is not None:
             events["release"] = cl.Event.from_int_ptr(nf.release_out.value, retain=False)
+        phases["acquire"] = (t, t := stamps[nf.acquire_end])
+        samples.append(("acquire", t, cl_owns))
+        phases["compute"] = (t, t := stamps[nf.compute_end])
+        samples.append(("compute", t, cl_owns))
         for i, name in nf.waits_after:
             rec.waits.append((name, stamps[i], stamps[i + 1]))
         try:

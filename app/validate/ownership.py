@@ -293,6 +293,16 @@ class OwnershipTracker:
             st.releases += 1
             st.depth -= 1
 
+    def handed_over_states(self, states) -> None:
+        """``acquired_states`` then ``released_states`` in one pass, for a frame whose acquire and
+        release both went through with nothing of glshare's between them (the native frame's one
+        call, FrameScheduler._native_hand_over): the same end state of each, GL's again."""
+        frame = self.frame
+        for st in states:
+            st.since_frame = frame  # (owner GL, queue None and depth 0 before, as after: gl_owns_all)
+            st.acquires += 1
+            st.releases += 1
+
     def handed_back(self, objects, *, all_of_them: bool = False) -> None:
         """One release call reached the driver for ``objects`` to match an acquisition left
         unmatched (``SharingBackend.hand_back``); ``all_of_them``: it matched them all (a hand-over

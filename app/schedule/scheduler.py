@@ -402,8 +402,8 @@ class FrameScheduler:
         A call that fails is recorded as the Python frame records it, and the frame goes on as that
         one does: a failed sync wait or acquire skips the kernel and the release, a failed kernel
         still releases, a failed release leaves the objects CL's; the sync mode's part after the
-        release runs wherever its part before it ran (``_sync_after``). Returns (released, the
-        release phase's end)."""
+        release runs wherever its part before it ran (``_sync_after``). Returns (whether the objects
+        are GL's after it: released, or never acquired; the release phase's end)."""
         backend, scene, sync, queue = self.backend, self.scene, self.sync, hand_over.queue
         calls, ends = nf.calls, nf.ends
         samples, phases = rec.owners, rec.phases
@@ -430,7 +430,7 @@ class FrameScheduler:
             if synced:
                 self._sync_after(rec, None, None)
             phases["release"] = (t, t := ns())
-            return False, t
+            return True, t  # (nothing changed hands: GL's still, as the Python hand-over's ``released``)
         status = calls.run(0, ends[RELEASE]) if read_gl else calls.run_all()
         if status or read_gl:
             return self._native_slow(nf, rec, hand_over, t, gl_owns, cl_owns, status, read_gl)
@@ -499,7 +499,7 @@ class FrameScheduler:
             if synced:
                 self._native_after(nf, rec, hand_over, read_gl, released=False)
             phases["release"] = (t, t := ns())
-            return False, t
+            return True, t  # (nothing changed hands: GL's still)
         backend.validator.checked += 1
         backend.tracker.acquired_states(hand_over.states, queue)
         counts["acquire"] = 1

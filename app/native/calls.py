@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import platform
+import os
 import sys
 from dataclasses import dataclass
 
@@ -67,9 +67,9 @@ def reason() -> str:
     why = native.reason()
     if why:
         return why
-    if not sys.platform.startswith("linux") or platform.machine().lower() not in _MACHINES:
-        return f"the native calls are made only on Linux x86-64 and AArch64 (this is {sys.platform} " \
-               f"{platform.machine()})"
+    machine = os.uname().machine if hasattr(os, "uname") else "?"
+    if not sys.platform.startswith("linux") or machine.lower() not in _MACHINES:
+        return f"the native calls are made only on Linux x86-64 and AArch64 (this is {sys.platform} {machine})"
     return ""
 
 
@@ -116,6 +116,3 @@ class CallList:
         the tests' failure made on purpose. ``fn`` is held by the list."""
         self._array[index].fn = address(fn)
         self._keep.append(fn)
-
-    def __len__(self) -> int:
-        return self.n

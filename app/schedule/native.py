@@ -54,10 +54,6 @@ class NativeFrame:
         self.waits_before = tuple(w for w in waits if w[0] < ends[BEFORE])
         self.waits_after = tuple(w for w in waits if w[0] >= ends[RELEASE])
 
-    def segment(self, index: int) -> int:
-        """The segment of call ``index``."""
-        return next(s for s, end in enumerate(self.ends) if index < end)
-
 
 def prepare(backend, scene, sync, hand_over, events: bool, kernel_event: bool, variant) -> NativeFrame | None:
     """The native form of the steady frame whose hand-over is ``hand_over`` (events out as the

@@ -1,11 +1,14 @@
-"""The particle kernel, run through host_copy's acquire/release, against a float64 numpy reference."""
+"""The particle kernel, run through host_copy's acquire/release, against a float64 numpy reference;
+the drawn points against a numpy rasterization of them."""
 from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
 
 from app.config import RunConfig
-from app.scenes.particles import ParticlesScene, initial_state, reference_steps
+from app.scenes.particles import ParticlesScene, initial_state, reference_steps, view_projection
+from app.schedule.scheduler import FrameScheduler
+from app.sharing.sync import FinishSync
 
 N, STEPS, SEED = 4096, 250, 3
 # float32 against float64 over up to 200 steps between resets: |error| of a position stays below
@@ -88,3 +91,52 @@ def test_host_copy_copies_gl_to_cl_only_when_gl_changed(host_copy):
     # with a wait list the acquire must still order what follows after it: a marker on that list
     assert isinstance(ev_ordered, cl.Event) and ev_ordered.command_type == cl.command_type.MARKER
     assert set(owners.values()) == {"gl"}  # every hand-over was tracked, CL command or not
+
+
+def points_picture(pos: np.ndarray, col: np.ndarray, size: tuple[int, int], mvp: np.ndarray,
+                   clear=(0.02, 0.02, 0.05)) -> tuple[np.ndarray, np.ndarray]:
+    """The fountain's picture in numpy, top row first: each point whose centre is inside the clip
+    volume a 2x2 square (GL 4.6 core, 14.4: a point sprite covers the pixels whose centres lie in
+    the square of its size around it; the centre snapped to 1/256 pixel as llvmpipe does, left and
+    bottom edges in, right and top out), alpha-blended in draw order over the clear colour, each
+    blend rounded to 8 bits. Returns the RGB picture and how many points cover each pixel."""
+    w, h = size
+    m = np.asarray(mvp, np.float64).reshape(4, 4).T  # column-major, as glUniformMatrix4fv takes it
+    clip = np.c_[pos[:, :3].astype(np.float64), np.ones(len(pos))] @ m.T
+    inside = np.all(np.abs(clip[:, :3]) <= clip[:, 3:4], axis=1)
+    ndc = clip[:, :2] / clip[:, 3:4]
+    corner = np.rint(((ndc + 1) * (w / 2, h / 2) - 0.5) * 256).astype(np.int64) - 256  # 1/256 px
+    img = np.empty((h, w, 3), np.float64)
+    img[:] = np.round(np.array(clear) * 255)
+    cover = np.zeros((h, w), np.int32)
+    for k in np.nonzero(inside)[0]:
+        xs, ys = (np.arange(-(-c // 256), -(-(c + 512) // 256)) for c in corner[k])
+        xs, ys = xs[(xs >= 0) & (xs < w)], ys[(ys >= 0) & (ys < h)]
+        a = np.float32(col[k, 3])
+        sl = np.ix_(ys, xs)
+        img[sl] = np.round(col[k, :3] * a * 255 + img[sl] * (1 - a))
+        cover[sl] += 1
+    return img[::-1], cover[::-1]
+
+
+def test_the_drawn_points_are_the_numpy_rasterization(host_copy, gl):
+    """60 frames of 4,096 particles, then the screen against ``points_picture`` of the buffers GL
+    drew from: every pixel within 2 of 255 per channel (the blends' rounding: up to 14 points
+    overlap a pixel here). The colour is passed flat (a point has one vertex), so the picture is
+    the same as with a smooth one; a wrong size, place, colour or blend fails."""
+    scene = ParticlesScene(RunConfig(size=N, seed=SEED))
+    scene.build(host_copy, gl.framebuffer_size)
+    sched = FrameScheduler(host_copy, scene, FinishSync(host_copy), strict=True)
+    try:
+        for frame in range(60):
+            assert sched.run_frame(frame, lambda: gl.framebuffer_size if gl.bind_target() else None).errors == []
+        sched.finish()
+        shot = gl.read_pixels()[..., :3].astype(np.int64)
+        pos, col = scene.position.gl.read().reshape(-1, 4), scene.color.gl.read().reshape(-1, 4)
+    finally:
+        sched.close()
+        scene.teardown()
+    want, cover = points_picture(pos, col, gl.framebuffer_size, view_projection(*gl.framebuffer_size))
+    assert (cover > 0).sum() > 1000  # the fountain is in view, not a few stray points
+    diff = np.abs(shot - want).max(axis=-1)
+    assert diff.max() <= 2, (diff.max(), np.argwhere(diff > 2)[:5])

@@ -432,7 +432,11 @@ def test_tiny_run_has_race_rows(tiny_run):
     assert z == {("image", "64x64"), ("particles", f"{TINY.default_particles:,}")}
     for x in r["zero_copy_races"]:
         assert x["backend"] == "host_mapped" and x["rounds"] >= 3 and x["frames_per_round"] >= 3
+        # the warm-up frames ran before the first timed one (host_copy's one copy frame after them)
+        assert x["warmup_frames"] == TINY.race_warmup
+        assert x["first_timed_frame"] == {"host_mapped": TINY.race_warmup, "host_copy": TINY.race_warmup + 1}
         assert x["bytes_moved_per_frame"]["host_mapped"] == 0
+        assert x["bytes_moved_per_frame"]["host_copy without its copies"] == 0
         assert x["bytes_moved_per_frame"]["host_copy"] == shared_bytes(
             x["scene"], TINY.default_particles if x["scene"] == "particles" else (64, 64))
     assert [k["size"] for k in r["kernel_race"]] == ["64x48"] and r["kernel_race"][0]["same_texels"] is True
@@ -537,6 +541,32 @@ def test_kernel_race_reference_writes_glshare_texels(probe_env, size):
     for r in got["races"]:
         lo, hi = r["ratio_range"]
         assert 0 < lo <= r["ratio_median"] <= hi and r["rounds"] == 2
+
+
+def test_a_dry_copy_frame_is_host_copys_frame_without_its_copies(gl):
+    """``glshare_dry_copy_frame``: the kernel runs and the hand-over is made (validated, tracked, its
+    sync waited), but nothing is copied: GL's buffers keep their last copy, no bytes are counted, no
+    time goes into copy calls; the frame after it copies again, GL then holding the kernel's result
+    of both frames (the positions against the float64 update, tests/test_particles.py)."""
+    from app.bench.loops import glshare_dry_copy_frame, glshare_finished_frame
+    from app.scenes.particles import initial_state, reference_steps
+
+    with _live_run(backend="host_copy") as rt:
+        backend, scene = rt.session.backend, rt.session.scene
+        records = []
+        glshare_finished_frame(rt, records)
+        before = scene.position.gl.read().copy()
+        copy_ns, copied, frames = backend.copy_ns, backend.bytes_copied, rt.session.frame
+        glshare_dry_copy_frame(rt, records)
+        assert rt.session.frame == frames + 1 and records[-1].errors == []
+        assert records[-1].bytes_moved == 0 and backend.copy_ns == copy_ns and backend.bytes_copied == copied
+        assert np.array_equal(scene.position.gl.read(), before) and backend.dry_copies is False
+        assert [p for p in records[-1].phases] == [p for p in records[0].phases]  # the same phases, made
+        glshare_finished_frame(rt, records)
+        assert records[-1].bytes_moved == 32 * scene.n  # position and colour, CL -> GL (WORKLOADS.md)
+        got = scene.position.gl.read().reshape(-1, 4)
+        want = reference_steps(initial_state(scene.n, rt.session.cfg.seed), 3)["position"]
+        assert np.abs(got - want).max() < 5e-4  # three frames of the kernel, dry one included
 
 
 def test_device_limit_pairs_each_frame_with_its_own_device_times():

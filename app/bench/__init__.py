@@ -302,6 +302,7 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
         "cl": probe["cl"],
         "sweep": {"name": sweep.name, "particles": list(sweep.particles), "images": [list(s) for s in sweep.images],
                   "warmup_frames": sweep.warmup, "timed_frames": sweep.frames, "rounds": sweep.rounds,
+                  "race_warmup_frames": sweep.race_warmup,
                   "overhead_pairs": sweep.overhead_pairs, "cell_budget_s": sweep.cell_budget_s,
                   "default_particles": sweep.default_particles, "efficiency_min_bytes": sweep.efficiency_min_bytes,
                   "collector": "paused during each cell's frames (app/bench/cells.py, app/collector.py)"},

@@ -72,6 +72,18 @@ def glshare_finished_frame(rt, records: list) -> Sample:
     return timed(frame)
 
 
+def glshare_dry_copy_frame(rt, records: list) -> Sample:
+    """``glshare_finished_frame`` of a host_copy session with its copies left out
+    (``HostCopy.dry_copies``): every other call of the frame made, GL drawing the data of its last
+    copy. Its time is host_copy's frame minus its copies, measured, not subtracted."""
+    backend = rt.session.backend
+    backend.dry_copies = True
+    try:
+        return glshare_finished_frame(rt, records)
+    finally:
+        backend.dry_copies = False
+
+
 def glshare_panel_frame(rt, records: list) -> Sample:
     """The same frame with the panel drawn (``Run.draw_ui``: app/ui/panel.py)."""
 

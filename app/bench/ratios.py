@@ -427,9 +427,11 @@ class JuliaKernelVsReference(Ratio):
 
 class ZeroCopyVsCopyFreeHostCopy(Ratio):
     name, op, limit = "zero_copy_vs_host_copy_without_copies", "<=", 1.0
-    what = ("the zero-copy backend's frame / (host_copy's frame - its copies), both open at once and timed in "
-            "alternating blocks; the highest over the races' scenes and sizes (<= 1: the zero-copy frame is no "
-            "slower than host_copy's would be with free copies)")
+    what = ("the zero-copy backend's frame / host_copy's frame without its copies (from the sixteenth session "
+            "on measured: the same session's frame with every call made but the copies; before it, host_copy's "
+            "frame - its copy calls timed alone), both open at once and timed frame by frame in turn; the "
+            "highest over the races' scenes and sizes (<= 1: the zero-copy frame is no slower than host_copy's "
+            "would be with free copies)")
 
     def measure(self, run: Run) -> Measured | str:
         if not run.zero_copy_races:

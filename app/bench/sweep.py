@@ -30,6 +30,11 @@ class Sweep:
     kernel_sizes: tuple[tuple[int, int], ...] = ((512, 512), (1024, 1024), (2048, 2048))  # the Julia kernel race
     kernel_rounds: int = 7
     race_images: tuple[tuple[int, int], ...] | None = None  # the zero-copy race's image sizes (None: ``images``)
+    # frames each session of the zero-copy race runs before its first timed round: with 5, the first
+    # round of host_mapped's fountain still had its slow first frames in it and the race read 1.03 and
+    # 1.07 for particles 65,536 on the CPU machine; with 60, 0.99 and 0.97 (bench/results/README.md,
+    # sixteenth session)
+    race_warmup: int = 40
     # sync modes without a CPU wait (semaphores) are measured again at these frames in flight (on as
     # many copies of the shared objects where the scene allows: Scene.max_slots)
     flight_depths: tuple[int, ...] = ()
@@ -60,7 +65,7 @@ QUICK = Sweep("quick", particles=(16_384, 65_536, 262_144), images=((256, 256), 
               warmup=5, frames=30, rounds=3, cell_budget_s=8.0, kernel_rounds=5)
 TINY = Sweep("tiny", particles=(4_096, 8_192), images=((64, 64),), warmup=2, frames=6, rounds=2,
              cell_budget_s=2.0, default_particles=8_192, efficiency_min_bytes=0, kernel_sizes=((64, 48),),
-             kernel_rounds=3, drain_frames=10, drain_rounds=1, drain_warm_s=0.0, overhead_pairs=6)
+             kernel_rounds=3, drain_frames=10, drain_rounds=1, drain_warm_s=0.0, overhead_pairs=6, race_warmup=3)
 
 
 def choose_sweep(quick: bool) -> Sweep:

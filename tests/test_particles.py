@@ -6,7 +6,7 @@ import numpy as np
 import pyopencl as cl
 
 from app.config import RunConfig
-from app.scenes.particles import ParticlesScene, initial_state, reference_steps, view_projection
+from app.scenes.particles import GUARD, ParticlesScene, initial_state, reference_steps, view_projection
 from app.schedule.scheduler import FrameScheduler
 from app.sharing.sync import FinishSync
 
@@ -93,17 +93,19 @@ def test_host_copy_copies_gl_to_cl_only_when_gl_changed(host_copy):
     assert set(owners.values()) == {"gl"}  # every hand-over was tracked, CL command or not
 
 
-def points_picture(pos: np.ndarray, col: np.ndarray, size: tuple[int, int], mvp: np.ndarray,
+def points_picture(pos: np.ndarray, col: np.ndarray, size: tuple[int, int], mvp: np.ndarray, guard: int = 1,
                    clear=(0.02, 0.02, 0.05)) -> tuple[np.ndarray, np.ndarray]:
     """The fountain's picture in numpy, top row first: each point whose centre is inside the clip
-    volume a 2x2 square (GL 4.6 core, 14.4: a point sprite covers the pixels whose centres lie in
-    the square of its size around it; the centre snapped to 1/256 pixel as llvmpipe does, left and
-    bottom edges in, right and top out), alpha-blended in draw order over the clear colour, each
-    blend rounded to 8 bits. Returns the RGB picture and how many points cover each pixel."""
+    volume widened ``guard`` times in x and y (the scene's guard band: app/scenes/particles.py) a 2x2
+    square (GL 4.6 core, 14.4: a point sprite covers the pixels whose centres lie in the square of
+    its size around it; the centre snapped to 1/256 pixel as llvmpipe does, left and bottom edges
+    in, right and top out), the part of it on the picture alpha-blended in draw order over the clear
+    colour, each blend rounded to 8 bits. Returns the RGB picture and how many points cover each
+    pixel."""
     w, h = size
     m = np.asarray(mvp, np.float64).reshape(4, 4).T  # column-major, as glUniformMatrix4fv takes it
     clip = np.c_[pos[:, :3].astype(np.float64), np.ones(len(pos))] @ m.T
-    inside = np.all(np.abs(clip[:, :3]) <= clip[:, 3:4], axis=1)
+    inside = np.all(np.abs(clip[:, :3]) <= clip[:, 3:4] * (guard, guard, 1), axis=1)
     ndc = clip[:, :2] / clip[:, 3:4]
     corner = np.rint(((ndc + 1) * (w / 2, h / 2) - 0.5) * 256).astype(np.int64) - 256  # 1/256 px
     img = np.empty((h, w, 3), np.float64)
@@ -121,9 +123,11 @@ def points_picture(pos: np.ndarray, col: np.ndarray, size: tuple[int, int], mvp:
 
 def test_the_drawn_points_are_the_numpy_rasterization(host_copy, gl):
     """60 frames of 4,096 particles, then the screen against ``points_picture`` of the buffers GL
-    drew from: every pixel within 2 of 255 per channel (the blends' rounding: up to 14 points
-    overlap a pixel here). The colour is passed flat (a point has one vertex), so the picture is
-    the same as with a smooth one; a wrong size, place, colour or blend fails."""
+    drew from, through the scene's guard band: every pixel within 2 of 255 per channel (the blends'
+    rounding: up to 14 points overlap a pixel here). The colour is passed flat (a point has one
+    vertex), so the picture is the same as with a smooth one; a wrong size, place, colour or blend
+    fails, and so does a point off the picture left out where part of it is on it (the band), or
+    drawn where its centre is beyond the band."""
     scene = ParticlesScene(RunConfig(size=N, seed=SEED))
     scene.build(host_copy, gl.framebuffer_size)
     sched = FrameScheduler(host_copy, scene, FinishSync(host_copy), strict=True)
@@ -136,7 +140,57 @@ def test_the_drawn_points_are_the_numpy_rasterization(host_copy, gl):
     finally:
         sched.close()
         scene.teardown()
-    want, cover = points_picture(pos, col, gl.framebuffer_size, view_projection(*gl.framebuffer_size))
+    want, cover = points_picture(pos, col, gl.framebuffer_size, view_projection(*gl.framebuffer_size), GUARD)
     assert (cover > 0).sum() > 1000  # the fountain is in view, not a few stray points
     diff = np.abs(shot - want).max(axis=-1)
     assert diff.max() <= 2, (diff.max(), np.argwhere(diff > 2)[:5])
+    # the band shows: points whose centres are off the picture cover some of its edge pixels
+    culled, _ = points_picture(pos, col, gl.framebuffer_size, view_projection(*gl.framebuffer_size), 1)
+    assert (np.abs(culled - want).max(axis=-1) > 2).sum() > 0
+
+
+def test_the_guard_band_maps_the_picture_onto_the_same_pixels():
+    """``guard_viewport`` and ``view_projection(guard=...)`` together put every point on the window
+    pixel the plain viewport and projection put it on (within 1e-4 pixel: the matrices are float32, and
+    llvmpipe snaps to 1/256 pixel), and the band's
+    viewport is whole pixels, centred on the scene's."""
+    from app.scenes.particles import guard_viewport
+
+    rng = np.random.default_rng(5)
+    pts = np.c_[rng.uniform(-3, 3, (500, 2)), rng.uniform(-2, 0.5, 500), np.ones(500)]
+    for viewport in ((0, 0, 800, 600), (456, 17, 640, 400)):
+        x, y, w, h = viewport
+        gx, gy, gw, gh = guard_viewport(viewport, GUARD)
+        assert (gw, gh) == (GUARD * w, GUARD * h) and (gx + gw / 2, gy + gh / 2) == (x + w / 2, y + h / 2)
+
+        def window(mvp, vp):
+            clip = pts @ np.asarray(mvp, np.float64).reshape(4, 4)  # row vectors: the transpose
+            ndc = clip[:, :2] / clip[:, 3:4]
+            return (ndc + 1) / 2 * vp[2:] + vp[:2]
+
+        plain = window(view_projection(w, h), np.array(viewport, float))
+        banded = window(view_projection(w, h, guard=GUARD), np.array((gx, gy, gw, gh), float))
+        np.testing.assert_allclose(banded, plain, rtol=0, atol=1e-4)
+
+
+def test_the_scene_leaves_the_viewport_and_scissor_as_it_found_them(host_copy, gl):
+    """The band's viewport and scissor are the draw's alone: what the session set before the scene
+    (beside the panel: the scene's rectangle and its scissor) is there again after it."""
+    from OpenGL import GL
+
+    scene = ParticlesScene(RunConfig(size=256, seed=SEED))
+    scene.build(host_copy, gl.framebuffer_size)
+    try:
+        for scissor in (False, True):
+            gl.bind_target()
+            GL.glViewport(10, 20, 100, 80)
+            GL.glScissor(10, 20, 100, 80)
+            (GL.glEnable if scissor else GL.glDisable)(GL.GL_SCISSOR_TEST)
+            scene.render((100, 80))
+            assert tuple(GL.glGetIntegerv(GL.GL_VIEWPORT)) == (10, 20, 100, 80)
+            assert bool(GL.glIsEnabled(GL.GL_SCISSOR_TEST)) is scissor
+            assert tuple(GL.glGetIntegerv(GL.GL_SCISSOR_BOX)) == (10, 20, 100, 80)
+        GL.glDisable(GL.GL_SCISSOR_TEST)
+        gl.bind_target()
+    finally:
+        scene.teardown()

@@ -154,7 +154,6 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
             minus_calls.append(z / (h - c) if h > c else math.nan)
             for k in every:
                 every[k].extend(rec.bytes_moved for rec in records[k])
-            every["d"].extend(rec.bytes_moved for rec in records["d"])
         zr.session.scheduler.finish()
         hr.session.scheduler.finish()
     moved = {k: int(np.median(v)) for k, v in every.items() if v}

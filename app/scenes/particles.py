@@ -150,10 +150,11 @@ def view_projection(width: int, height: int, camera: OrbitCamera | None = None,
 # On llvmpipe a point outside the clip volume sends its whole batch of vertices through the draw
 # module's clipping stages, while one inside it and off the scissor is dropped by its bounding box
 # when it is binned. In the classic sample's view about 37 % of the fountain's points are off the
-# picture (their centres outside the clip volume, none past the guard band): 100,000 points' draw call
-# took 4.9-5.4 ms without the band (bench/results/README.md, sixteenth session). GL culls a point whose
-# centre is outside the clip volume (OpenGL 4.6 core, 13.7.1); within the band, a point whose centre
-# is just off the scene now shows the part of its square that is on it, as a GPU's own guard band does.
+# picture (their centres outside the clip volume, none past the guard band): with 100,000 points the
+# render phase (the draw call) took 4.5-4.7 ms through the band against 5.0-5.1 ms without it
+# (bench/results/README.md, sixteenth session). GL culls a point whose centre is outside the clip
+# volume (OpenGL 4.6 core, 13.7.1); within the band, a point whose centre is just off the scene now
+# shows the part of its square that is on it, as a GPU's own guard band does.
 GUARD = 3
 
 

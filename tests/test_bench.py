@@ -518,6 +518,9 @@ def test_copy_frame_times_the_copy_calls_apart_from_the_hand_over(gl):
         for x in samples:
             assert 0 < x["copy_calls"] < x["copy"], x
             assert x["errors"] == 0
+        probe = rt.session.registry.probes["host_mapped"]
+    if not probe.available:  # a GPU without host-unified memory (the H100 run of 2026-12-06)
+        pytest.skip(f"host_mapped is not available here: {probe.reason}")
     with _live_run(backend="host_mapped") as rt:
         rt.tick()
         x = glshare_copy_frame(rt).extra

@@ -1,12 +1,14 @@
 """One error family for glshare: every error carries its context (code, CL name, spec meaning, where).
 
-CL error names and meanings follow the OpenCL 3.0 specification; the acquire/release meanings are
-quoted from ../shared/spec/gl-acquire-release.txt (section 5.5.15).
+CL error names follow the Khronos headers. A code's meaning is generic (what the code says in any
+call); where a call's own error list gives the code a meaning of its own, ``CALL_MEANINGS`` holds
+it for that call only: clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects quote OpenCL 3.0.16's
+section 5.5.15 (../shared/spec/gl-acquire-release.txt).
 """
 from __future__ import annotations
 
-# code -> (name, meaning). Names are the Khronos headers' (tests/test_error_codes.py checks every
-# one against Debian's opencl-headers); meanings for the acquire/release codes are the spec's words.
+# code -> (name, generic meaning). Names are the Khronos headers' (tests/test_error_codes.py checks
+# every one against Debian's opencl-headers); no meaning names one call's arguments.
 CL_ERRORS: dict[int, tuple[str, str]] = {
     0: ("CL_SUCCESS", "the call was executed successfully"),
     -1: ("CL_DEVICE_NOT_FOUND", "no device matched"),
@@ -18,11 +20,11 @@ CL_ERRORS: dict[int, tuple[str, str]] = {
     -7: ("CL_PROFILING_INFO_NOT_AVAILABLE", "profiling information is not available"),
     -11: ("CL_BUILD_PROGRAM_FAILURE", "the program failed to build"),
     -14: ("CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST", "the execution status of an event in event_wait_list is a negative integer value"),
-    -30: ("CL_INVALID_VALUE", "num_objects is zero and mem_objects is not a NULL value, or num_objects > 0 and mem_objects is NULL"),
+    -30: ("CL_INVALID_VALUE", "an argument's value is not valid for the call (its error list says which)"),
     -33: ("CL_INVALID_DEVICE", "the device is not valid"),
-    -34: ("CL_INVALID_CONTEXT", "the context associated with command_queue was not created from an OpenGL context"),
+    -34: ("CL_INVALID_CONTEXT", "the context is not valid, or not the context the call's objects belong to"),
     -36: ("CL_INVALID_COMMAND_QUEUE", "command_queue is not a valid command-queue"),
-    -38: ("CL_INVALID_MEM_OBJECT", "memory objects in mem_objects are not valid OpenCL memory objects"),
+    -38: ("CL_INVALID_MEM_OBJECT", "a memory object is not valid (or not of the kind the call takes)"),
     -39: ("CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "the image format is not valid"),
     -40: ("CL_INVALID_IMAGE_SIZE", "the image size is not valid"),
     -46: ("CL_INVALID_KERNEL_NAME", "the program has no kernel of that name"),
@@ -32,7 +34,7 @@ CL_ERRORS: dict[int, tuple[str, str]] = {
     -57: ("CL_INVALID_EVENT_WAIT_LIST", "event_wait_list is NULL and num_events_in_wait_list > 0, or event_wait_list is not NULL and num_events_in_wait_list is 0, or event objects in event_wait_list are not valid events"),
     -58: ("CL_INVALID_EVENT", "the event is not valid"),
     -59: ("CL_INVALID_OPERATION", "the operation is not valid here (NVIDIA answers a GL-property context with this)"),
-    -60: ("CL_INVALID_GL_OBJECT", "memory objects in mem_objects have not been created from an OpenGL object(s)"),
+    -60: ("CL_INVALID_GL_OBJECT", "a memory object was not created from an OpenGL object, or the GL object is not valid"),
     -61: ("CL_INVALID_BUFFER_SIZE", "the buffer size is not valid"),
     -63: ("CL_INVALID_GLOBAL_WORK_SIZE", "the global work size is not valid"),
     -64: ("CL_INVALID_PROPERTY", "a property name or value is not valid"),
@@ -48,6 +50,17 @@ CL_ERROR_ALIASES: dict[str, int] = {
     "CL_INVALID_GL_CONTEXT_APPLE": -1000,  # Apple's OpenCL/cl_gl_ext.h, not in the Khronos headers
 }
 
+# (entry point, code) -> the meaning that call's own error list gives the code
+_GL_CALL_MEANINGS = {
+    -30: "num_objects is zero and mem_objects is not a NULL value, or num_objects > 0 and mem_objects is NULL",
+    -34: "the context associated with command_queue was not created from an OpenGL context",
+    -38: "memory objects in mem_objects are not valid OpenCL memory objects",
+    -60: "memory objects in mem_objects have not been created from an OpenGL object(s)",
+}
+CALL_MEANINGS: dict[tuple[str, int], str] = {
+    (call, code): meaning for call in ("clEnqueueAcquireGLObjects", "clEnqueueReleaseGLObjects")
+    for code, meaning in _GL_CALL_MEANINGS.items()}
+
 CL_CODES: dict[str, int] = {**{name: code for code, (name, _) in CL_ERRORS.items()}, **CL_ERROR_ALIASES}
 
 
@@ -57,7 +70,12 @@ def cl_error_name(code: int) -> str:
     return entry[0] if entry else f"CL_ERROR({code})"
 
 
-def cl_error_meaning(code: int) -> str:
+def cl_error_meaning(code: int, call: str = "") -> str:
+    """The code's meaning in ``call`` (an entry point, optionally followed by "(...)"): that call's
+    own where its error list gives one, else the generic meaning."""
+    own = CALL_MEANINGS.get((call.split("(", 1)[0].strip(), code)) if call else None
+    if own:
+        return own
     entry = CL_ERRORS.get(code)
     return entry[1] if entry else "no meaning recorded for this code"
 
@@ -100,7 +118,7 @@ class ClError(GlshareError):
     def __init__(self, code: int, *, where: str, detail: str = "") -> None:
         self.code = int(code)
         self.name = cl_error_name(self.code)
-        self.meaning = cl_error_meaning(self.code)
+        self.meaning = cl_error_meaning(self.code, where)
         msg = f"{self.name} ({self.code}): {detail or self.meaning}"
         super().__init__(msg, where=where)
 
@@ -112,7 +130,7 @@ class ClError(GlshareError):
         except (TypeError, ValueError):
             value = -9999
         routine = getattr(exc, "routine", "") or ""
-        return cls(value, where=where, detail=f"{routine} failed: {cl_error_meaning(value)}" if routine else "")
+        return cls(value, where=where, detail=f"{routine} failed: {cl_error_meaning(value, routine)}" if routine else "")
 
 
 class GlError(GlshareError):

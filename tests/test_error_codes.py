@@ -24,6 +24,10 @@ NOT_IN_DEBIAN_HEADERS = {
     "CL_MEM_DEVICE_HANDLE_LIST_KHR": (0x2051, "cl_khr_external_memory's New Tokens (Khronos cl_ext.h after "
                                               "2023.02); Debian's 2023.02 header has it under its provisional "
                                               "name CL_DEVICE_HANDLE_LIST_KHR, the same value"),
+    "CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_WIN32_NAME_KHR": (0x2069, "KhronosGroup/OpenCL-Docs xml/cl.xml @1fb076b "
+                                                                "(OpenCL 3.0.17 on; after Debian's 2023.02 headers)"),
+    "CL_EXTERNAL_MEMORY_HANDLE_ANDROID_HARDWARE_BUFFER_KHR": (0x2070, "KhronosGroup/OpenCL-Docs xml/cl.xml @1fb076b "
+                                                                      "(OpenCL 3.0.17 on)"),
     "CL_YUV_IMAGE_Y_PLANE_AMD": (0x0, "cl_amd_planar_yuv.txt, New Tokens"),
     "CL_YUV_IMAGE_UV_PLANE_AMD": (0x1, "cl_amd_planar_yuv.txt, New Tokens"),
 }
@@ -107,3 +111,22 @@ def test_recorded_amd_tokens_are_the_seeds():
     for name in ("CL_YUV_IMAGE_Y_PLANE_AMD", "CL_YUV_IMAGE_UV_PLANE_AMD"):
         m = re.search(rf"{name}\s+(0x[0-9A-Fa-f]+)", text)
         assert m and int(m.group(1), 16) == NOT_IN_DEBIAN_HEADERS[name][0]
+
+
+@pytest.mark.parametrize("call", ["clEnqueueCopyBuffer", "clGetPlaneFromImageAMD", "clEnqueueNDRangeKernel"])
+def test_a_generic_code_carries_no_gl_acquire_meaning(call):
+    """#37 item 5: the acquire/release meanings of 5.5.15 belong to those two calls only."""
+    from app.errors import ClError
+
+    for code in (-30, -34, -38, -60):
+        text = ClError(code, where=call).one_line()
+        assert "num_objects" not in text and "OpenGL context" not in text and "mem_objects" not in text, text
+
+
+@pytest.mark.parametrize("call", ["clEnqueueAcquireGLObjects", "clEnqueueReleaseGLObjects(lab.shared)"])
+def test_the_gl_calls_keep_their_own_meanings(call):
+    from app.errors import ClError
+
+    assert ClError(-34, where=call).meaning == ("the context associated with command_queue was not created from an "
+                                                "OpenGL context")
+    assert "num_objects is zero" in ClError(-30, where=call).meaning

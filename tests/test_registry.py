@@ -72,7 +72,9 @@ def test_info_json_names_pocl_and_every_backend(glshare):
     table = {h["name"]: h for h in data["external_memory_handle_types"]}
     assert {h: table[h]["value"] for h in table} == {
         "OPAQUE_FD": 0x2060, "OPAQUE_WIN32": 0x2061, "OPAQUE_WIN32_KMT": 0x2062, "D3D11_TEXTURE": 0x2063,
-        "D3D11_TEXTURE_KMT": 0x2064, "D3D12_HEAP": 0x2065, "D3D12_RESOURCE": 0x2066, "DMA_BUF": 0x2067}
+        "D3D11_TEXTURE_KMT": 0x2064, "D3D12_HEAP": 0x2065, "D3D12_RESOURCE": 0x2066, "DMA_BUF": 0x2067,
+        "OPAQUE_WIN32_NAME": 0x2069, "ANDROID_HARDWARE_BUFFER": 0x2070}
+    assert "removed in 3.0.17" in table["D3D11_TEXTURE"]["versions"]
     assert table["OPAQUE_WIN32"]["nt_handle"] and table["OPAQUE_WIN32"]["owns_reference"]
     assert "CloseHandle" in table["OPAQUE_WIN32"]["who_closes"]
     assert not table["D3D11_TEXTURE_KMT"]["owns_reference"]

@@ -133,9 +133,8 @@ def import_memory_fd(context: cl.Context, device: cl.Device, fd: int, size: int,
 
     A successful import takes ``fd``: "importing memory from a file descriptor transfers ownership
     of the file descriptor from the application to the OpenCL implementation" (cl_khr_external_memory
-    5.5.2.1), so the caller passes a dup and must not use or close it afterwards, except on an
-    implementation measured to keep it open (external_memory's KEEPS_IMPORTED_FD). On a failure
-    (pyopencl.Error) the fd is still the caller's to close."""
+    5.5.2.1), so the caller passes a dup and must not use or close it afterwards, on any
+    implementation. On a failure (pyopencl.Error) the fd is still the caller's to close."""
     # The form measured to work on NVIDIA (../shared/gpu/README.md): no device handle list, so the
     # import is for every device of the context (glshare's contexts hold one device).
     props = [CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, fd]

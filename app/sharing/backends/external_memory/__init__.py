@@ -65,6 +65,7 @@ from app.gl.objects import (
 )
 from app.gl.raw import GLenum, gl_function, uint_array
 from app.gl.upload import texture_from_unpack_buffer
+from app.sharing.backends.external_memory import handles
 from app.sharing.backends.external_memory.vulkan import close_fd, shared_exporter
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharedObject, SharingBackend
 from app.sharing.sync import SyncMode
@@ -79,9 +80,6 @@ GL_EXTENSIONS = ("GL_EXT_memory_object", "GL_EXT_memory_object_fd")
 GL_SEMAPHORE_EXTENSIONS = ("GL_EXT_semaphore", "GL_EXT_semaphore_fd")
 CL_DEVICE_UUID_KHR = 0x106A
 CL_DEVICE_IMAGE_PITCH_ALIGNMENT = 0x104A
-# CL implementations that leave an imported fd open after the import, the memory object and its
-# context are released (measured on NVIDIA 580.159.04, H200: one fd more per import, for good)
-KEEPS_IMPORTED_FD = ("nvidia",)
 BUFFER_TEXTURE = "buffer texture"  # SharedObject.display_path when GL samples the imported buffer
 # SharedObject.display_path of a 2D texture GL writes and CL only reads (gl_before_acquire)
 READ_BY_CL = "2D texture; GL's writes reach CL's imported buffer by a GPU copy before the acquire"
@@ -262,18 +260,9 @@ class ExternalMemory(SharingBackend):
                         GL.glDeleteBuffers(1, [name.value])
                 memobj.release()
                 _reraise(exc, f"GL import of {label}")
-            # cl_khr_external_memory 5.5.2.1 (OPAQUE_FD): "importing memory from a file descriptor
-            # transfers ownership of the file descriptor from the application to the OpenCL
-            # implementation. The application must not perform any operations on the file
-            # descriptor after a successful import": the dup given to CL is CL's. Except where an
-            # implementation was measured to leave it open for good (KEEPS_IMPORTED_FD), where
-            # glshare closes it, against the letter of the rule, rather than leak one fd per import
-            if any(key in self.env.choice.platform.name.lower() for key in KEEPS_IMPORTED_FD):
-                closed = close_fd(cl_fd)
-                self.cl_took_fd = not closed
-                self.fds_closed += closed
-            else:
-                self.cl_took_fd = True
+            # 5.5.2.1 (OPAQUE_FD): the fd of a successful import is the implementation's; glshare never
+            # closes it, on any implementation (handles.closer)
+            self.cl_took_fd = handles.closer("OPAQUE_FD", imported=True) == "importer"
         finally:
             self.fds_closed += close_fd(fd)
             if self.release_exporter:
@@ -558,15 +547,10 @@ class SemaphoreSync(SyncMode):
         REGISTRY.created(cl_sem, b.context, label=label, kind="semaphore")  # live for the validator
         self._cl_sems.append(cl_sem)
         # cl_khr_external_semaphore, "File Descriptor Handle Types" (OpenCL-Docs
-        # ext/cl_khr_external_semaphore.asciidoc @02e16e6): "For these extensions, importing a
-        # semaphore payload from a file descriptor transfers ownership of the file descriptor from
-        # the application to the OpenCL implementation. The application must not perform any
-        # operations on the file descriptor after a successful import." The dup is CL's, as the
-        # memory import's is (5.5.2.1): glshare closes it only where the implementation keeps the
-        # imported fd (KEEPS_IMPORTED_FD, measured for memory imports on NVIDIA; for semaphores
-        # the GPU run's fd counts, tests/test_gpu.py, are the check)
-        if any(key in b.env.choice.platform.name.lower() for key in KEEPS_IMPORTED_FD):
-            b.fds_closed += close_fd(cl_fd)
+        # ext/cl_khr_external_semaphore.asciidoc @02e16e6): "importing a semaphore payload from a file
+        # descriptor transfers ownership of the file descriptor from the application to the OpenCL
+        # implementation. The application must not perform any operations on the file descriptor
+        # after a successful import.": the dup is CL's, never closed here (handles.closer)
         return cl_sem
 
     def _buffers(self):

@@ -14,11 +14,14 @@ import pyopencl as cl
 import pytest
 
 from app.errors import CL_CODES, HazardError, SpecViolation, ValidationError
+from app.validate import families
 from app.validate.findings import ADVICE, SPEC
 from app.validate.liveness import REGISTRY
-from app.validate.ownership import CL, GL, HAZARDS, HAZARDS_BY_FAMILY, OwnershipTracker
+from app.validate.ownership import CL, GL, OwnershipTracker
 from app.validate.spec import EMPTY, NOOP, NULL, WaitListElement
 from tests.spec_texts import quote_found, spec_texts
+
+HAZARDS = families.get("gl_sharing").hazards
 
 EXPECTED = {  # case -> the spec's code (5.5.15), for clEnqueueAcquireGLObjects and clEnqueueReleaseGLObjects
     "valid": "CL_SUCCESS",
@@ -117,15 +120,10 @@ def test_every_case_against_the_spec(objs, call, case):
 def test_every_rule_quotes_its_text_verbatim():
     """Each rule's extract is a sentence of the seed or of app/validate/khr_extracts.txt (markup
     removed), not glshare's paraphrase."""
-    from app.validate import external_memory, semaphores
-    from app.validate.ownership import HAZARDS_BY_FAMILY
-    from app.validate.spec import GL_RULES
-
     texts = spec_texts()
-    quotes = [(k, r.source.text) for rules in (GL_RULES, external_memory.RULES, semaphores.RULES)
-              for k, r in rules.items()]
-    quotes += [(f"{fam}.{k}", h.source.text) for fam, table in HAZARDS_BY_FAMILY.items()
-               for k, h in table.items() if h.source]
+    quotes = [(f"{fam}.{k}", r.source.text) for fam in families.names() for k, r in families.get(fam).rules.items()]
+    quotes += [(f"{fam}.{k}", h.source.text) for fam in families.names()
+               for k, h in families.get(fam).hazards.items() if h.source]
     for key, quote in quotes:
         assert quote_found(quote, texts), (key, quote)
 
@@ -463,7 +461,7 @@ KINDS = {  # case -> (gl_sharing kind, external_memory kind), decided from the t
 
 def test_each_family_classifies_every_case():
     for i, family in enumerate(("gl_sharing", "external_memory")):
-        table = HAZARDS_BY_FAMILY[family]
+        table = families.get(family).hazards
         assert set(table) == set(KINDS)
         for case, h in table.items():
             assert h.kind == KINDS[case][i], (family, case)
@@ -592,3 +590,108 @@ def test_skipping_the_acquire_is_flagged_and_strict_stops_the_frame(host_copy, s
         sched.finish()
         sched.close()
         scene.teardown()
+
+
+# -- #37: right against each text, second pass -----------------------------------------------------
+def _sub_device_queue(device):
+    """A queue on a sub-device of ``device`` in a context of its own (skips where it cannot partition)."""
+    if device.partition_max_sub_devices < 2:
+        pytest.skip(f"{device.name.strip()!r} cannot be partitioned")
+    try:
+        sub = device.create_sub_devices([cl.device_partition_property.EQUALLY, 1])[0]
+    except cl.Error as exc:
+        pytest.skip(f"clCreateSubDevices failed: {exc}")
+    ctx = cl.Context([sub])
+    return ctx, cl.CommandQueue(ctx, sub)
+
+
+def test_external_memory_empty_call_on_another_contexts_queue_succeeds(external):
+    """Item 1: 5.5.1.1's (0, NULL) 'will trivially succeed after its event dependencies are
+    satisfied'; no listed error applies on a queue of another context (its events are that queue's)."""
+    objs, v = external
+    assert v.check("acquire", objs.other_queue, 0, NULL, 0, NULL) == EMPTY
+    assert v.check("release", objs.other_queue, 0, NULL, 1, [objs.other_event]) == EMPTY
+    assert _answer(v, "release", (objs.other_queue, 0, NULL, 1, [objs.event], NULL)) == "CL_INVALID_CONTEXT"
+
+
+def test_semaphores_and_queue_of_one_other_context_are_accepted(objs):
+    """Item 2: 5.13.6 errs only when the queue's context and the semaphores' differ."""
+    from app.validate.semaphores import SemaphoreValidator
+
+    v = SemaphoreValidator(objs.backend.context)
+    sem = REGISTRY.created(Sem(0x3234), objs.other_context, kind="semaphore")
+    try:
+        for call in ("signal", "wait"):
+            assert _answer(v, call, (objs.other_queue, 1, [sem], 0, NULL)) == "CL_SUCCESS"
+            assert _answer(v, call, (objs.other_queue, 1, [sem], 1, [objs.other_event])) == "CL_SUCCESS"
+            assert _answer(v, call, (objs.backend.queue, 1, [sem], 0, NULL)) == "CL_INVALID_CONTEXT"
+    finally:
+        REGISTRY.forget(sem)
+
+
+def test_a_queue_whose_device_the_objects_context_lacks(external):
+    """Item 3: 5.5.1.1 lists CL_INVALID_COMMAND_QUEUE 'if one or more of mem_objects belong to a
+    context that does not contain a device associated with command_queue' (a sub-device here)."""
+    from app.validate.semaphores import SemaphoreValidator
+
+    objs, v = external
+    _, q = _sub_device_queue(objs.backend.device)
+    assert _answer(v, "acquire", (q, 1, [objs.shared.mem], 0, NULL, NULL)) == "CL_INVALID_COMMAND_QUEUE"
+    gl = objs.backend.validator  # 5.5.15 has no such rule: the queue's context was not made from GL
+    assert _answer(gl, "acquire", (q, 1, [objs.shared.mem], 0, NULL, NULL)) == "CL_INVALID_CONTEXT"
+    sv = SemaphoreValidator(objs.backend.context)
+    sem = REGISTRY.created(Sem(0x4234), objs.backend.context, kind="semaphore")
+    try:
+        assert _answer(sv, "signal", (q, 1, [sem], 0, NULL)) == "CL_INVALID_COMMAND_QUEUE"
+    finally:
+        REGISTRY.forget(sem)
+
+
+def test_gl_use_while_acquired_is_undefined_behaviour_in_its_text():
+    """Item 6: 3.0.16's 'Synchronizing OpenCL Operations With Other APIs' gives the consequence."""
+    from app.validate.findings import UNDEFINED
+
+    h = families.get("gl_sharing").hazards["gl_use_while_acquired"]
+    assert h.consequence == UNDEFINED and h.source.text.startswith("Attempting to access the data store")
+    assert "OpenCL 3.0.16" in h.spec and quote_found(h.source.text, spec_texts())
+
+
+def test_the_same_object_twice_in_one_list(external):
+    """External memory: 'Each memory object must be acquired only once' (implementation-defined, no
+    code); GL sharing: no rule (accepted; the tracker advises)."""
+    objs, v = external
+    m = objs.shared.mem
+    for call in ("acquire", "release"):
+        assert _answer(v, call, (objs.backend.queue, 1, [m], 0, NULL, NULL)) == "CL_SUCCESS"  # remembered first
+        with pytest.raises(SpecViolation) as err:
+            v.check(call, objs.backend.queue, 2, [m, m], 0, NULL)
+        assert err.value.rule == f"{call}_twice" and "only once" in err.value.quote
+    assert _answer(objs.backend.validator, "acquire", (objs.backend.queue, 2, [m, m], 0, NULL, NULL)) == "CL_SUCCESS"
+
+
+def test_a_double_signal_of_a_tracked_binary_semaphore(objs):
+    """'Signaling the same binary semaphore twice without an interleaving wait may lead to undefined
+    behavior': refused without a code for a semaphore whose every operation glshare sees."""
+    from app.validate.semaphores import SemaphoreValidator
+
+    b = objs.backend
+    v = SemaphoreValidator(b.context)
+    sem = REGISTRY.created(Sem(0x5234), b.context, kind="semaphore")
+    q = b.queue
+    try:
+        assert _answer(v, "signal", (q, 2, [sem, sem], 0, NULL)) is None  # twice in one list
+        assert _answer(v, "signal", (q, 1, [sem], 0, NULL)) == "CL_SUCCESS"  # untracked: state unknown
+        assert _answer(v, "signal", (q, 1, [sem], 0, NULL)) == "CL_SUCCESS"
+        v.track(sem)
+        assert v.check_python("signal", q, [sem], None) == "CL_SUCCESS"
+        with pytest.raises(SpecViolation) as err:
+            v.check_python("signal", q, [sem], None)
+        assert err.value.rule == "signal_twice"
+        assert v.check_python("wait", q, [sem], None) == "CL_SUCCESS"
+        v.signalled(sem)  # GL signalled it (glshare issues GL's semaphore calls itself)
+        with pytest.raises(SpecViolation):
+            v.signalled(sem)
+        assert v.check_python("wait", q, [sem], None) == "CL_SUCCESS"
+        assert _answer(v, "wait", (q, 1, [sem], 0, NULL)) is None  # a double wait
+    finally:
+        REGISTRY.forget(sem)

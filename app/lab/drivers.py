@@ -1,12 +1,8 @@
 """Which driver calls the error lab may make on the OpenCL implementation at hand, and how.
 
-This is the ONE place that decides it. Three call families, each behind its extension:
-
-| family | entry points | the device must list |
-| --- | --- | --- |
-| gl_sharing | clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects | cl_khr_gl_sharing |
-| external_memory | clEnqueueAcquireExternalMemObjectsKHR / ...ReleaseExternalMemObjectsKHR | cl_khr_external_memory |
-| semaphore | clEnqueueWaitSemaphoresKHR / clEnqueueSignalSemaphoresKHR (+ create, release) | cl_khr_semaphore |
+This is the ONE place that decides it. Each call family (``app/validate/families.py``) registers
+its entry points and the extension the device (or platform) must list; the planar family's entry
+point takes only Direct3D 11 interop images, which glshare never makes: it is never called.
 
 An entry point the device does not list is never looked up or called (PoCL aborts the whole
 process on GL-sharing entry points). Beyond that, ``IMPLEMENTATIONS`` records per implementation
@@ -27,17 +23,8 @@ from typing import Protocol
 
 import pyopencl as cl
 
-FAMILIES = ("gl_sharing", "external_memory", "semaphore")
-EXTENSIONS = {"gl_sharing": ("cl_khr_gl_sharing", "cl_APPLE_gl_sharing"),
-              "external_memory": ("cl_khr_external_memory",), "semaphore": ("cl_khr_semaphore",)}
-ENTRY_POINTS = {
-    "gl_sharing": {"acquire": "clEnqueueAcquireGLObjects", "release": "clEnqueueReleaseGLObjects"},
-    "external_memory": {"acquire": "clEnqueueAcquireExternalMemObjectsKHR",
-                        "release": "clEnqueueReleaseExternalMemObjectsKHR"},
-    "semaphore": {"wait": "clEnqueueWaitSemaphoresKHR", "signal": "clEnqueueSignalSemaphoresKHR"},
-}
-# the objects a family's calls take must have been made by the backend the lab runs on
-BACKEND_FOR = {"gl_sharing": "gl_sharing", "external_memory": "external_memory"}
+from app.validate import families as _registry
+
 CL_SEMAPHORE_TYPE_KHR = 0x203D
 CL_SEMAPHORE_TYPE_BINARY_KHR = 1
 
@@ -118,11 +105,15 @@ def no_call_reason(impl: Implementation, platform: cl.Platform, device: cl.Devic
     """Why no entry point of ``family`` may be called here, or None (then case by case)."""
     if family in impl.no_calls:
         return impl.no_calls[family]
-    wanted = EXTENSIONS[family]
+    fam = _registry.get(family)
+    if fam.validator == "planar":
+        return ("clGetPlaneFromImageAMD takes only Direct3D 11 interop images, which glshare never makes "
+                "(glshare runs without Direct3D 11): the contract is emulated on glshare's own YUV images")
+    wanted = fam.extensions
     if not listed_extensions(platform, device) & set(wanted):
         return (f"{device.name.strip()!r} does not list {wanted[0]}: glshare never calls an extension entry point "
                 "the device does not list")
-    needed = BACKEND_FOR.get(family)
+    needed = fam.backend  # the objects a family's calls take must have been made by that backend
     if needed and backend_name != needed:
         return f"the lab runs on {backend_name}, whose objects were not made by {needed}"
     return None
@@ -171,16 +162,18 @@ class RawEntryPoints:
         self.families = frozenset(families)
         lib = libopencl()
         self._fns: dict[tuple[str, str], object] = {}
+        semaphores = {f for f in self.families if _registry.get(f).validator == "semaphore"}
         for family in self.families:
-            for call, name in ENTRY_POINTS[family].items():
-                if family == "gl_sharing":
+            proto = _SEM_CALL if family in semaphores else _MEM_CALL
+            for call, name in _registry.get(family).entry_points.items():
+                try:  # the ICD loader exports the cl_khr_gl_sharing entry points; the KHR extensions' are looked up
                     fn = getattr(lib, name)
                     fn.restype = ctypes.c_int32
-                    fn.argtypes = [_vp, _u32, _vp, _u32, _vp, _vp]
-                else:
-                    fn = self._extension(lib, platform, name, _MEM_CALL if family == "external_memory" else _SEM_CALL)
+                    fn.argtypes = list(proto._argtypes_)
+                except AttributeError:
+                    fn = self._extension(lib, platform, name, proto)
                 self._fns[family, call] = fn
-        if "semaphore" in self.families:
+        if semaphores:
             self._create = self._extension(lib, platform, "clCreateSemaphoreWithPropertiesKHR", _SEM_CREATE)
             self._release = self._extension(lib, platform, "clReleaseSemaphoreKHR", _SEM_RELEASE)
 
@@ -197,7 +190,7 @@ class RawEntryPoints:
     def __call__(self, family: str, call: str, queue: int, num: int, objects, num_events: int,
                  event_wait_list, event_out) -> int:
         fn = self._fns[family, call]
-        if family == "semaphore":  # binary semaphores: sema_payload_list NULL
+        if _registry.get(family).validator == "semaphore":  # binary semaphores: sema_payload_list NULL
             return int(fn(queue or None, num, objects, None, num_events, event_wait_list, event_out))
         return int(fn(queue or None, num, objects, num_events, event_wait_list, event_out))
 

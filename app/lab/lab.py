@@ -35,17 +35,17 @@ import pyopencl as cl
 
 from app.errors import ClError, HazardError, SpecViolation, ValidationError, cl_error_name
 from app.lab import drivers
+from app.validate import families as registry
 from app.validate.findings import SPEC
 from app.validate.liveness import REGISTRY, handle_of
-from app.validate.ownership import CL, HAZARDS_BY_FAMILY, OwnershipTracker
+from app.validate.ownership import CL, OwnershipTracker
 from app.validate.spec import NULL, WaitListElement
 
 log = logging.getLogger(__name__)
 
 EXPECTED_PATH = Path(__file__).with_name("expected.toml")
-FAMILY_CALLS = {"gl_sharing": ("acquire", "release"), "external_memory": ("acquire", "release"),
-                "semaphore": ("signal", "wait")}
-FAMILIES_OF_RULE_SET = {"gl_sharing": ("gl_sharing",), "external_memory": ("external_memory", "semaphore")}
+# the order of a family's calls in the lab: the one that hands over first (a release, a wait needs it)
+CALL_ORDER = ("acquire", "release", "signal", "wait", "get")
 LAB_BYTES = 256
 DRAIN_S = 5.0  # how long a queue may take to drain after a driver call before the lab stops calling
 
@@ -64,6 +64,8 @@ class Expected:
     deviation: str = ""
     deviation_code: str = ""  # the code glshare answers instead, on purpose (checked like the spec's)
     driver: bool = True  # False: the case is never given to a driver
+    table: tuple[str, str] = ()  # planar format rows: (channel order, "width, height" in the image's terms)
+    deviation_table: tuple[str, str] = ()  # ... and the declared deviation's (PoCL's fallback)
 
     @property
     def spec_code(self) -> str:
@@ -78,7 +80,8 @@ def load_expected(path: Path = EXPECTED_PATH) -> tuple[dict[str, list[Expected]]
     cases: dict[str, list[Expected]] = {}
     for c in data["case"]:
         e = Expected(c["family"], c["id"], c["what"], tuple(c["codes"]), c["basis"], c["section"], c["quote"],
-                     c.get("note", ""), c.get("deviation", ""), c.get("deviation_code", ""), c.get("driver", True))
+                     c.get("note", ""), c.get("deviation", ""), c.get("deviation_code", ""), c.get("driver", True),
+                     tuple(c.get("table", ())), tuple(c.get("deviation_table", ())))
         cases.setdefault(e.family, []).append(e)
     return cases, list(data.get("not_provokable", []))
 
@@ -140,6 +143,14 @@ class LabObjects:
     failed: Any = None
     semaphore: Any = None
     released_semaphore: Any = None
+    other_semaphore: Any = None  # a semaphore of other_context (semaphore family)
+    sub_device_queue: Any = None  # a queue on a sub-device, in a context of its own
+    alias0: Any = WaitListElement(0)  # event_out pointing at event_wait_list[0]
+    missing: dict = field(default_factory=dict)  # name -> why the lab could not make it
+    yuv: Any = None  # planar family: an NV12 YuvImage (64 x 32), a P010 one, a released one, a plain image
+    p010: Any = None
+    released_yuv: Any = None
+    plain_image: Any = None
     stuck: bool = False  # a driver call left the lab's queue unable to drain: it is not finished
     _vk_semaphores: list = field(default_factory=list)
 
@@ -166,7 +177,67 @@ class LabObjects:
         self.event.wait()
         self.failed = cl.UserEvent(ctx)
         self.failed.set_status(-1)  # a negative execution status (CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+        self._make_sub_device_queue(dev)
         return self
+
+    @property
+    def simulated_gl(self) -> bool:
+        """Whether the backend's "GL context" is a plain one it designates (a copying backend checked
+        against cl_khr_gl_sharing's rules): its rows answer for a simulated GL context."""
+        return not getattr(self.backend, "zero_copy", True)
+
+    def make_planar(self) -> None:
+        """The planar family's objects: an NV12 and a P010 image, a released one, a plain image."""
+        from app.cl.planar import YuvImage
+        from app.yuv.formats import FORMATS
+
+        ctx = self.backend.context
+        self.yuv = YuvImage.create(ctx, FORMATS["nv12"], 64, 32, label="lab.nv12")
+        self.p010 = YuvImage.create(ctx, FORMATS["p010"], 64, 32, label="lab.p010")
+        self.released_yuv = YuvImage.create(ctx, FORMATS["nv12"], 64, 32, label="lab.released_yuv")
+        self.released_yuv.release()
+        fmt = cl.ImageFormat(cl.channel_order.R, cl.channel_type.UNSIGNED_INT8)
+        self.plain_image = REGISTRY.handed(cl.create_image(ctx, cl.mem_flags.READ_ONLY, fmt, shape=(64, 32)), ctx,
+                                           label="lab.plain_image")
+
+    def _close_planar(self) -> None:
+        for img in (self.yuv, self.p010):
+            if img is not None:
+                img.release()
+        if self.plain_image is not None:
+            self.plain_image.release()
+            REGISTRY.forget(self.plain_image)
+        self.yuv = self.p010 = self.plain_image = None
+
+    def _make_sub_device_queue(self, dev) -> None:
+        """A queue on a sub-device of ``dev``, in a context of its own: a device the objects' context
+        lacks, on one driver (5.5.1.1 and 5.13.6: CL_INVALID_COMMAND_QUEUE). Needs a device that
+        partitions (CL_DEVICE_PARTITION_MAX_SUB_DEVICES > 1); otherwise the rows say why not."""
+        try:
+            if dev.partition_max_sub_devices < 2:
+                raise LabSetupError(f"{dev.name.strip()!r} cannot be partitioned (CL_DEVICE_PARTITION_MAX_SUB_DEVICES "
+                                    f"{dev.partition_max_sub_devices}) and the lab's contexts hold one device")
+            sub = dev.create_sub_devices([cl.device_partition_property.EQUALLY, 1])[0]
+            self._sub_context = cl.Context([sub])
+            self.sub_device_queue = cl.CommandQueue(self._sub_context, sub)
+        except (cl.Error, LabSetupError) as exc:
+            why = str(exc) if isinstance(exc, LabSetupError) else f"clCreateSubDevices failed ({exc})"
+            self.missing["sub_device_queue"] = why
+
+    def resolve(self, value: Any) -> Any:
+        """A lab case's value with every "@name" replaced by the object of that name (a list
+        element by element). LabSetupError where the lab could not make the object."""
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not (isinstance(value, str) and value.startswith("@")):
+            return value
+        name = value[1:]
+        if name in self.missing:
+            raise LabSetupError(self.missing[name])
+        obj = self.shared.mem if name == "shared" else getattr(self, name)
+        if obj is None:
+            raise LabSetupError(f"the lab made no {name} here")
+        return obj
 
     def make_semaphores(self, with_driver: bool) -> str:
         """A live and a released binary semaphore, and how they were made (returned).
@@ -187,7 +258,18 @@ class LabObjects:
             made.append(REGISTRY.created(sem, ctx, label=label, kind="semaphore"))
         self.semaphore, self.released_semaphore = made
         self.released_semaphore.release()
+        self.other_semaphore = self._other_semaphore(with_driver and "clCreate" in how)
         return how
+
+    def _other_semaphore(self, with_driver: bool):
+        """A semaphore of ``other_context`` (a stand-in where no driver is called)."""
+        ctx = self.other_context
+        if with_driver:
+            sem = LabSemaphore(self.entry.create_semaphore(ctx.int_ptr), "lab.other_semaphore",
+                               self.entry.release_semaphore)
+        else:
+            sem = LabSemaphore(0x5E4A0010, "lab.other_semaphore")
+        return REGISTRY.created(sem, ctx, label="lab.other_semaphore", kind="semaphore")
 
     def _driver_semaphore(self, label: str):
         b = self.backend
@@ -217,7 +299,7 @@ class LabObjects:
     def __exit__(self, *exc) -> None:
         b = self.backend
         b.queue.finish()
-        for sem in (self.semaphore, self.released_semaphore):
+        for sem in (self.semaphore, self.released_semaphore, self.other_semaphore):
             if sem is not None:
                 sem.release()
                 REGISTRY.forget(sem)
@@ -228,6 +310,10 @@ class LabObjects:
             self.queue.finish()
         if self.other_queue is not None:
             self.other_queue.finish()
+        if self.sub_device_queue is not None:
+            self.sub_device_queue.finish()
+        self.sub_device_queue = None
+        self._close_planar()
         for buf in (self.plain, self.unseen):
             if buf is not None:
                 buf.release()
@@ -240,59 +326,11 @@ class LabObjects:
 
     # -- the arguments of each case ----------------------------------------------------------------
     def args(self, family: str, case: str) -> CallArgs:
-        """The valid call of ``family`` with the change(s) ``case`` makes."""
-        q, ev, other, failed = self.queue, self.event, self.other_event, self.failed
-        if family == "semaphore":
-            base = CallArgs(q, 1, [self.semaphore])
-            changes = {
-                "valid": {},
-                "num_zero": {"num": 0},
-                "invalid_semaphore": {"objects": [NULL]},
-                "released_semaphore": {"objects": [self.released_semaphore]},
-                "invalid_queue": {"queue": NULL},
-                "semaphore_other_context": {"queue": self.other_queue},
-                "wait_list_null_n_given": {"num_events": 1},
-                "wait_list_given_n_zero": {"event_wait_list": [ev]},
-                "wait_list_invalid_event": {"num_events": 1, "event_wait_list": [NULL]},
-                "wait_list_other_context": {"num_events": 1, "event_wait_list": [other]},
-                "wait_list_failed_event": {"num_events": 1, "event_wait_list": [failed]},
-                "sema_list_null": {"objects": NULL},
-                "event_aliases_wait_list": {"num_events": 1, "event_wait_list": [ev], "event_out": WaitListElement(0)},
-                "combo_num_zero_null_wait_list": {"num": 0, "num_events": 1},
-                "combo_null_semaphore_other_context_event": {"objects": [NULL], "num_events": 1,
-                                                             "event_wait_list": [other]},
-            }
-            return replace(base, **changes[case])
-        mem = self.shared.mem
-        base = CallArgs(q, 1, [mem])
-        changes = {
-            "valid": {},
-            "success_empty": {"num": 0, "objects": NULL},
-            "success_empty_bad_wait_list": {"num": 0, "objects": NULL, "num_events": 1},
-            "num_zero_list_given": {"num": 0},
-            "num_given_list_null": {"objects": NULL},
-            "invalid_mem_object": {"objects": [self.released_mem]},
-            "released_by_pyopencl": {"objects": [self.pyreleased]},
-            "unseen_mem_object": {"objects": [self.unseen]},
-            "invalid_queue": {"queue": NULL},
-            "context_not_from_gl": {"queue": self.other_queue},
-            "queue_other_context": {"queue": self.other_queue},
-            "not_gl_object": {"objects": [self.plain]},
-            "not_external_memory": {"objects": [self.plain]},
-            "wait_list_null_n_given": {"num_events": 1},
-            "wait_list_given_n_zero": {"event_wait_list": [ev]},
-            "wait_list_invalid_event": {"num_events": 1, "event_wait_list": [NULL]},
-            "wait_list_other_context": {"num_events": 1, "event_wait_list": [other]},
-            "wait_list_failed_event": {"num_events": 1, "event_wait_list": [failed]},
-            "event_aliases_wait_list": {"num_events": 1, "event_wait_list": [ev], "event_out": WaitListElement(0)},
-            "combo_null_queue_null_list": {"queue": NULL, "objects": NULL},
-            "combo_plain_buffer_null_event": {"objects": [self.plain], "num_events": 1, "event_wait_list": [NULL]},
-            "combo_released_wait_list_n_zero": {"objects": [self.released_mem], "event_wait_list": [ev]},
-            "combo_plain_context_num_zero": {"queue": self.other_queue, "num": 0},
-            "combo_released_failed_event": {"objects": [self.released_mem], "num_events": 1,
-                                            "event_wait_list": [failed]},
-        }
-        return replace(base, **changes[case])
+        """The valid call of ``family`` with the changes its registered lab case ``case`` makes
+        (``app/validate/families.py``). LabSetupError where an object it needs could not be made."""
+        target = self.semaphore if registry.get(family).validator == "semaphore" else self.shared.mem
+        changes = {k: self.resolve(v) for k, v in registry.get(family).lab_cases[case].items()}
+        return replace(CallArgs(self.queue, 1, [target]), **changes)
 
 
 # -- the validator's answer -------------------------------------------------------------------------
@@ -305,7 +343,7 @@ class Answer:
 
 
 def validator_answer(backend, family: str, call: str, a: CallArgs) -> Answer:
-    v = backend.validator.semaphores if family == "semaphore" else backend.validator
+    v = backend.validator.semaphores if registry.get(family).validator == "semaphore" else backend.validator
     try:
         status = v.check(call, a.queue, a.num, a.objects, a.num_events, a.event_wait_list, a.event_out)
     except ValidationError as exc:
@@ -329,6 +367,7 @@ class DriverRunner:
 
     def __init__(self, lab: LabObjects, entry, family: str) -> None:
         self.lab, self.entry, self.family = lab, entry, family
+        self.semaphores = registry.get(family).validator == "semaphore"
         self.calls: list[tuple[str, str]] = []
         self.stuck: str | None = None  # the case after which the queue did not drain
 
@@ -359,9 +398,18 @@ class DriverRunner:
                 cl.Event.from_int_ptr(written, retain=False)  # the driver's new event: released with the wrapper
         return code
 
-    def _valid(self, call: str) -> int:
-        target = self.lab.semaphore if self.family == "semaphore" else self.lab.shared.mem
-        return self._raw(call, self.lab.queue.int_ptr, [target], 1)
+    def _bracket(self, a: CallArgs) -> tuple[int, Any]:
+        """(queue handle, object) of the valid calls around a case: the lab's queue and shared object,
+        or the case's own queue and semaphore where it names the semaphore of another context (a
+        wait on a semaphore nobody signalled would block that queue for good)."""
+        if self.semaphores and a.objects and a.objects[0] is self.lab.other_semaphore:
+            return _ptr(a.queue), self.lab.other_semaphore
+        return self.lab.queue.int_ptr, (self.lab.semaphore if self.semaphores else self.lab.shared.mem)
+
+    def _valid(self, call: str, bracket: tuple[int, Any] | None = None) -> int:
+        queue, target = bracket or (self.lab.queue.int_ptr, self.lab.semaphore if self.semaphores else
+                                    self.lab.shared.mem)
+        return self._raw(call, queue, [target], 1)
 
     def _drain(self) -> bool:
         """Let the lab's queue finish, with a time limit (True when it did)."""
@@ -379,18 +427,19 @@ class DriverRunner:
         if self.stuck or self.lab.stuck:
             after = self.stuck or "a call of another family"
             return None, f"not called: the lab's queue did not drain within {DRAIN_S:.0f} s after {after}"
-        mem_family = self.family != "semaphore"
+        mem_family = not self.semaphores
         first = "acquire" if mem_family else "signal"
+        bracket = self._bracket(a)
         if call != first:  # a release (a wait) needs an acquired (a signalled) object first
-            pre = self._valid(first)
+            pre = self._valid(first, bracket)
             if pre != 0:
                 return None, f"the valid {first} before the {call} failed: {cl_error_name(pre)}"
         code = self._raw(call, _ptr(a.queue), a.objects, a.num, a.event_wait_list, a.num_events, a.event_out)
-        target = self.lab.shared.mem if mem_family else self.lab.semaphore
+        target = bracket[1]
         ours = a.objects is not NULL and any(o is target for o in a.objects[:a.num])
         handed_over = code == 0 and ours  # the call acquired/released (signalled/waited) our object
         if handed_over == (call == first):
-            self._valid("release" if mem_family else "wait")  # undo what the call did, or what it did not
+            self._valid("release" if mem_family else "wait", bracket)  # undo what the call did, or what it did not
         if not self._drain():
             self.stuck = f"{case}/{call}"
             self.lab.stuck = True
@@ -469,7 +518,7 @@ def run_hazards(backend) -> list[dict]:
     other_queue = cl.CommandQueue(backend.context, backend.device)
     results = []
     try:
-        for case, h in HAZARDS_BY_FAMILY[saved.family].items():
+        for case, h in registry.get(saved.family).hazards.items():
             off = _hazard_once(backend, case, "off", other_queue)
             spec = _hazard_once(backend, case, "spec", other_queue)
             every = _hazard_once(backend, case, "all", other_queue)
@@ -501,7 +550,7 @@ def _python_api_check(backend, family: str, call: str) -> tuple[bool, str]:
         ev = getattr(backend, call)(backend.queue, [])
     except ClError as exc:  # glshare enqueues a marker for external memory's empty call: the CL runtime refused it
         return False, f"the empty call the spec allows was refused: {exc.name} ({exc.code})"
-    if family == "gl_sharing":
+    if registry.get(family).empty_call == "noop":
         return ev is None, "nothing enqueued" if ev is None else "an event came back for a call that does nothing"
     if ev is not None:
         return True, "an event came back"
@@ -513,7 +562,10 @@ def _row(exp: Expected, family: str, call: str, ans: Answer) -> dict:
         agrees = ans.refused and ans.code is None
     else:
         agrees = ans.code in exp.codes
-    entry_point = drivers.ENTRY_POINTS[family][call]
+    accepted = agrees
+    if exp.basis == "unknowable":  # either listed code could be right; which one, glshare cannot know
+        agrees = False
+    entry_point = registry.get(family).entry_points[call]
     return {"case": exp.id, "call": call, "family": family, "entry_point": entry_point,
             "spec_code": exp.spec_code, "spec_codes": list(exp.codes), "basis": exp.basis,
             "section": exp.section, "quote": exp.quote, "what": exp.what, "note": exp.note,
@@ -521,7 +573,7 @@ def _row(exp: Expected, family: str, call: str, ans: Answer) -> dict:
             "validator_code": ans.code, "validator_refused": ans.refused, "rule": ans.rule,
             # "agrees": as the spec says, or as the deliberate deviation says (its own code, checked)
             "validator_agrees": agrees,
-            "agrees": agrees or bool(exp.deviation and ans.code == exp.deviation_code),
+            "agrees": accepted or bool(exp.deviation and ans.code == exp.deviation_code),
             "driver_called": False, "driver_code": None, "driver_agrees": None, "driver_differs": False,
             "driver_note": "", "disagreements": []}
 
@@ -530,16 +582,141 @@ def _finish_row(row: dict, exp: Expected) -> None:
     shown = row["validator_code"] or "a refusal without a code"
     if not row["validator_agrees"]:
         why = f" (deliberate: {exp.deviation})" if exp.deviation else ""
+        if exp.basis == "unknowable":
+            why = " (either listed code could be right and glshare cannot tell which: accepted, not agreement)"
         row["disagreements"].append(f"glshare answers {shown}, the spec {exp.spec_code}{why}")
     if row["driver_called"]:
         code = row["driver_code"]
-        if exp.basis == "undefined":
+        if exp.basis in ("undefined", "implementation-defined"):
             row["driver_agrees"] = True  # the spec leaves the outcome undefined: any answer is allowed
         else:
             row["driver_agrees"] = code in exp.codes
         row["driver_differs"] = not row["driver_agrees"]
         if row["driver_differs"]:
             row["disagreements"].append(f"the driver answers {code}, the spec {exp.spec_code}")
+
+
+# -- the planar family -----------------------------------------------------------------------------
+def _plane_size(expr: str, w: int, h: int) -> tuple[int, int]:
+    """``"width/2, height/2"`` (the text's terms) for an image of ``w`` x ``h``."""
+    def one(term: str, value: int) -> int:
+        term = term.strip()
+        name, _, div = term.partition("/")
+        return value // int(div) if div else value
+    a, b = expr.split(",")
+    return one(a, w), one(b, h)
+
+
+def _planar_call(lab: LabObjects, changes: dict):
+    """(the answer's code name, the image returned or None, a note) of glshare's plane_image."""
+    from app.cl.planar import plane_image
+
+    try:
+        img = plane_image(changes.get("context", lab.backend.context), changes.get("mem", lab.yuv),
+                          changes.get("plane", 0))
+    except ClError as exc:
+        return exc.name, None, ""
+    return "CL_SUCCESS", img, ""
+
+
+def _describe(img) -> str:
+    order = {cl.channel_order.R: "CL_R", cl.channel_order.RG: "CL_RG"}.get(img.format.channel_order, "?")
+    return f"{order} {img.width}x{img.height}"
+
+
+def run_planar(lab: LabObjects, expected: list[Expected], reason: str | None, not_provokable: list) -> list[dict]:
+    """Every case of clGetPlaneFromImageAMD's contract on glshare's YUV images (``plane_image``):
+    codes, and for the format rows the returned image's channel order and size against the text's
+    table (or the declared deviation's). The real entry point is called only where the platform
+    lists cl_amd_planar_yuv and an image comes from Direct3D 11 interop, which glshare never makes:
+    the driver column says so."""
+    lab.make_planar()
+    rows = []
+    for exp in expected:
+        raw = registry.get("planar").lab_cases[exp.id]
+        try:
+            changes = {k: lab.resolve(v) for k, v in raw.items() if k != "check"}
+        except LabSetupError as exc:
+            not_provokable.append({"family": "planar", "id": exp.id, "codes": list(exp.codes), "section": exp.section,
+                                   "quote": exp.quote, "why": str(exc)})
+            continue
+        code, img, _ = _planar_call(lab, changes)
+        row = _row(exp, "planar", "get", Answer(code, code != "CL_SUCCESS", None))
+        try:
+            if img is not None and raw.get("check") == "format":
+                image = changes.get("mem", lab.yuv)
+                w, h = image.layout.width, image.layout.height
+                got = _describe(img)
+                want = f"{exp.table[0]} {'x'.join(map(str, _plane_size(exp.table[1], w, h)))}"
+                row["result"], row["spec_result"] = got, want
+                ok = got == want
+                if not ok and exp.deviation_table:
+                    dev = f"{exp.deviation_table[0]} {'x'.join(map(str, _plane_size(exp.deviation_table[1], w, h)))}"
+                    row["deviation_result"] = dev
+                    row["agrees"] = got == dev
+                    row["disagreements"].append(f"glshare returns {got}, the text's table {want} "
+                                                f"(deliberate: {exp.deviation})")
+                row["validator_agrees"] = row["validator_agrees"] and ok
+                if not ok and not exp.deviation_table:
+                    row["agrees"] = False
+            elif img is not None and raw.get("check") == "new_image":
+                stored = lab.yuv.stored_plane(0)
+                new = img.int_ptr != stored.int_ptr
+                row["result"] = "a new cl_mem" if new else "a new reference to the stored plane image"
+                row["spec_result"] = "a new cl_mem (the call 'creates an OpenCL 2D image object')"
+                row["validator_agrees"] = new
+                row["agrees"] = new or bool(exp.deviation)
+                if not new:
+                    row["disagreements"].append(f"glshare returns {row['result']} (deliberate: {exp.deviation})")
+        finally:
+            if img is not None:
+                img.release()
+        row["driver_note"] = f"not called: {reason}" if reason else ("not called: glshare makes no Direct3D 11 "
+                                                                      "interop image, the only kind the entry point takes")
+        if not raw.get("check"):
+            _finish_row(row, exp)
+        rows.append(row)
+    return rows
+
+
+def deviations_of(rows: list[dict]) -> list[dict]:
+    """Every deliberate deviation the lab showed: one line each (the panel's lab tab lists them)."""
+    seen, out = set(), []
+    for r in rows:
+        if r["deviation"] and (r["family"], r["case"]) not in seen and not r["validator_agrees"]:
+            seen.add((r["family"], r["case"]))
+            out.append({"family": r["family"], "case": r["case"], "spec": r["spec_code"],
+                        "glshare": r.get("result") or r["validator_code"] or "a refusal without a code",
+                        "why": r["deviation"]})
+    return out
+
+
+def _case_row(backend, lab, runner, impl, reason, exp: Expected, fam: str, call: str, a: CallArgs) -> dict:
+    """One case of a memory or semaphore family for one call: the validator's answer, and the
+    driver's where it may be asked."""
+    row = _row(exp, fam, call, validator_answer(backend, fam, call, a))
+    unsafe = drivers.unsafe_reason(impl, fam, exp.id)
+    if runner is None:
+        row["driver_note"] = f"not called: {reason}"
+    elif not exp.driver:
+        row["driver_note"] = f"not called: {exp.note or 'unsafe to call'}"
+    elif unsafe:
+        row["driver_note"] = f"not called: {unsafe}"
+    else:
+        code, note = runner.run(call, exp.id, a)
+        row["driver_called"] = code is not None
+        row["driver_code"] = cl_error_name(code) if code is not None else None
+        row["driver_note"] = note or drivers.known_answer(impl, fam, exp.id)
+    _finish_row(row, exp)
+    if exp.id == "success_empty":
+        ok, what = _python_api_check(backend, fam, call)
+        row["python_api"], row["python_api_agrees"] = what, ok
+        if not ok:
+            row["agrees"] = False
+            row["disagreements"].append(f"glshare's Python API: {what}")
+    if lab.simulated_gl and registry.get(fam).empty_call == "noop":
+        row["context"] = "a simulated GL context (host_copy designates a plain context as the GL one)"
+    return row
 
 
 def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> dict:
@@ -556,8 +733,9 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
     """
     platform, device = backend.env.choice.platform, backend.device
     impl = drivers.identify(platform)
-    families = tuple(families or FAMILIES_OF_RULE_SET[getattr(backend, "rule_set", "gl_sharing")])
+    families = tuple(families or registry.of_rule_set(getattr(backend, "rule_set", "gl_sharing")))
     expected, not_provokable = load_expected()
+    not_provokable = [p for p in not_provokable if p["family"] in families]
     reasons: dict[str, str | None] = {}
     for fam in families:
         if entry is not None:
@@ -574,55 +752,49 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
     rows: list[dict] = []
     with LabObjects(backend, entry) as lab:
         semaphores = None
-        if "semaphore" in families:
+        if any(registry.get(f).validator == "semaphore" for f in families):
+            fam = next(f for f in families if registry.get(f).validator == "semaphore")
             try:
-                semaphores = lab.make_semaphores(with_driver=reasons["semaphore"] is None)
+                semaphores = lab.make_semaphores(with_driver=reasons[fam] is None)
             except LabSetupError as exc:  # no semaphore to call the driver with: the validator column only
-                reasons["semaphore"] = str(exc)
+                reasons[fam] = str(exc)
                 semaphores = lab.make_semaphores(with_driver=False)
         for fam in families:
+            if registry.get(fam).validator == "planar":
+                rows += run_planar(lab, expected[fam], reasons[fam], not_provokable)
+                continue
             runner = DriverRunner(lab, entry, fam) if reasons[fam] is None else None
-            for call in FAMILY_CALLS[fam]:
+            for call in sorted(registry.get(fam).calls, key=CALL_ORDER.index):
                 for exp in expected[fam]:
-                    a = lab.args(fam, exp.id)
-                    row = _row(exp, fam, call, validator_answer(backend, fam, call, a))
-                    unsafe = drivers.unsafe_reason(impl, fam, exp.id)
-                    if runner is None:
-                        row["driver_note"] = f"not called: {reasons[fam]}"
-                    elif not exp.driver:
-                        row["driver_note"] = f"not called: {exp.note or 'unsafe to call'}"
-                    elif unsafe:
-                        row["driver_note"] = f"not called: {unsafe}"
-                    else:
-                        code, note = runner.run(call, exp.id, a)
-                        row["driver_called"] = code is not None
-                        row["driver_code"] = cl_error_name(code) if code is not None else None
-                        row["driver_note"] = note or drivers.known_answer(impl, fam, exp.id)
-                    _finish_row(row, exp)
-                    if exp.id == "success_empty" and fam != "semaphore":
-                        ok, what = _python_api_check(backend, fam, call)
-                        row["python_api"], row["python_api_agrees"] = what, ok
-                        if not ok:
-                            row["agrees"] = False
-                            row["disagreements"].append(f"glshare's Python API: {what}")
-                    rows.append(row)
+                    try:
+                        a = lab.args(fam, exp.id)
+                    except LabSetupError as exc:  # an object this case needs cannot be made here
+                        if call == registry.get(fam).calls[0]:
+                            not_provokable.append({"family": fam, "id": exp.id, "codes": list(exp.codes),
+                                                   "section": exp.section, "quote": exp.quote, "why": str(exc)})
+                        continue
+                    rows.append(_case_row(backend, lab, runner, impl, reasons[fam], exp, fam, call, a))
+        lab_simulated = lab.simulated_gl
     hazards = run_hazards(backend)
     agree = sum(r["validator_agrees"] for r in rows)
     accepted = sum(r["agrees"] for r in rows)  # the spec's answer or the deviation's own, and the Python API right
-    deviations = sum(bool(r["deviation"]) and not r["validator_agrees"] for r in rows)
+    deviated = sum(bool(r["deviation"]) and not r["validator_agrees"] for r in rows)
     hz_ok = sum(h["ok"] for h in hazards)
     return {
         "implementation": implementation_text(platform, device),
         "implementation_key": impl.key,
         "backend": backend.name,
         "families": list(families),
+        "gl_context": ("simulated: host_copy designates a plain context as the GL one, so its GL-sharing rows answer "
+                       "for a simulated GL context" if lab_simulated else "created from GL"),
         "driver_policy": {fam: reasons[fam] or "called where drivers.py allows it" for fam in families},
         "semaphores": semaphores,
         "cases": rows,
-        "not_provokable": [p for p in not_provokable if p["family"] in families],
+        "not_provokable": not_provokable,
+        "deviations": deviations_of(rows),
         "hazards": hazards,
         "summary": {"cases": len(rows), "validator_agrees": agree, "accepted": accepted,
-                    "deliberate_deviations": deviations,
+                    "deliberate_deviations": deviated,
                     "driver_called": sum(r["driver_called"] for r in rows),
                     "driver_differs": sum(r["driver_differs"] for r in rows),
                     "hazards": len(hazards), "hazards_ok": hz_ok,
@@ -639,12 +811,13 @@ def format_text(results: dict, color: bool = False) -> str:
     """A readable table; differences from the spec are marked (and red when ``color``)."""
     red = (lambda s: f"\x1b[31m{s}\x1b[0m") if color else (lambda s: s)
     lines = [f"glshare error lab on {results['implementation']}",
-             f"backend {results['backend']}; families {', '.join(results['families'])}"]
+             f"backend {results['backend']}; families {', '.join(results['families'])}",
+             f"GL context: {results.get('gl_context', '')}"]
     for fam, policy in results["driver_policy"].items():
         lines.append(f"  driver, {fam}: {policy}")
     head = f"{'case':<40} {'call':<8} {'spec':<46} {'validator':<28} driver"
     for fam in results["families"]:
-        lines += ["", f"[{fam}] {' / '.join(drivers.ENTRY_POINTS[fam].values())}", head, "-" * len(head)]
+        lines += ["", f"[{fam}] {' / '.join(registry.get(fam).entry_points.values())}", head, "-" * len(head)]
         for r in (r for r in results["cases"] if r["family"] == fam):
             v = _short(r["validator_code"])
             if not r["validator_agrees"]:
@@ -660,6 +833,10 @@ def format_text(results: dict, color: bool = False) -> str:
         lines += [f"  note: {n}" for n in notes]
         dnotes = sorted({r["driver_note"] for r in results["cases"] if r["family"] == fam and r["driver_note"]})
         lines += [f"  driver: {n}" for n in dnotes]
+    if results.get("deviations"):
+        lines += ["", "deliberate deviations glshare keeps:"]
+        lines += [f"  [{d['family']}] {d['case']}: the text {d['spec']}, glshare {d['glshare']}: {d['why']}"
+                  for d in results["deviations"]]
     if results.get("not_provokable"):
         lines += ["", "not provoked (with why):"]
         for p in results["not_provokable"]:

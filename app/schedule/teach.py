@@ -8,10 +8,11 @@ kept out of the statistics). Between the steps the objects belong to whoever the
 them to; while CL owns them GL does not draw them (the screen shows a plain background).
 ``teaching_view`` is the read-only data ``app/ui/teaching.py`` draws: the phase strip, who owns
 each object, what glshare did (the backend's own text, ``SharingBackend.teaching``, and a note of
-its own), and the specification's words for the step, quoted and cited from the rules the backend
-is validated against (``SharingBackend.rule_set``): GL sharing, OpenCL 3.0 section 5.5.15 as in
-../shared/spec/gl-acquire-release.txt; external memory, cl_khr_external_memory's acquire and
-release (5.5.1.1 of app/validate/khr_extracts.txt).
+its own), and the specification's words for the step, quoted and cited with the version of their
+text from the family the backend is validated against (``SharingBackend.rule_set``): each family
+registers its teaching texts (``app/validate/families.py``; GL sharing's in app/validate/gl.py,
+whose acquire and release words depend on the sync mode: cl_khr_gl_event's paragraphs only under
+gl_event).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from app.schedule.frame import PHASES
+from app.validate import families
 from app.validate.ownership import CL
 
 log = logging.getLogger(__name__)
@@ -28,28 +30,6 @@ log = logging.getLogger(__name__)
 STEPS = PHASES  # the strip shown to the user: the timeline's names, in frame_phases()' order
 STEP_OF_PHASE = {"acquire": 1, "compute": 2, "release": 3, "render": 4}
 NEXT_PHASE = {"render": "acquire", "acquire": "compute", "compute": "release", "release": "render"}
-SPEC_SECTION = "5.5.15"
-SPEC_SOURCE = "../shared/spec/gl-acquire-release.txt"
-
-# the specification's own words for each step, verbatim from the seed text (whitespace aside), and
-# the entry point they describe; app/ui/teaching.py shows them as quotes with this citation
-QUOTES: dict[str, tuple[str, str]] = {
-    "acquire": ("If an OpenGL context is bound to the current thread, then any OpenGL commands which 1.affect or "
-                "access the contents of a memory object listed in the mem_objects list, and 2.were issued on that "
-                "OpenGL context prior to the call to clEnqueueAcquireGLObjects will complete before execution of "
-                "any OpenCL commands following the clEnqueueAcquireGLObjects which affect or access any of those "
-                "memory objects.", "clEnqueueAcquireGLObjects"),
-    "compute": ("These objects need to be acquired before they can be used by any OpenCL commands queued to a "
-                "command-queue or the behaviour is undefined. The OpenGL objects are acquired by the OpenCL context "
-                "associated with command_queue and can therefore be used by all command-queues associated with the "
-                "OpenCL context.", "clEnqueueAcquireGLObjects"),
-    "release": ("If an OpenGL context is bound to the current thread, then then any OpenGL commands which 1.affect "
-                "or access the contents of the memory objects listed in the mem_objects list, and 2.are issued on "
-                "that context after the call to clEnqueueReleaseGLObjects will not execute until after execution of "
-                "any OpenCL commands preceding the clEnqueueReleaseGLObjects which affect or access any of those "
-                "memory objects.", "clEnqueueReleaseGLObjects"),
-    "render": ("These objects need to be released before they can be used by OpenGL.", "clEnqueueReleaseGLObjects"),
-}
 # glshare's own explanation of each step, kept apart from the quotes
 NOTES: dict[str, str] = {
     "acquire": "CL owns the objects now; the sync mode made GL's earlier work on them finish first.",
@@ -58,39 +38,14 @@ NOTES: dict[str, str] = {
     "render": "GL drew from the objects it owns; it may also upload into them, or delete them once CL released "
               "its memory objects.",
 }
-# the same steps in cl_khr_external_memory's words (app/validate/khr_extracts.txt, verbatim)
-EXTERNAL_QUOTES: dict[str, tuple[str, str]] = {
-    "acquire": ("Applications must acquire the memory objects that are created using external handles before they "
-                "can be used by any OpenCL commands queued to a command-queue.",
-                "clEnqueueAcquireExternalMemObjectsKHR"),
-    "compute": ("Behavior is undefined if a memory object created from an external memory handle is used by an "
-                "OpenCL command queued to a command-queue without being acquired. This is to guarantee that the "
-                "state of the memory objects is up-to-date and they are accessible to OpenCL.",
-                "clEnqueueAcquireExternalMemObjectsKHR"),
-    "release": ("Applications must release memory objects that were acquired using "
-                "clEnqueueReleaseExternalMemObjectsKHR before using any external memory handles that were specified "
-                "when the memory objects were created or accessing the external memory that these handles represent "
-                "outside of OpenCL, otherwise behavior is undefined.", "clEnqueueReleaseExternalMemObjectsKHR"),
-    "render": ("This is to guarantee that the state of memory objects is up-to-date and that they are accessible "
-               "outside of OpenCL.", "clEnqueueReleaseExternalMemObjectsKHR"),
-}
-# rule set -> (quotes, where they come from)
-SOURCES: dict[str, tuple[dict[str, tuple[str, str]], str]] = {
-    "gl_sharing": (QUOTES, f"OpenCL 3.0, section {SPEC_SECTION}, {{call}} ({SPEC_SOURCE})"),
-    "external_memory": (EXTERNAL_QUOTES, "cl_khr_external_memory, section 5.5.1.1, {call} "
-                                         "(app/validate/khr_extracts.txt)"),
-}
+def quote(phase: str, rule_set: str = "gl_sharing", sync: str = "") -> str:
+    """The specification's words for a step, from the family ``rule_set`` names, under ``sync``."""
+    return families.get(rule_set).quote(phase, sync)[0]
 
 
-def quote(phase: str, rule_set: str = "gl_sharing") -> str:
-    """The specification's words for a step, from the rules ``rule_set`` names."""
-    return SOURCES.get(rule_set, SOURCES["gl_sharing"])[0][phase][0]
-
-
-def citation(phase: str, rule_set: str = "gl_sharing") -> str:
-    """Where a step's quote comes from: the section of its text and the entry point."""
-    quotes, where = SOURCES.get(rule_set, SOURCES["gl_sharing"])
-    return where.format(call=quotes[phase][1])
+def citation(phase: str, rule_set: str = "gl_sharing", sync: str = "") -> str:
+    """Where a step's quote comes from: the text's version and section, and the entry point."""
+    return families.get(rule_set).quote(phase, sync)[1]
 
 
 class TeachingStepper:
@@ -209,7 +164,7 @@ def teaching_view(st: TeachingStepper, *, frame: int, paused: bool, objects: tup
         mid_frame=st.mid_frame,
         last=last, last_title=last, next=st.next_phase,
         next_title=st.next_phase, steps=STEPS, step_index=step_index, visited=tuple(st.visited),
-        objects=objects, gl_may_draw=all(o.owner != CL for o in objects), spec=quote(last, rule_set),
-        cite=citation(last, rule_set), note=NOTES[last], next_spec=quote(st.next_phase, rule_set),
-        next_cite=citation(st.next_phase, rule_set),
+        objects=objects, gl_may_draw=all(o.owner != CL for o in objects), spec=quote(last, rule_set, sync),
+        cite=citation(last, rule_set, sync), note=NOTES[last], next_spec=quote(st.next_phase, rule_set, sync),
+        next_cite=citation(st.next_phase, rule_set, sync),
         does=does.get(last, "") if step_index else "", backend=backend, sync=sync, skip=tuple(sorted(skip)))

@@ -35,7 +35,9 @@ def draw_lab_tab(results) -> bool:
     imgui.text_colored(GREEN if results.ok else RED, f"validator {results.agree}/{results.n_cases} agree, "
                                                      f"hazards {results.hazards_ok}/{results.n_hazards}")
     imgui.text_wrapped(f"{results.implementation}; backend {results.backend}")
-    # one table per call family (gl_sharing, or external_memory + semaphore), with its driver policy
+    if results.gl_context:
+        imgui.text_colored(DIM, f"GL context: {results.gl_context}")
+    # one table per call family (those the backend's rule set runs), with its driver policy
     policy = dict(results.driver_policy)
     by_family: dict[str, dict[str, dict]] = {}
     for row in results.cases:
@@ -67,6 +69,12 @@ def draw_lab_tab(results) -> bool:
                         if row is not None:
                             _cell(row)
     imgui.text_disabled("cells: validator ('ok' = a code the spec allows), then the driver's answer where it was called")
+    if results.deviations:
+        imgui.separator_text("deliberate deviations glshare keeps")
+        for line in results.deviations:
+            imgui.bullet()
+            imgui.same_line()
+            imgui.text_wrapped(line)
     imgui.separator()
     for h in results.hazards:
         imgui.text_colored(GREEN if h.ok else RED, ("flagged " if h.flagged else "MISSED  ") + h.case

@@ -23,6 +23,7 @@ class HandleRow:
     memory_lives_until: str  # how long the memory behind it lives (who holds references)
     rule: str
     glshare: str
+    versions: str = ""  # the OpenCL versions whose text has the type (the Direct3D ones: 3.0.16 only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ class CapsPart:
 
 @dataclass(frozen=True, slots=True)
 class LabCase:
-    family: str  # the call family: gl_sharing, external_memory, semaphore
+    family: str  # the call family (app/validate/families.py)
     case: str
     call: str
     what: str
@@ -95,6 +96,9 @@ class LabResults:
     hazards_ok: int
     n_hazards: int
     ok: bool
+    # one line per deliberate deviation glshare keeps (``lab.deviations_of``), and the GL context's kind
+    deviations: tuple[str, ...] = ()
+    gl_context: str = ""
 
     @classmethod
     def of(cls, r: Mapping) -> "LabResults":
@@ -108,8 +112,11 @@ class LabResults:
             for c in r["cases"])
         hazards = tuple(LabHazard(h["case"], h["kind"], bool(h["flagged"]), bool(h["ok"]), h["spec"])
                         for h in r["hazards"])
+        deviations = tuple(f"[{d['family']}] {d['case']}: the text {d['spec']}, glshare {d['glshare']}: {d['why']}"
+                           for d in r.get("deviations", ()))
         return cls(r["implementation"], r["backend"], tuple(r["driver_policy"].items()), cases, hazards,
-                   int(s["validator_agrees"]), int(s["cases"]), int(s["hazards_ok"]), int(s["hazards"]), bool(s["ok"]))
+                   int(s["validator_agrees"]), int(s["cases"]), int(s["hazards_ok"]), int(s["hazards"]), bool(s["ok"]),
+                   deviations, str(r.get("gl_context", "")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,5 +140,6 @@ def _lifetime(life: Mapping | None) -> Lifetime | None:
 
 def _handle_rows(mem: Mapping) -> tuple[HandleRow, ...]:
     return tuple(HandleRow(h["hex"], h["name"], bool(h["nt_handle"]), bool(h["owns_reference"]), h["who_closes"],
-                           h["handle_valid_until"], h["memory_lives_until"], h["rule"], h["glshare"])
+                           h["handle_valid_until"], h["memory_lives_until"], h["rule"], h["glshare"],
+                           h.get("versions", ""))
                  for h in mem.get("handle_types", ()))

@@ -973,7 +973,7 @@ def _memory(m: PanelModel, request, state: PanelState) -> None:
             imgui.text_colored(DIM, f"    closes: {h.who_closes}")
             imgui.text_colored(DIM, f"    handle valid until {h.handle_valid_until}")
             imgui.text_colored(DIM, f"    memory lives until {h.memory_lives_until}")
-            imgui.text_colored(DIM, f"    {h.glshare}")
+            imgui.text_colored(DIM, f"    {h.glshare}" + (f"; in the text: OpenCL {h.versions}" if h.versions else ""))
 
 
 def _capabilities(m: PanelModel, request, state: PanelState) -> None:

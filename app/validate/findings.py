@@ -27,15 +27,24 @@ UNDEFINED = "undefined behaviour"
 IMPLEMENTATION_DEFINED = "implementation-defined behaviour"
 HAZARD = "allowed by the specification; glshare advises against it"
 
-# Where the quotes come from. Section numbers of the OpenCL-Docs sources are counted from the
-# headings of that commit (chapter 5 = opencl_runtime_layer.asciidoc, chapter 3 =
-# opencl_architecture.asciidoc); the seed texts keep their own numbers (the seed's 5.5.15 is
-# 5.5.13 when counted from the same source: rendered versions differ, the titles do not).
-SEED_GL = "OpenCL 3.0 API, ../shared/spec/gl-acquire-release.txt"
-SEED_AMD = "cl_amd_planar_yuv, ../shared/spec/cl_amd_planar_yuv.txt"
-KHR_RUNTIME = "OpenCL API, KhronosGroup/OpenCL-Docs api/opencl_runtime_layer.asciidoc @1fb076b"
-KHR_ARCH = "OpenCL API, KhronosGroup/OpenCL-Docs api/opencl_architecture.asciidoc @1fb076b"
-KHR_APPENDIX_A = "OpenCL API, KhronosGroup/OpenCL-Docs api/appendix_a.asciidoc @1fb076b"
+# Where the quotes come from, each with the version of its text. The seed texts are OpenCL 3.0.16
+# word for word; only 3.0.16 numbers the GL-sharing section 5.5.15 (3.0.17 onward renders the same
+# heading 5.5.13), so 5.5.15 is cited with its version everywhere. Section numbers of the
+# OpenCL-Docs sources at 1fb076b (v3.1.1 and 8 commits) are counted from that commit's headings
+# (chapter 5 = opencl_runtime_layer.asciidoc, chapter 3 = opencl_architecture.asciidoc).
+SEED_GL = "OpenCL 3.0.16 API, ../shared/spec/gl-acquire-release.txt"
+SEED_AMD = "cl_amd_planar_yuv 1.0 (draft, 2018), ../shared/spec/cl_amd_planar_yuv.txt"
+KHR_GL_3016 = "OpenCL 3.0.16 API, KhronosGroup/OpenCL-Docs api/opencl_runtime_layer.asciidoc @v3.0.16"
+KHR_RUNTIME = "OpenCL API, KhronosGroup/OpenCL-Docs api/opencl_runtime_layer.asciidoc @1fb076b (v3.1.1+8)"
+KHR_ARCH = "OpenCL API, KhronosGroup/OpenCL-Docs api/opencl_architecture.asciidoc @1fb076b (v3.1.1+8)"
+KHR_APPENDIX_A = "OpenCL API, KhronosGroup/OpenCL-Docs api/appendix_a.asciidoc @1fb076b (v3.1.1+8)"
+KHR_GL_SHARING = "cl_khr_gl_sharing, KhronosGroup/OpenCL-Docs api/cl_khr_gl_sharing.asciidoc @1fb076b"
+# the version named wherever a quote is shown (``Source.version``)
+VERSIONS = {SEED_GL: "OpenCL 3.0.16", KHR_GL_3016: "OpenCL 3.0.16", SEED_AMD: "cl_amd_planar_yuv 1.0",
+            KHR_RUNTIME: "OpenCL-Docs @1fb076b", KHR_ARCH: "OpenCL-Docs @1fb076b",
+            KHR_APPENDIX_A: "OpenCL-Docs @1fb076b", KHR_GL_SHARING: "OpenCL-Docs @1fb076b"}
+GL_SECTION = ("5.5.15", "Acquiring, Releasing, and Synchronizing Access to Shared OpenCL/OpenGL Memory Objects")
+GL_SYNC_SECTION = ("5.5.15.1", "Synchronizing Access to Memory Objects Shared With EGL or OpenGL")
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,16 @@ class Source:
     section: str  # "5.5.15"
     title: str  # the section's title
     document: str  # one of the constants above
+
+    @property
+    def version(self) -> str:
+        """The text's version, as shown beside the section ("OpenCL 3.0.16", "OpenCL-Docs @1fb076b")."""
+        return VERSIONS.get(self.document, self.document)
+
+    @property
+    def where(self) -> str:
+        """Section, title and version: "5.5.15 Acquiring, ... (OpenCL 3.0.16)"."""
+        return f"{self.section} {self.title} ({self.version})"
 
     def cite(self) -> str:
         return f"\"{self.text}\" ({self.section} {self.title}; {self.document})"
@@ -85,3 +104,23 @@ def stops_on(strict: object, exc: BaseException) -> bool:
     a finding whose kind the mode raises ("spec": spec violations; "all": advice too). Every other
     error is recorded and the loop goes on, whatever the mode."""
     return is_finding(exc) and raises(strict, getattr(exc, "kind", SPEC))
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """One ownership case of one family: its kind, what it leads to, the sentence it rests on (None
+    where no text speaks to it) and glshare's reasoning."""
+
+    case: str
+    kind: str  # SPEC or ADVICE
+    consequence: str
+    source: Source | None
+    reasoning: str
+
+    @property
+    def spec(self) -> str:
+        """The one line shown with a flag: the quote for a spec violation; reasoning and source for advice."""
+        if self.kind == SPEC:
+            return f"{self.source.text} ({self.source.section}, {self.source.version}; {self.consequence})"
+        cite = f" Source: {self.source.cite()}" if self.source else ""
+        return f"advice: {self.reasoning}{cite}"

@@ -22,124 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.errors import HazardError
-from app.validate.findings import (
-    ADVICE,
-    HAZARD,
-    IMPLEMENTATION_DEFINED,
-    KHR_ARCH,
-    KHR_RUNTIME,
-    SEED_GL,
-    SPEC,
-    UNDEFINED,
-    Source,
-    normalize_strict,
-    raises,
-)
+from app.validate import families
+from app.validate.findings import ADVICE, Hazard, Source, normalize_strict, raises
 from app.validate.liveness import REGISTRY
 
 GL, CL = "gl", "cl"
-FAMILIES = ("gl_sharing", "external_memory")
+__all__ = ["CL", "GL", "Hazard", "OwnershipTracker"]  # each family's hazards: app/validate/families.py
 
 
-@dataclass(frozen=True)
-class Hazard:
-    """One case of one family: its kind, what it leads to, the sentence it rests on (None where
-    no text speaks to it) and glshare's reasoning."""
-
-    case: str
-    kind: str  # SPEC or ADVICE
-    consequence: str
-    source: Source | None
-    reasoning: str
-
-    @property
-    def spec(self) -> str:
-        """The one line shown with a flag: the quote for a spec violation; reasoning and source for advice."""
-        if self.kind == SPEC:
-            return f"{self.source.text} ({self.source.section}; {self.consequence})"
-        cite = f" Source: {self.source.cite()}" if self.source else ""
-        return f"advice: {self.reasoning}{cite}"
-
-
-def _gl(text: str) -> Source:
-    return Source(text, "5.5.15", "Acquiring, Releasing, and Synchronizing Access to Shared OpenCL/OpenGL Memory "
-                  "Objects", SEED_GL)
-
-
-def _em(text: str) -> Source:
-    return Source(text, "5.5.1.1", "Acquiring and Releasing External Memory Objects", KHR_RUNTIME)
-
-
-_GL_LIFETIME = Source(
-    "If the OpenGL object is deleted through the OpenGL API (e.g. glDeleteBuffers, glDeleteTextures, or "
-    "glDeleteRenderbuffers), subsequent use of the OpenCL buffer or image object will result in undefined "
-    "behavior, including but not limited to possible OpenCL errors and data corruption, but may not result in "
-    "program termination.", "3.3.4", "Lifetime of Shared OpenCL/OpenGL Memory Objects", KHR_ARCH)
-_GL_ALL_QUEUES = _gl("The OpenGL objects are acquired by the OpenCL context associated with command_queue and can "
-                     "therefore be used by all command-queues associated with the OpenCL context.")
-_ORDERING = ("a release on another queue does not wait for the commands of the queue that acquired the object and "
-             "ran the kernels (an in-order queue orders only its own commands), so GL may get the object before "
-             "those commands finish; pass the last command's event in the release's wait list, or release on the "
-             "acquiring queue")
-
-HAZARDS_BY_FAMILY: dict[str, dict[str, Hazard]] = {
-    "gl_sharing": {
-        "use_without_acquire": Hazard("use_without_acquire", SPEC, UNDEFINED, _gl(
-            "These objects need to be acquired before they can be used by any OpenCL commands queued to a "
-            "command-queue or the behaviour is undefined."),
-            "a CL command used a shared object GL still owns"),
-        "double_acquire": Hazard("double_acquire", ADVICE, HAZARD, None,
-            "5.5.15 does not forbid acquiring an object CL already holds (the seed has no sentence on it; "
-            "cl_khr_external_memory forbids it for its objects, 5.5.1.1); glshare flags it because the bracket "
-            "is unbalanced: the first release hands the object to GL while the second acquirer still uses it"),
-        "release_without_acquire": Hazard("release_without_acquire", ADVICE, HAZARD, None,
-            "5.5.15 neither forbids nor lists an error for releasing an object CL does not hold (the seed has no "
-            "sentence on it; cl_khr_external_memory forbids it for its objects, 5.5.1.1); glshare flags it "
-            "because a release without its acquire means the program's idea of who owns the object is wrong"),
-        "release_on_other_queue": Hazard("release_on_other_queue", ADVICE, HAZARD, _GL_ALL_QUEUES, _ORDERING),
-        "gl_use_while_acquired": Hazard("gl_use_while_acquired", SPEC,
-            "undefined: the text states the requirement and no consequence", _gl(
-            "These objects need to be released before they can be used by OpenGL."),
-            "GL used a shared object CL still owns"),
-        "delete_gl_while_shared": Hazard("delete_gl_while_shared", ADVICE, HAZARD, _GL_LIFETIME,
-            "deleting the GL object is allowed and the seed (5.5.15) says nothing about it; any later use of "
-            "the CL object is undefined (3.3.4), so glshare releases the CL object first, leaving nothing that "
-            "could use it"),
-    },
-    "external_memory": {
-        "use_without_acquire": Hazard("use_without_acquire", SPEC, UNDEFINED, _em(
-            "Behavior is undefined if a memory object created from an external memory handle is used by an "
-            "OpenCL command queued to a command-queue without being acquired."),
-            "a CL command used an imported object that was not acquired"),
-        "double_acquire": Hazard("double_acquire", SPEC, IMPLEMENTATION_DEFINED, _em(
-            "Each memory object must be acquired only once. Acquiring a memory object multiple times without "
-            "releasing it results in implementation-defined behavior."),
-            "an object CL holds was acquired again; NVIDIA's driver (580, H200) nests the acquisitions, each "
-            "needing its own release, and destroying the context with one outstanding hung there: glshare "
-            "hands back every one when the demonstration ends and before a backend closes"),
-        "release_without_acquire": Hazard("release_without_acquire", SPEC, IMPLEMENTATION_DEFINED, _em(
-            "Each memory object must be released only once. Releasing a memory object multiple times without "
-            "acquiring it results in implementation-defined behavior."),
-            "a release of an object CL does not hold; glshare applies the sentence to a never-acquired object "
-            "too: imported memory starts outside OpenCL, as if released"),
-        "release_on_other_queue": Hazard("release_on_other_queue", ADVICE, HAZARD, _em(
-            "If CL_MEM_DEVICE_HANDLE_LIST_KHR was not specified, the release can be performed on a command-queue "
-            "associated with any device in the context."), _ORDERING),
-        "gl_use_while_acquired": Hazard("gl_use_while_acquired", SPEC, UNDEFINED, _em(
-            "Applications must release memory objects that were acquired using clEnqueueReleaseExternalMemObjectsKHR "
-            "before using any external memory handles that were specified when the memory objects were created or "
-            "accessing the external memory that these handles represent outside of OpenCL, otherwise behavior is "
-            "undefined."),
-            "GL accessed imported memory CL still holds"),
-        "delete_gl_while_shared": Hazard("delete_gl_while_shared", ADVICE, HAZARD, Source(
-            "The imported memory object holds a reference to its payload.", "5.5.2.1",
-            "File Descriptor Handle Types", KHR_RUNTIME),
-            "harmless to CL here (the CL import keeps the payload alive), but a GL object deleted while CL may "
-            "still write the memory leaves GL's side of the hand-over undefined; glshare keeps one teardown order "
-            "on every backend: CL object first"),
-    },
-}
-HAZARDS: dict[str, Hazard] = HAZARDS_BY_FAMILY["gl_sharing"]  # the case names (the same in every family)
 
 
 @dataclass(slots=True)
@@ -187,11 +77,11 @@ class OwnershipTracker:
     """
 
     def __init__(self, strict: object = "off", family: str = "gl_sharing", frame: int = 0) -> None:
-        if family not in HAZARDS_BY_FAMILY:
-            raise ValueError(f"unknown family {family!r} (one of {', '.join(FAMILIES)})")
+        if family not in families.rule_sets():
+            raise ValueError(f"unknown family {family!r} (one of {', '.join(families.rule_sets())})")
         self.strict = strict
         self.family = family
-        self.hazards = HAZARDS_BY_FAMILY[family]
+        self.hazards = families.get(family).hazards
         self.frame = frame
         self.states: dict[int, Ownership] = {}  # id(shared object) -> state
         self.flags: list[HazardFlag] = []

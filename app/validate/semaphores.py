@@ -13,9 +13,17 @@ released one is CL_INVALID_SEMAPHORE_KHR. Payloads: glshare's semaphores are bin
 none ("This can be set to NULL or will be ignored if no semaphores in the list of sema_objects
 require a payload."), so the payload rule is not checked.
 
-Not checked: "Waiting on the same binary semaphore twice without an interleaving signal may lead
-to undefined behavior." (and the same for signals): GL's signals and waits on the same
-semaphores (GL_EXT_semaphore) never pass through CL, so CL alone cannot know the state.
+Contexts: 5.13.6 errs only where the queue's context and a semaphore's (or an event's) differ:
+a queue and semaphores that share one context are accepted whichever context it is. Semaphores
+of a context that lacks the queue's device: CL_INVALID_COMMAND_QUEUE, listed beside
+CL_INVALID_CONTEXT (both apply; glshare answers the first, the lab accepts either).
+
+Binary state: "Signaling the same binary semaphore twice without an interleaving wait may lead to
+undefined behavior." (and the same for waits). The same semaphore twice in one list breaks it on
+its own; across calls, the state is known for a semaphore whose every signal and wait glshare
+sees: its CL calls pass through here, and glshare issues GL's semaphore calls itself
+(GL_EXT_semaphore), which a backend reports with ``signalled`` / ``waited``. ``track(sem)``
+starts following one (unsignalled); an untracked semaphore's state is never guessed.
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ from typing import Any, Iterable
 import pyopencl as cl
 
 from app.memo import keep
+from app.validate import families
 from app.validate.findings import KHR_RUNTIME, UNDEFINED, Source
 from app.validate.liveness import REGISTRY, ObjectRegistry, handle_of
 from app.validate.spec import NULL, Rule, check_wait_list, rule_error
@@ -50,6 +59,15 @@ RULES: dict[str, Rule] = {
     "sema_list_short": Rule(None, _sem("The length of the list must be at least num_sema_objects."),
                             consequence=UNDEFINED, basis="requirement",
                             note="no error code is listed for a NULL or short sema_objects list"),
+    "queue_other_device": Rule("CL_INVALID_COMMAND_QUEUE", _sem(
+        "CL_INVALID_COMMAND_QUEUE ... if one or more of sema_objects belong to a context that does not contain a device "
+        "associated with command_queue.")),
+    "signal_twice": Rule(None, _sem(
+        "Signaling the same binary semaphore twice without an interleaving wait may lead to undefined behavior."),
+        consequence=UNDEFINED, basis="requirement", note="the text names no error code for it"),
+    "wait_twice": Rule(None, _sem(
+        "Waiting on the same binary semaphore twice without an interleaving signal may lead to undefined "
+        "behavior."), consequence=UNDEFINED, basis="requirement", note="the text names no error code for it"),
     "invalid_semaphore": Rule("CL_INVALID_SEMAPHORE_KHR", _sem(
         "CL_INVALID_SEMAPHORE_KHR if any of the semaphore objects specified by sema_objects is not valid.")),
     "semaphore_other_context": Rule("CL_INVALID_CONTEXT", _sem(_CONTEXT)),
@@ -80,6 +98,7 @@ class SemaphoreValidator:
         # check_python's accepted calls on one semaphore without a wait list:
         # (call, id) -> (queue, registry generation, the semaphore's handle object, the semaphore)
         self._one: dict[tuple, tuple] = {}
+        self._state: dict[int, tuple] = {}  # id -> (the semaphore, signalled): tracked semaphores only
 
     def check(self, call: str, queue: Any, num_semas: int, sema_objects: list | None,
               num_events: int, event_wait_list: list | None, event_out: Any = NULL) -> str:
@@ -116,14 +135,51 @@ class SemaphoreValidator:
             for s in semas:
                 ctx = registry.entry(s).context
                 if ctx and ctx != queue_ctx:
+                    if queue.device not in cl.Context.from_int_ptr(ctx, retain=True).devices:
+                        self._fail("queue_other_device", call, "the semaphore's context does not contain the queue's "
+                                                               "device")
                     self._fail("semaphore_other_context", call,
                                "the semaphore belongs to another context than the queue")
-            if queue_ctx != self.sharing_context.int_ptr:
-                # the queue's context is another than the semaphores' (they were made in sharing_context)
-                self._fail("semaphore_other_context", call, "the queue belongs to another context")
             keep(self._accepted, key, state)
-        check_wait_list(self, call, num_events, event_wait_list, failed_events=True)
+        check_wait_list(self, call, num_events, event_wait_list, failed_events=True,
+                        context_ptr=self._queue_context(queue))
+        self._check_binary_state(call, semas)
         return "CL_SUCCESS"
+
+    # -- the binary state ------------------------------------------------------------------------
+    def track(self, sema: Any, signalled: bool = False) -> None:
+        """Follow ``sema``'s binary state from now on: every signal and wait on its payload is seen
+        (CL's here, GL's through ``signalled`` / ``waited``)."""
+        self._state[id(sema)] = (sema, signalled)
+
+    def signalled(self, sema: Any) -> None:
+        """GL (or another API glshare drives) signalled ``sema``'s payload (a tracked semaphore only)."""
+        self._set(sema, True, "signal")
+
+    def waited(self, sema: Any) -> None:
+        """GL waited on ``sema``'s payload (a tracked semaphore only)."""
+        self._set(sema, False, "wait")
+
+    def _set(self, sema: Any, signalled: bool, call: str) -> None:
+        seen = self._state.get(id(sema))
+        if seen is None:
+            return
+        if seen[1] == signalled:
+            self._fail(f"{call}_twice", call, f"{getattr(sema, 'label', sema)!s} was already "
+                                              f"{'signalled' if signalled else 'waited on'} outside CL")
+        self._state[id(sema)] = (sema, signalled)
+
+    def _check_binary_state(self, call: str, semas: list) -> None:
+        signal = call == "signal"
+        if len(semas) > 1 and len({id(x) for x in semas}) < len(semas):
+            self._fail(f"{call}_twice", call, "the same semaphore twice in one list")
+        tracked = [x for x in semas if id(x) in self._state]
+        for x in tracked:
+            if self._state[id(x)][1] == signal:
+                self._fail(f"{call}_twice", call, "no interleaving " + ("wait" if signal else "signal") +
+                           " since the last " + call)
+        for x in tracked:
+            self._state[id(x)] = (x, signal)
 
     def _queue_context(self, queue: Any) -> int:
         """The queue's context handle, asked of the driver once per queue (every frame names the
@@ -144,7 +200,7 @@ class SemaphoreValidator:
         semaphore holds the handle it had (its ``release()`` clears it), gets the same verdict
         without the rules run again: the same inputs, the same answer (``check``'s own cache keys its
         verdict on the same state). It still counts as checked; refusals are never remembered."""
-        if not wait_for and type(semaphores) is list and len(semaphores) == 1:
+        if not wait_for and type(semaphores) is list and len(semaphores) == 1 and id(semaphores[0]) not in self._state:
             sema = semaphores[0]
             key = (call, id(sema))
             seen = self._one.get(key)
@@ -164,7 +220,7 @@ class SemaphoreValidator:
     def remembers(self, call: str, queue: Any, semaphores: list) -> bool:
         """Whether ``check_python(call, queue, semaphores, None)`` would answer from its remembered
         verdict now (the frame's own case, accepted before: module text of ``check_python``)."""
-        if type(semaphores) is not list or len(semaphores) != 1:
+        if type(semaphores) is not list or len(semaphores) != 1 or id(semaphores[0]) in self._state:
             return False
         sema = semaphores[0]
         seen = self._one.get((call, id(sema)))
@@ -174,3 +230,33 @@ class SemaphoreValidator:
     def _fail(self, rule: str, call: str, detail: str = "") -> None:
         self.refused += 1
         raise rule_error(rule, call, RULES, ENTRY_POINTS, detail)
+
+
+# The lab's cases (the notation of app/validate/gl.py's LAB_CASES)
+LAB_CASES: dict[str, dict] = {
+    "valid": {},
+    "num_zero": {"num": 0},
+    "invalid_semaphore": {"objects": [None]},
+    "released_semaphore": {"objects": ["@released_semaphore"]},
+    "semaphore_wrong_type": {"objects": ["@shared"]},
+    "invalid_queue": {"queue": None},
+    "queue_wrong_type": {"queue": "@shared"},
+    "semaphore_other_context": {"queue": "@other_queue"},
+    "same_context_not_sharing": {"queue": "@other_queue", "objects": ["@other_semaphore"]},
+    "sub_device_queue": {"queue": "@sub_device_queue"},
+    "same_semaphore_twice": {"num": 2, "objects": ["@semaphore", "@semaphore"]},
+    "wait_list_null_n_given": {"num_events": 1},
+    "wait_list_given_n_zero": {"event_wait_list": ["@event"]},
+    "wait_list_invalid_event": {"num_events": 1, "event_wait_list": [None]},
+    "wait_list_other_context": {"num_events": 1, "event_wait_list": ["@other_event"]},
+    "wait_list_failed_event": {"num_events": 1, "event_wait_list": ["@failed"]},
+    "sema_list_null": {"objects": None},
+    "event_aliases_wait_list": {"num_events": 1, "event_wait_list": ["@event"], "event_out": "@alias0"},
+    "combo_num_zero_null_wait_list": {"num": 0, "num_events": 1},
+    "combo_null_semaphore_other_context_event": {"objects": [None], "num_events": 1,
+                                                 "event_wait_list": ["@other_event"]},
+}
+
+FAMILY = families.register(families.Family(
+    "semaphore", ENTRY_POINTS, ("cl_khr_semaphore",), RULES, LAB_CASES, joins="external_memory",
+    validator="semaphore"))

@@ -1,13 +1,11 @@
 """Every acquire and release checked against its own call's error list, before the driver sees it.
 
-One ``SpecValidator`` per backend, built with the backend's rule set:
-- ``"gl_sharing"``: clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects, the seed text
-  ../shared/spec/gl-acquire-release.txt (5.5.15). gl_sharing and host_copy use it (host_copy
-  teaches that contract with copies).
-- ``"external_memory"``: clEnqueueAcquireExternalMemObjectsKHR / ...ReleaseExternalMemObjectsKHR
-  (cl_khr_external_memory, ``app/validate/external_memory.py``); its ``semaphores`` validator
-  checks clEnqueueWaitSemaphoresKHR / clEnqueueSignalSemaphoresKHR (cl_khr_semaphore,
-  ``app/validate/semaphores.py``).
+One ``SpecValidator`` per backend, built with the backend's rule set, a family of the registry
+(``app/validate/families.py``) whose module holds the rules: ``app/validate/gl.py``
+(clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects, OpenCL 3.0.16's 5.5.15; gl_sharing and
+host_copy use it) or ``app/validate/external_memory.py`` (cl_khr_external_memory, 5.5.1.1). A
+family that joins the rule set with a semaphore validator (``app/validate/semaphores.py``) is
+built as ``semaphores``.
 
 Each rule is a verbatim English extract with its section (``Rule.source``), kept here beside the
 check that enforces it. A broken rule with a CL code raises ``ValidationError`` (``.code``,
@@ -36,9 +34,11 @@ event_wait_list array") is about that place, not about values: two variables hol
 cl_event are two places and break nothing. The Python API (``check_python``) returns the new
 event instead of writing it anywhere, so it cannot break the rule.
 
-Order of the checks. The spec lists errors without a precedence; glshare fixes one (the error
-lab's combination cases accept any listed code): the queue, then (GL only) the no-op, the
-queue's context, the (count, list) pair, the wait list, then each memory object.
+Order of the checks. The texts list errors without a precedence; glshare fixes one (the error
+lab's combination cases accept any listed code, and rows where the order alone decides accept
+every defensible answer): the queue's handle, then the empty call ((0, NULL): 5.5.15's no-op; for
+external memory a command that only waits, on any queue), the queue's device and context, the
+(count, list) pair, the wait list (against the queue's context), then each memory object.
 
 Cost (it runs twice a frame): a queue seen before, one or two shared objects accepted before and
 at most one event: a few attribute reads and dict lookups plus one event-context query.
@@ -46,22 +46,21 @@ at most one event: a few attribute reads and dict lookups plus one event-context
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import pyopencl as cl
 
 from app.cl.ext import event_info
 from app.errors import CL_CODES, SpecViolation, ValidationError
 from app.memo import keep
-from app.validate.findings import ERROR_CODE, KHR_APPENDIX_A, KHR_RUNTIME, SEED_GL, UNDEFINED, Source
+from app.validate import families
+from app.validate.findings import ERROR_CODE, KHR_APPENDIX_A, KHR_RUNTIME, Source
 from app.validate.liveness import REGISTRY, ObjectRegistry
 
 NULL = None  # a C NULL pointer, as opposed to an empty list
 
-ENTRY_POINTS = {"acquire": "clEnqueueAcquireGLObjects", "release": "clEnqueueReleaseGLObjects"}
 NOOP = "CL_SUCCESS_NOOP"  # CL_SUCCESS, nothing enqueued: 5.5.15's "does nothing"
 EMPTY = "CL_SUCCESS_EMPTY"  # CL_SUCCESS for a command with no objects that still completes an event
-RULE_SETS = ("gl_sharing", "external_memory")
 
 
 @dataclass(frozen=True)
@@ -87,11 +86,6 @@ class Rule:
         return self.source.text
 
 
-def _gl(text: str) -> Source:
-    return Source(text, "5.5.15", "Acquiring, Releasing, and Synchronizing Access to Shared OpenCL/OpenGL "
-                  "Memory Objects", SEED_GL)
-
-
 GENERAL_EVENT_CONTEXT = (
     Source("Event objects can be created when a command is queued to a command-queue. These event objects can "
            "be shared across multiple command-queues created using the same context.", "A.1",
@@ -100,45 +94,6 @@ GENERAL_EVENT_CONTEXT = (
            "the same.", "5.12", "Markers, Barriers and Waiting for Events (clEnqueueMarkerWithWaitList)",
            KHR_RUNTIME),
 )
-
-# clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects (both calls carry the same list)
-GL_RULES: dict[str, Rule] = {
-    "success_empty": Rule("CL_SUCCESS", _gl(
-        "If num_objects is 0 and mem_objects is NULL the function does nothing and returns CL_SUCCESS.")),
-    "num_zero_list_given": Rule("CL_INVALID_VALUE", _gl(
-        "CL_INVALID_VALUE if num_objects is zero and mem_objects is not a NULL value or if num_objects > 0 and "
-        "mem_objects is NULL.")),
-    "num_given_list_null": Rule("CL_INVALID_VALUE", _gl(
-        "CL_INVALID_VALUE if num_objects is zero and mem_objects is not a NULL value or if num_objects > 0 and "
-        "mem_objects is NULL.")),
-    "invalid_mem_object": Rule("CL_INVALID_MEM_OBJECT", _gl(
-        "CL_INVALID_MEM_OBJECT if memory objects in mem_objects are not valid OpenCL memory objects.")),
-    "invalid_queue": Rule("CL_INVALID_COMMAND_QUEUE", _gl(
-        "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid command-queue.")),
-    "context_not_from_gl": Rule("CL_INVALID_CONTEXT", _gl(
-        "CL_INVALID_CONTEXT if context associated with command_queue was not created from an OpenGL context")),
-    "not_gl_object": Rule("CL_INVALID_GL_OBJECT", _gl(
-        "CL_INVALID_GL_OBJECT if memory objects in mem_objects have not been created from an OpenGL object(s).")),
-    "wait_list_null_n_given": Rule("CL_INVALID_EVENT_WAIT_LIST", _gl(
-        "CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list > 0, or "
-        "event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects in event_wait_list "
-        "are not valid events.")),
-    "wait_list_given_n_zero": Rule("CL_INVALID_EVENT_WAIT_LIST", _gl(
-        "CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list > 0, or "
-        "event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects in event_wait_list "
-        "are not valid events.")),
-    "wait_list_invalid_event": Rule("CL_INVALID_EVENT_WAIT_LIST", _gl(
-        "CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list > 0, or "
-        "event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects in event_wait_list "
-        "are not valid events.")),
-    "wait_list_other_context": Rule("CL_INVALID_CONTEXT", GENERAL_EVENT_CONTEXT[1], basis="general rule",
-                                    note="5.5.15 lists no code for events of another context; the code is the one "
-                                         "every core enqueue gives (A.1: events are shared only within a context)"),
-    "event_aliases_wait_list": Rule(None, _gl(
-        "If event_wait_list and event are not NULL, event must not refer to an element of the event_wait_list "
-        "array."), consequence=UNDEFINED, basis="requirement",
-        note="the spec names no error code for it: glshare refuses the call as a spec violation without one"),
-}
 
 
 class SpecValidator:
@@ -152,8 +107,8 @@ class SpecValidator:
 
     def __init__(self, sharing_context: cl.Context, is_shared: Callable[[Any], bool],
                  rule_set: str = "gl_sharing", registry: ObjectRegistry = REGISTRY) -> None:
-        if rule_set not in RULE_SETS:
-            raise ValueError(f"unknown rule set {rule_set!r} (one of {', '.join(RULE_SETS)})")
+        if rule_set not in families.rule_sets():
+            raise ValueError(f"unknown rule set {rule_set!r} (one of {', '.join(families.rule_sets())})")
         self.sharing_context = sharing_context
         self.is_shared = is_shared
         self.rule_set = rule_set
@@ -164,16 +119,17 @@ class SpecValidator:
         self._accepted: dict[int, Any] = {}  # id -> memory objects accepted, until the registry changes
         self._verdicts: dict[tuple, tuple] = {}  # calls without a wait list accepted (check_python)
         self._generation = registry.generation
-        if rule_set == "external_memory":
-            from app.validate import external_memory, semaphores
+        fam = self.family = families.get(rule_set)
+        self.rules, self.entry_points = fam.rules, fam.entry_points
+        self._noop = fam.empty_call == "noop"
+        self._alias_rule = "event_aliases_wait_list" in fam.rules
+        self._failed_events = "wait_list_failed_event" in fam.rules
+        self.semaphores: Any = None
+        for name in families.of_rule_set(rule_set):
+            if families.get(name).validator == "semaphore":
+                from app.validate.semaphores import SemaphoreValidator
 
-            self.rules, self.entry_points = external_memory.RULES, external_memory.ENTRY_POINTS
-            self._family = external_memory
-            self.semaphores: Any = semaphores.SemaphoreValidator(sharing_context, registry)
-        else:
-            self.rules, self.entry_points = GL_RULES, ENTRY_POINTS
-            self._family = None
-            self.semaphores = None
+                self.semaphores = SemaphoreValidator(sharing_context, registry)
 
     # -- the C form ------------------------------------------------------------------------------
     def check(self, call: str, queue: Any, num_objects: int, mem_objects: list | None,
@@ -187,23 +143,25 @@ class SpecValidator:
             ValidationError (a CL code) or SpecViolation (no code), each with ``.rule``.
         """
         self.checked += 1
-        gl = self._family is None
         in_context = self._check_queue(call, queue)
-        if gl and num_objects == 0 and mem_objects is NULL:
+        empty = num_objects == 0 and mem_objects is NULL
+        if empty and self._noop:
             return NOOP  # "does nothing and returns CL_SUCCESS. Otherwise, ...": read literally
-        if not in_context:
-            self._fail("context_not_from_gl" if gl else "queue_other_context", call)
+        if not in_context and not empty:  # an empty external-memory call names no object of the context
+            self._fail("queue_other_device" if self._device_missing(queue) else self.family.other_context_rule,
+                       call)
         if num_objects == 0 and mem_objects is not NULL:
             self._fail("num_zero_list_given", call)
         if num_objects > 0 and mem_objects is NULL:
             self._fail("num_given_list_null", call)
-        check_wait_list(self, call, num_events, event_wait_list, failed_events=not gl)
-        if gl and event_out is not NULL and event_wait_list is not NULL and isinstance(event_out, WaitListElement) \
-                and 0 <= event_out.index < num_events:
+        check_wait_list(self, call, num_events, event_wait_list, failed_events=self._failed_events,
+                        context_ptr=None if in_context else queue.context.int_ptr)
+        if self._alias_rule and event_out is not NULL and event_wait_list is not NULL \
+                and isinstance(event_out, WaitListElement) and 0 <= event_out.index < num_events:
             self._fail("event_aliases_wait_list", call)
         if num_objects == 0:
             return EMPTY
-        self._check_objects(call, mem_objects[:num_objects], num_objects, gl)
+        self._check_objects(call, mem_objects[:num_objects], num_objects)
         return "CL_SUCCESS"
 
     def check_python(self, call: str, queue: Any, objects: Iterable | None, wait_for: Iterable | None) -> str:
@@ -239,12 +197,17 @@ class SpecValidator:
             return True
         return False
 
-    def _check_objects(self, call: str, objs: list, num_objects: int, gl: bool) -> None:
+    def _device_missing(self, queue: Any) -> bool:
+        """Whether the queue's device is not one of the sharing context's (the objects' context)."""
+        return "queue_other_device" in self.rules and queue.device not in self.sharing_context.devices
+
+    def _check_objects(self, call: str, objs: list, num_objects: int) -> None:
         if self._generation != self.registry.generation:
             self._accepted.clear()
             self._generation = self.registry.generation
         accepted = self._accepted
-        if len(objs) == num_objects:
+        doubled = num_objects > 1 and len({id(m) for m in objs}) < len(objs)
+        if len(objs) == num_objects and not doubled:
             for m in objs:
                 if id(m) not in accepted:
                     break
@@ -259,9 +222,12 @@ class SpecValidator:
                 self._fail("invalid_mem_object", call, registry.why_not_live(m))
         for m in objs:
             if not self.is_shared(m):
-                if gl:
-                    self._fail("not_gl_object", call, "a valid memory object this backend did not make from a GL object")
-                self._fail("not_external_memory", call, "a valid memory object not imported from an external handle")
+                self._fail(self.family.not_shared_rule, call,
+                           "a valid memory object this backend did not share (made from a GL object, or imported)")
+        twice = f"{call}_twice"
+        if doubled and twice in self.rules:
+            self._fail(twice, call, "the same memory object twice in one list")
+        for m in objs:
             accepted[id(m)] = m
 
     def _fail(self, rule: str, call: str, detail: str = "") -> None:
@@ -273,10 +239,11 @@ _NO_QUEUE = object()  # never a queue (None is NULL, which must be checked)
 
 
 def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | None, *,
-                    failed_events: bool) -> None:
+                    failed_events: bool, context_ptr: int | None = None) -> None:
     """The wait-list rules shared by every call family (each family's own wording is in its
     ``rules``: keys wait_list_null_n_given, wait_list_given_n_zero, wait_list_invalid_event,
-    wait_list_other_context and, where the family lists it, wait_list_failed_event)."""
+    wait_list_other_context and, where the family lists it, wait_list_failed_event). The events must
+    belong to the queue's context, whose handle is ``context_ptr`` (None: the sharing context's)."""
     if event_wait_list is NULL:
         if num_events > 0:
             v._fail("wait_list_null_n_given", call)
@@ -290,7 +257,7 @@ def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | 
     for e in events:
         if not (isinstance(e, cl.Event) and e.int_ptr):
             v._fail("wait_list_invalid_event", call, "a NULL event" if e is None else f"not an event: {type(e).__name__}")
-    ctx = v.sharing_context.int_ptr
+    ctx = context_ptr if context_ptr is not None else v.sharing_context.int_ptr
     info = event_info()  # clGetEventInfo through prepared ctypes calls: asked of every event, every frame
     for e in events:
         got = info.context(e.int_ptr)
@@ -305,12 +272,12 @@ def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | 
                 v._fail("wait_list_failed_event", call, f"an event whose execution status is {status}")
 
 
-def rule_error(rule: str, call: str, rules: dict[str, Rule] | None = None,
-               entry_points: dict[str, str] | None = None, detail: str = "") -> ValidationError | SpecViolation:
+def rule_error(rule: str, call: str, rules: Mapping[str, Rule], entry_points: Mapping[str, str],
+               detail: str = "") -> ValidationError | SpecViolation:
     """The error for a broken rule: ValidationError when the rule has a code, else SpecViolation."""
-    r = (rules or GL_RULES)[rule]
-    where = (entry_points or ENTRY_POINTS).get(call, call)
-    cite = f"{r.source.section} {r.source.title}"
+    r = rules[rule]
+    where = entry_points.get(call, call)
+    cite = r.source.where
     if r.code is None:
         return SpecViolation(rule, r.source.text, cite, where=where, consequence=r.consequence, detail=detail,
                              document=r.source.document, note=r.note)

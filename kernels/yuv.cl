@@ -1,8 +1,8 @@
 // Planar YUV 4:2:0 (NV12 / P010) -> RGBA8, one work-item per 2x2 block (one chroma sample).
-// Planes as ../shared/spec/cl_amd_planar_yuv.txt gives them: Y CL_R (W x H), UV CL_RG with R = U,
+// Planes as ../shared/spec/cl_amd_planar_yuv.txt (version 1.0) gives them: Y CL_R (W x H), UV CL_RG with R = U,
 // G = V (W/2 x H/2), CL_UNSIGNED_INT8 (NV12) or CL_UNSIGNED_INT16 (P010: sample = word >> 6).
 // Built with -DGLSHARE_UV_PAIRS where the device has no CL_RG (PoCL 3.1): UV is then CL_R,
-// W x H/2, U at even x and V at odd x (app/compute/planar.py).
+// W x H/2, U at even x and V at odd x (app/cl/planar.py).
 // yuv420_to_rgba_buffer does the same on pitched buffers of GLSHARE_WORD (uchar or ushort) for
 // textures whose CL side is a buffer (external_memory without cl_khr_image2d_from_buffer).
 // Conversion (app/yuv/formats.py holds the float64 reference):

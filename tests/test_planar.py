@@ -218,3 +218,24 @@ def test_real_entry_point_only_where_the_platform_lists_it(ctx, monkeypatch):
     finally:
         image.native = None
         image.release()
+
+
+def test_a_driver_returning_null_with_success_gets_no_invented_code():
+    """#37 item 12: the text's success is 'a valid non-zero image object'; NULL with CL_SUCCESS is an
+    outcome it does not allow and names no code for: glshare says so and invents no
+    CL_INVALID_MEM_OBJECT."""
+    from types import SimpleNamespace
+
+    ext = SimpleNamespace(clGetPlaneFromImageAMD=lambda ctx, mem, plane, err: 0)  # err left CL_SUCCESS
+    obj = SimpleNamespace(int_ptr=0x10)
+    with pytest.raises(planar.PlanarDriverError) as err:
+        planar._extension_plane(ext, obj, obj, 1)
+    assert not isinstance(err.value, ClError) and "NULL with CL_SUCCESS" in str(err.value)
+
+
+def test_the_emulation_says_what_it_is():
+    """The module says plainly that the contract is emulated (no Direct3D 11), which rule is
+    glshare's, and that the plane returned is the stored one: each a declared lab row."""
+    doc = planar.__doc__
+    assert "emulated" in doc and "glshare's, not the text's" in doc and "returns_new_image" in doc
+    assert "spec's order" not in doc

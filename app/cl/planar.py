@@ -10,21 +10,27 @@ returns a new 2D image of the Y plane (CL_R, width x height) or of the interleav
     CL_INVALID_MEM_OBJECT   if mem is not a valid cl_mem object,
     CL_INVALID_D3D11_RESOURCE_KHR  if mem is not a valid interop image from a YUV texture
                             allocated in D3D11.
-The extension only takes images made by clCreateFromD3D11Texture2DKHR, so glshare keeps a
-``YuvImage`` (both plane images, the format, the size) and ``plane_image`` gives the same contract
-for it everywhere: the same checks, in the spec's order (context, then plane and NULL, then the
-object; whether a context is the image's own can only be asked of a valid image), then either
-the real entry point (only when the platform lists cl_amd_planar_yuv and the image carries such
-a D3D11 interop ``native`` cl_mem; glshare makes none itself) or a new reference to the stored
-plane image. Either way the caller owns the returned image and releases it; the YuvImage stays
-valid.
+The extension only takes images made by clCreateFromD3D11Texture2DKHR. glshare runs without
+Direct3D 11, so the contract is emulated on glshare's own ``YuvImage`` (both plane images, the
+format, the size): ``plane_image`` makes the same checks, in an order of glshare's (the text lists
+its errors in no order: the context's handle, then NULL mem and the plane, then the object; whether
+a context is the image's can only be asked of a valid image), then either calls the real entry
+point (only where the platform lists cl_amd_planar_yuv and the image carries a D3D11 interop
+``native`` cl_mem, which glshare never makes) or returns a new reference to the stored plane image.
+The text's call "creates" an image; the emulation returns the stored one (the caller releases it as
+it would a created one; the YuvImage stays valid): a deviation the error lab declares
+(``returns_new_image``).
+
+One rule is glshare's, not the text's: a valid context other than the image's is refused with
+CL_INVALID_CONTEXT (the text errs only "if context is not a valid context"; the plane images live in
+the image's context). The lab's ``foreign_context`` row shows it as a deliberate deviation.
 
 A pyopencl memory object that is not a YuvImage is a valid cl_mem that is not a YUV interop
 image: CL_INVALID_D3D11_RESOURCE_KHR, unless glshare's registry knows it was released
 (``app/validate/liveness.py`` records every release through pyopencl): CL_INVALID_MEM_OBJECT.
 The object itself is never touched, so no freed memory is read either way.
 
-One deviation, forced by the device: PoCL 3.1 has no two-channel image format at all (it lists
+A third deviation, forced by the device (the lab's ``*_uv_format`` rows): PoCL 3.1 has no two-channel image format at all (it lists
 R, A, RGBA, BGRA, ARGB; clCreateImage with CL_RG returns CL_INVALID_OPERATION). Where the context
 does not list (CL_RG, type) the UV plane is a CL_R image of width x height/2 holding the same
 interleaved bytes (U at even x, V at odd x): ``PlaneLayout.uv_pairs`` says so and kernels/yuv.cl
@@ -41,7 +47,7 @@ import pyopencl as cl
 
 from app.cl.ext import ExtensionFunctions, cl_int, cl_uint, vp
 from app.diagnostics import live
-from app.errors import ClError
+from app.errors import ClError, GlshareError
 from app.validate.liveness import REGISTRY, RELEASED
 from app.yuv.formats import YuvFormat, check_size
 
@@ -224,6 +230,11 @@ def platform_lists_extension(platform: cl.Platform) -> bool:
     return EXTENSION in names
 
 
+class PlanarDriverError(GlshareError):
+    """The real clGetPlaneFromImageAMD broke its own contract (NULL with CL_SUCCESS): no CL code is
+    invented for it."""
+
+
 def _fail(code: int, detail: str) -> ClError:
     return ClError(code, where=WHERE, detail=detail)
 
@@ -258,14 +269,15 @@ def plane_image(context: cl.Context, image: YuvImage | None, plane: int) -> cl.I
         raise _fail(CL_INVALID_MEM_OBJECT, f"mem is not a valid cl_mem object ({why})")
     if not image.valid:
         raise _fail(CL_INVALID_MEM_OBJECT, f"mem ({image.label}) is not a valid cl_mem object: it was released")
-    if context != image.context:
-        raise _fail(CL_INVALID_CONTEXT, f"context is not the context {image.label} was created in")
+    if context != image.context:  # glshare's rule, not the text's (module docstring)
+        raise _fail(CL_INVALID_CONTEXT, f"context is not the context {image.label} was created in (glshare's rule: "
+                                        "the text errs only for an invalid context)")
     plane = int(plane)
     platform = context.devices[0].platform
     if image.native is not None and platform_lists_extension(platform):
         return _extension_plane(PlanarExtensionFunctions(platform), context, image.native, plane)
-    # No D3D11 interop image (or no extension): a new reference to the stored plane, released by
-    # the caller exactly like the image the real entry point returns.
+    # No D3D11 interop image (or no extension): the contract emulated, a new reference to the stored
+    # plane (not a created image), released by the caller like the image the real entry point returns.
     return cl.Image.from_int_ptr(image.stored_plane(plane).int_ptr, retain=True)
 
 
@@ -273,6 +285,9 @@ def _extension_plane(ext: ExtensionFunctions, context: cl.Context, native, plane
     """The real clGetPlaneFromImageAMD (call only where the platform lists the extension)."""
     err = cl_int(0)
     ptr = getattr(ext, WHERE)(context.int_ptr, native.int_ptr, plane, ctypes.byref(err))
-    if err.value or not ptr:
-        raise _fail(err.value or CL_INVALID_MEM_OBJECT, f"the driver refused plane {plane}")
+    if err.value:
+        raise _fail(err.value, f"the driver refused plane {plane}")
+    if not ptr:  # the text: "a valid non-zero image object ... and <errcode_ret> is set to CL_SUCCESS"
+        raise PlanarDriverError(f"{WHERE} returned NULL with CL_SUCCESS for plane {plane}: an outcome the text does "
+                                "not allow, and it names no code for it")
     return cl.Image.from_int_ptr(ptr, retain=False)

@@ -70,9 +70,9 @@ class KhrGlSharing(SharingBackend):
         "sync_none": "Without glFinish before the acquire (and no cl_khr_gl_event) the spec's ordering does not "
                      "hold: GL commands may still run when the kernel starts, and GL may draw before the kernel "
                      "ends: torn or stale frames where the driver does not synchronise implicitly.",
-        "wrong_delete_order": "A scratch shared buffer's GL object is deleted before its CL memory object, which "
-                              "still refers to storage GL may reuse: a kernel using it would write into whatever "
-                              "GL allocates there next.",
+        "wrong_delete_order": "A scratch shared buffer's GL object is deleted before its CL memory object: the GL "
+                              "name goes, the data store stays while the CL object refers to it (cl_khr_gl_sharing, "
+                              "Issue 3), and any later use of the CL object is undefined behaviour (3.3.4).",
         "unordered_render": "The kernel reads the texture's storage while GL is still rendering into it (nothing "
                             "orders GL's pass before the kernel: not glFinish, not the acquire): edges of a half "
                             "drawn frame, objects missing or doubled, bands of the background where the driver "

@@ -10,7 +10,7 @@ The probe does not take that on trust: it makes one buffer (and one image) that 
 that GL's writes are CL's data, CL's writes are GL's data and CL's map returns GL's address.
 
 The hand-over is cl_khr_gl_sharing's rule without its entry points (gl-acquire-release.txt,
-5.5.15): before CL uses the memory GL's commands on it must be complete, after CL's release GL may
+5.5.15 of OpenCL 3.0.16): before CL uses the memory GL's commands on it must be complete, after CL's release GL may
 use it once CL's commands are complete. The sync mode does the waiting: ``finish`` waits in glFinish
 before the acquire (with MAP_COHERENT_BIT, GL's writes are visible to the client once a fence or
 glFinish after them completed: ARB_buffer_storage, OpenGL 4.4 core section 6.2) and in clFinish

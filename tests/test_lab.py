@@ -564,3 +564,27 @@ def test_the_empty_external_memory_call_is_a_marker_not_the_driver(external_lab,
     ev = backend.acquire(backend.queue, [])  # no wait list
     ev.wait()
     assert ev.command_execution_status == cl.command_execution_status.COMPLETE
+
+
+def test_a_stand_in_semaphore_never_reaches_the_driver(external_lab):
+    """Where the driver makes no semaphore of the other context, the same-context row keeps its
+    validator answer and leaves the driver out (a stand-in's handle means nothing to a driver)."""
+    import pyopencl as cl
+
+    backend, fake = external_lab
+    made = fake.create_semaphore
+    main_context = backend.context.int_ptr
+
+    def only_the_backends(context):
+        if context != main_context:
+            raise cl.RuntimeError(cl._cl._ErrorRecord(msg="no", code=-34, routine="clCreateSemaphoreWithPropertiesKHR"))
+        return made(context)
+
+    fake.create_semaphore = only_the_backends
+    results = lab.run_lab(backend, entry=fake, families=("semaphore",))
+    rows = [r for r in results["cases"] if r["case"] == "same_context_not_sharing"]
+    assert len(rows) == 2 and all(r["validator_agrees"] and not r["driver_called"] for r in rows)
+    assert all("stand-in" in r["driver_note"] for r in rows)
+    stand_in = fake.objs.other_semaphore.handle  # released by now: None
+    assert stand_in is None and not any(0x5E4A0010 in (c["objs"] or []) for c in fake.calls)
+    assert sum(r["driver_called"] for r in results["cases"]) > 10 and fake.misuse == []

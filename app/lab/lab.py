@@ -112,6 +112,11 @@ class LabSemaphore:
         self.handle: ctypes.c_void_p | None = ctypes.c_void_p(handle)
         self.label, self._release = label, release
 
+    @property
+    def stand_in(self) -> bool:
+        """Whether no driver made it (its handle means nothing to a driver: never passed to one)."""
+        return self._release is None
+
     def release(self) -> None:
         handle, self.handle = self.handle, None
         if handle is not None and self._release is not None:
@@ -262,12 +267,15 @@ class LabObjects:
         return how
 
     def _other_semaphore(self, with_driver: bool):
-        """A semaphore of ``other_context`` (a stand-in where no driver is called)."""
+        """A semaphore of ``other_context``: the driver's where it makes semaphores without an external
+        handle, else a stand-in (its rows then leave the driver out: ``LabSemaphore.stand_in``)."""
         ctx = self.other_context
+        sem = None
         if with_driver:
-            sem = LabSemaphore(self.entry.create_semaphore(ctx.int_ptr), "lab.other_semaphore",
-                               self.entry.release_semaphore)
-        else:
+            with contextlib.suppress(cl.Error):
+                sem = LabSemaphore(self.entry.create_semaphore(ctx.int_ptr), "lab.other_semaphore",
+                                   self.entry.release_semaphore)
+        if sem is None:
             sem = LabSemaphore(0x5E4A0010, "lab.other_semaphore")
         return REGISTRY.created(sem, ctx, label="lab.other_semaphore", kind="semaphore")
 
@@ -696,6 +704,8 @@ def _case_row(backend, lab, runner, impl, reason, exp: Expected, fam: str, call:
     driver's where it may be asked."""
     row = _row(exp, fam, call, validator_answer(backend, fam, call, a))
     unsafe = drivers.unsafe_reason(impl, fam, exp.id)
+    if runner is not None and any(isinstance(o, LabSemaphore) and o.stand_in for o in (a.objects or ())):
+        unsafe = "the lab has no semaphore the driver made for this case (a stand-in's handle is never passed on)"
     if runner is None:
         row["driver_note"] = f"not called: {reason}"
     elif not exp.driver:

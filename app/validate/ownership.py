@@ -2,16 +2,17 @@
 
 The tracker sees the hand-overs the validator lets through and every use the scheduler reports
 (``cl_use`` before a kernel, ``gl_use`` before a draw or upload). Each case is classified per call
-family (``app/validate/findings.py``), with its sentence and section:
+family (each family's module registers its hazards: ``app/validate/families.py``), with its
+sentence and section:
 
-| case | gl_sharing (5.5.15, seed) | external_memory (5.5.1.1) |
+| case | gl_sharing (OpenCL 3.0.16, 5.5.15) | external_memory (5.5.1.1) |
 | --- | --- | --- |
 | use_without_acquire | spec: undefined behaviour | spec: undefined behaviour |
-| gl_use_while_acquired | spec: a requirement, no consequence given (undefined) | spec: undefined behaviour |
+| gl_use_while_acquired | spec: undefined behaviour (5.5.15.1) | spec: undefined behaviour |
 | double_acquire | advice: 5.5.15 does not forbid it | spec: implementation-defined |
-| release_without_acquire | advice | spec: implementation-defined |
+| release_without_acquire | advice (5.5.15.1: CL access after the release is undefined) | spec: implementation-defined |
 | release_on_other_queue | advice: allowed ("can therefore be used by all command-queues") | advice: allowed |
-| delete_gl_while_shared | advice: the delete is allowed, later CL use is undefined (3.3.4) | advice |
+| delete_gl_while_shared | advice: the delete is allowed (Issue 3: the data store stays), later CL use is undefined (3.3.4) | advice |
 
 Every finding is recorded (``flags``, ``counts``) and shown in the panel; ``strict`` ("off",
 "spec", "all"; True = "all") decides which are raised as HazardError.

@@ -5,8 +5,12 @@ The expected answers come from ``app/lab/expected.toml``, transcribed by hand fr
 (with sections), never from the validator. Each case changes a valid call (one shared object, no
 events) so that the rule it names applies; combination cases break two rules the spec gives no
 precedence between (any listed code is right); cases the spec gives no code for expect a refusal
-without one. Families: a backend checked against cl_khr_gl_sharing runs ``gl_sharing``; the
-external_memory backend runs ``external_memory`` and ``semaphore``.
+without one. Families come from the registry (``app/validate/families.py``), each with its lab
+cases: a backend runs its rule set's family and those that join it (gl_sharing: ``gl_sharing``
+and ``planar``; external_memory: ``external_memory``, ``semaphore`` and ``planar``). A case
+needing an object the lab cannot make here (a sub-device queue on a device that cannot
+partition) is listed as not provoked, with the reason. Every deliberate deviation is a row and a
+line of ``deviations`` (the panel's lab tab lists them).
 
 Per row the lab sets the validator's answer and, where ``app/lab/drivers.py`` allows it, the
 driver's own (raw pointers through ctypes, on a queue of the lab's own) beside the spec's, and

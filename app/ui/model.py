@@ -214,10 +214,7 @@ class OptionRow:
     low: int = 0
     high: int = 0
     keys: str = ""  # the keys that change it (the row's tooltip)
-    button: str = ""  # a text row's button ("reset", "animate")
-
-
-BUTTONS = {"reset_camera": "reset", "julia_animate": "animate"}  # a text row's button, by its command
+    button: str = ""  # a text row's button: its command's declared label ("reset", "animate")
 
 
 def option_rows(options) -> tuple[OptionRow, ...]:
@@ -236,7 +233,7 @@ def option_rows(options) -> tuple[OptionRow, ...]:
             choices = (value,) + choices  # a value set elsewhere (a key, --local-size 4x4) is shown too
         low = int(o.low) if o.low is not None else 0
         high = int(o.high) if o.high is not None else low
-        button = BUTTONS.get(o.command, o.command.replace("_", " ")) if kind == "text" and o.command else ""
+        button = (o.button or o.command.replace("_", " ")) if kind == "text" and o.command else ""
         rows.append(OptionRow(o.name, o.title, kind, value, o.command, choices, low, high, o.keys, button))
     return tuple(rows)
 

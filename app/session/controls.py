@@ -368,7 +368,7 @@ class Controls:
         skip = s.scheduler.skip if s.scheduler is not None else set()
         on = {"skip_acquire": "acquire" in skip, "skip_release": "release" in skip,
               "sync_none": s.cfg.sync == "none", "wrong_delete_order": False,
-              "unordered_render": bool(getattr(s.scene, "unordered_render", False))}
+              "unordered_render": isinstance(s.scene, scene_classes()["postprocess"]) and s.scene.unordered_render}
         effects = s.backend.hazard_effects if s.backend is not None else {}
         return tuple(DemoView(d.name, d.key, d.title, on[d.name], d.flags, effects.get(d.name, ""))
                      for d in DEMOS)

@@ -1,9 +1,11 @@
 """The recipe for a new scene: copy this module to ``app/scenes/NAME.py``, set ``name`` to NAME,
-and replace the colour fill with the scene's own work. That one module is the whole scene (and
-its test, in ``tests/``): it registers itself by subclassing ``Scene`` with a ``name`` (the CLI's
-``--scene`` choices, the panel's scene combo and ``s`` find it by its module's name), and its
-commands and options reach the keys and the panel from its declarations. Modules whose name
-starts with "_" (this one) are not scenes.
+and replace the colour fill with the scene's own work. That one module is the whole scene: it
+registers itself by subclassing ``Scene`` with a ``name`` (the CLI's ``--scene`` choices, the
+panel's scene combo and ``s`` find it by its module's name), and its commands and options reach
+the keys and the panel from its declarations. Modules whose name starts with "_" (this one) are
+not scenes. Its test: what it must show after a run, as a function in
+``tests/contract/references.py`` (``CHECKS``: the contract suite runs every scene on every
+backend against its reference, and refuses a scene without one), and its own tests beside.
 
 What a scene implements (``app/scenes/base.py`` says each one's contract):
 

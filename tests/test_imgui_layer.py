@@ -53,7 +53,7 @@ def test_memory_tab_shows_the_handle_table(gl):
                 rt.ui.state.select = "memory"
             base = surface.read_pixels()
             rt.tick()
-            mem = panel_snapshot(rt, tab="memory").caps.memory
+            mem = panel_snapshot(rt, tab="memory").tabs["memory"]
             assert [int(h.hex, 16) for h in mem.handle_types] == [*range(0x2060, 0x2068), 0x2069, 0x2070]
             assert "cl_khr_external_memory" in mem.unavailable and mem.lifetime is None
             assert rt.ui.state.failures == 0 and rt.session.history.loop_errors == []

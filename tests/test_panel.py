@@ -18,6 +18,7 @@ from support import panel_snapshot
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.trace.png import read_png
 from app.ui.model import SERIES, Folder, PhaseHistory
+from app.ui.tabs import table
 
 
 # -- folding and statistics ----------------------------------------------------------------------
@@ -105,7 +106,7 @@ def test_panel_survives_any_model(small_runtime):
     bad_timeline = Timeline(5, lanes=good.timeline.lanes, lane=np.array([0, 9]), kind=np.array([99, 0]),
                             start=np.array([np.nan, 0.0]), end=np.array([np.inf, -1.0]), names=("?",))
     broken = [empty_model("model failed"), dataclasses.replace(good, timeline=bad_timeline),
-              dataclasses.replace(good, owners=None), dataclasses.replace(good, timing=dataclasses.replace(
+              dataclasses.replace(good, tabs={**good.tabs, "ownership": 42}), dataclasses.replace(good, timing=dataclasses.replace(
                   good.timing, count=5))]
     for model in broken + [good]:
         rt.ui.layer.draw(lambda m=model: draw_panel(m, rt.ui.state, rt.controls.request), force=True)  # past the cache
@@ -157,8 +158,9 @@ def test_model_is_typed_plain_data(small_runtime):
     rt = small_runtime
     for _ in range(6):
         rt.tick()
-    for tab in ("ownership", "caps", "memory", "lab"):
-        model = panel_snapshot(rt, tab=tab)
+    for tab in table():  # every tab's part, as if it were shown
+        model = panel_snapshot(rt, tab=tab.key)
+        assert tab.key in model.tabs, tab.key
         _walk(model, "model", set())
     assert model.header.frame is not None
     assert model.header.frame == model.timeline.frame == model.owners.frame
@@ -512,10 +514,10 @@ def test_memory_tab_reads_the_payload_lifetime_now(small_runtime):
                 "display_paths": {"particles.position": "sampled in place"}, "gpu_bytes_copied": 100 * now["open_fds"]}
 
     rt.session.backend.memory_tab = memory_tab
-    a = panel_snapshot(rt, tab="memory").caps.memory
+    a = panel_snapshot(rt, tab="memory").tabs["memory"]
     now.update(open_fds=12, fds_closed=3)
     rt.tick()
-    b = panel_snapshot(rt, tab="memory").caps.memory
+    b = panel_snapshot(rt, tab="memory").tabs["memory"]
     assert (a.lifetime.open_fds, a.lifetime.fds_closed, a.lifetime.gpu_bytes_copied) == (10, 1, 1000)
     assert (b.lifetime.open_fds, b.lifetime.fds_closed, b.lifetime.gpu_bytes_copied) == (12, 3, 1200)
     assert b.handle_types is a.handle_types  # the set-up's table, made once
@@ -589,7 +591,7 @@ def test_tab_titles_keep_their_width_as_counts_grow(gl):
             rt.tick()
             assert rt.ui.last_model.hazards.total >= 10
             grown = {k: v[2] - v[0] for k, v in rt.ui.state.rects.items() if k.startswith("tab_") and k != "tab_body"}
-            assert grown == widths and len(widths) == 7
+            assert grown == widths and sorted(widths) == sorted(f"tab_{t.key}" for t in table())
     finally:
         surface.close()
 

@@ -368,3 +368,72 @@ def test_the_panel_rows_carry_each_scenes_options_and_drive_them(gl):
         colour = rows(rt)["colour"]
         assert (colour.kind, colour.command, colour.button) == ("text", "", "")  # read only: no button
         assert rt.session.history.loop_errors == [] and rt.ui.state.failures == 0
+
+
+# -- the scenes' declared commands reach the keys and the panel --------------------------------------
+def test_every_scene_declares_its_commands_and_the_table_takes_them():
+    """The session's command table holds each scene's declared commands (its own keys, its handler),
+    and no key twice."""
+    from app.scenes import scene_classes
+    from app.scenes.base import Scene
+    from app.session.controls import BY_KEY, BY_NAME, CORE_COMMANDS
+
+    declared = [(cls, d) for cls in (Scene, *scene_classes().values()) for d in cls.own_commands()]
+    assert {d.name for _, d in declared} >= {"orbit", "reset_camera", "set_local_size", "toggle_round_points",
+                                              "set_julia_c", "set_filter", "blur_more"}
+    for cls, d in declared:
+        assert BY_NAME[d.name].declared is d and BY_NAME[d.name].scene is cls, d.name
+        assert all(BY_KEY[k] is BY_NAME[d.name] for k in d.keys), d.name
+    assert not {c.name for c in CORE_COMMANDS} & {d.name for _, d in declared}
+    assert ImageScene.commands()[:4] == Scene.own_commands()  # a scene answers its bases' commands too
+
+
+def test_a_new_scenes_declared_commands_reach_the_keys_and_the_panel(monkeypatch):
+    """A scene declared in one module: its command runs from its key on the running scene, keeps its
+    option in the session's configuration, refuses a bad value with a status line, answers "only"
+    in another scene; its option row names the command and shows the declared button."""
+    from app.scenes import scene_classes
+    from app.scenes.base import Scene, SceneOption, scene_command
+    from app.session.controls import CORE_COMMANDS, Controls, scene_commands
+    from app.ui.model import option_rows
+
+    scene_classes()  # every scene imported (and registered) before the registry is copied
+    monkeypatch.setattr(Scene, "registry", dict(Scene.registry))  # the throwaway scene registers here only
+
+    class Spinner(Scene):
+        name = "spinner"
+
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            self.turns = 0
+
+        build = compute = render = teardown = lambda self, *a, **k: None
+
+        def scene_options(self):
+            return (SceneOption("turns", "turns", "text", str(self.turns), command="spin"),)
+
+        def kept_options(self):
+            return {**super().kept_options(), "frames": self.turns}  # any RunConfig field, for the test
+
+        @scene_command("spin", "spinner: one more turn", keys=("F7",), what="spin", button="turn", keeps=("frames",))
+        def spin_command(self, value=None) -> str:
+            if value is not None and value < 0:
+                raise UsageError("turns only go forward")
+            self.turns += 1 if value is None else value
+            return f"spinner: {self.turns} turns"
+
+    class Session:
+        def __init__(self, scene):
+            self.scene, self.cfg, self.status, self.paused = scene, scene.cfg, "", False
+
+    table = CORE_COMMANDS + scene_commands([Spinner])
+    spinner = Session(Spinner(RunConfig(frames=1)))
+    c = Controls(spinner, commands=table)
+    assert c.key("F7") == "spinner: 1 turns" and spinner.cfg.frames == 1 and spinner.status == "spinner: 1 turns"
+    assert c.run("spin", value=4) == "spinner: 5 turns" and spinner.cfg.frames == 5
+    assert c.run("spin", value=-1) == "spin refused: turns only go forward" and spinner.cfg.frames == 5
+    assert c.run("reset_camera").startswith("camera: the spinner scene has no camera")  # Scene's own commands too
+    other = Session(ImageScene(RunConfig(scene="image")))
+    assert Controls(other, commands=table).key("F7") == "spin: the spinner scene only (this is image; s switches)"
+    row, = option_rows(spinner.scene.options())
+    assert (row.command, row.button, row.value) == ("spin", "turn", "5")

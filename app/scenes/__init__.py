@@ -1,5 +1,6 @@
 """Scenes: each module here defines one scene (a ``Scene`` subclass named for the module), which
-registers itself; ``scene_classes()`` finds them all."""
+registers itself; ``scene_classes()`` finds them all. ``_template.py``: the recipe for a new one
+(modules whose name starts with "_" are not scenes)."""
 from __future__ import annotations
 
 import importlib
@@ -11,7 +12,8 @@ NOT_SCENES = ("base", "camera")  # helpers, not scenes
 
 def scene_module_names() -> list[str]:
     """The scenes' names without importing them (each module is named for its scene)."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in NOT_SCENES)
+    return sorted(m.name for m in pkgutil.iter_modules(__path__)
+                  if m.name not in NOT_SCENES and not m.name.startswith("_"))
 
 
 @lru_cache(maxsize=1)

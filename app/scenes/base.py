@@ -4,24 +4,55 @@ and what the rest of glshare needs to know about it (its size, its window, the b
 Besides the frame, a scene offers what a user may change while it runs: an orbit camera
 (``camera``: mouse drag and wheel reach it through the controls), a local work size for its
 kernels (``set_local_size``, checked against the device's and the kernels' limits), and its own
-options; ``options()`` lists them all as ``SceneOption`` rows, each naming the controls command
-that changes it, so the panel can draw them without knowing the scene.
+options. A scene declares both itself: each command it answers with ``@scene_command`` on the
+method that runs it (the session's command table and its keys are built from these
+declarations: app/session/controls.py), its options as ``SceneOption`` rows (``scene_options``:
+each names the command that changes it, so the panel draws them without knowing the scene), and
+what of them the session's configuration keeps across a switch (``kept_options``).
 """
 from __future__ import annotations
 
 import abc
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar, ContextManager
 
 import pyopencl as cl
 
 from app.cl.worksize import LocalSize, check_local_size, launch_sizes, local_shape
-from app.config import RunConfig, parse_count, parse_wxh
+from app.config import RunConfig, parse_count, parse_local_size, parse_wxh
 from app.sharing.base import SharedObject, SharingBackend
 
 MIN_PANEL_HEIGHT = 512  # a window with the panel beside the image is at least this tall
 VIEW_SIZE = (800, 600)  # what a 3-D scene (particles, postprocess) shows: the classic samples' window
+
+
+@dataclass(frozen=True)
+class SceneCommand:
+    """A command a scene answers (declared by ``@scene_command`` on the method that runs it).
+
+    ``run(scene, **args)`` returns the status line, or raises UsageError to refuse a value (the
+    status says "{what} refused: ..."); in another scene the command answers "{what}: the {scene}
+    scene only". ``keys``: the keys bound to it; ``button``: the label of the button an option row
+    (``SceneOption`` of kind "text") naming it shows; ``keeps``: the RunConfig fields it changes,
+    which the session's configuration takes from ``Scene.kept_options`` once it ran."""
+
+    name: str
+    title: str
+    run: Callable[..., str]
+    keys: tuple[str, ...] = ()
+    what: str = ""
+    button: str = ""
+    keeps: tuple[str, ...] = ()
+
+
+def scene_command(name: str, title: str, *, keys: tuple[str, ...] = (), what: str = "", button: str = "",
+                  keeps: tuple[str, ...] = ()) -> Callable:
+    """Declare the decorated method of a Scene (sub)class as the command ``name``."""
+    def declare(method: Callable[..., str]) -> Callable[..., str]:
+        method.scene_command = SceneCommand(name, title, method, tuple(keys), what or name, button, tuple(keeps))
+        return method
+    return declare
 
 
 @dataclass(frozen=True)
@@ -42,6 +73,7 @@ class SceneOption:
     low: int | None = None
     high: int | None = None
     keys: str = ""
+    button: str = ""  # a "text" row's button (filled in by ``Scene.options`` from the command's declaration)
 
 
 class Scene(abc.ABC):
@@ -55,6 +87,7 @@ class Scene(abc.ABC):
     even_size: ClassVar[bool] = False  # WxH must be even (planar YUV)
     compute_takes_null_event: ClassVar[bool] = False  # ``compute(..., event=False)`` makes no event
     follows_window: ClassVar[bool] = False  # without --size the image is the framebuffer's size
+    has_camera: ClassVar[bool] = False  # it builds an orbit camera (``camera``)
     panel_sizes: ClassVar[tuple[str, ...]] = ("256x256", "512x512", "1024x1024", "2048x2048")
     registry: ClassVar[dict[str, type["Scene"]]] = {}
     # Frames in flight on copies of the shared objects ("slots"): a scene whose frames do not read
@@ -123,6 +156,8 @@ class Scene(abc.ABC):
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
         self.size = self.size_of(cfg)  # None: the default (or the window's size for follows_window)
+        # the image is the framebuffer's size now (follows_window and no --size): it changes with the window
+        self.follow_window = self.follows_window and self.size is None
         self.backend: SharingBackend | None = None
         self.shared: list[SharedObject] = []  # acquired and released every frame (the slot's, with slots)
         self.slots = 1  # copies of the shared objects (set before ``build``; at most ``max_slots``)
@@ -256,7 +291,8 @@ class Scene(abc.ABC):
         return True
 
     def options(self) -> tuple[SceneOption, ...]:
-        """The rows the panel shows for this scene: its own (``scene_options``), the camera, the local size."""
+        """The rows the panel shows for this scene: its own (``scene_options``), the camera, the local
+        size; a "text" row's button is its command's (``SceneCommand.button``)."""
         rows = list(self.scene_options())
         if self.camera is not None:
             yaw, pitch, dist = self.camera.state
@@ -267,11 +303,63 @@ class Scene(abc.ABC):
             value = "driver" if self.local_size is None else f"{self.local_size[0]}x{self.local_size[1]}"
             rows.append(SceneOption("local_size", "local work size", "size", value, command="set_local_size",
                                     choices=LOCAL_SIZE_CHOICES))
-        return tuple(rows)
+        buttons = {c.name: c.button for c in self.commands() if c.button}
+        return tuple(replace(r, button=buttons[r.command]) if r.kind == "text" and r.command in buttons else r
+                     for r in rows)
 
     def scene_options(self) -> tuple[SceneOption, ...]:
         """The scene's own option rows (round points, the Julia constant, the filter ...)."""
         return ()
+
+    def kept_options(self) -> dict[str, Any]:
+        """The RunConfig fields of the scene's options, as they are now: a command that changes one
+        (``SceneCommand.keeps``) puts it in the session's configuration, so a switch away and back
+        keeps it; a scene with options of its own adds its fields."""
+        return {"local_size": self.local_size}
+
+    # -- the commands every scene answers (a scene's own: ``@scene_command`` in its module) -------
+    @classmethod
+    def own_commands(cls) -> tuple[SceneCommand, ...]:
+        """The commands this class declares itself, in the order of its methods (not those it inherits)."""
+        return tuple(c for c in (getattr(v, "scene_command", None) for v in vars(cls).values())
+                     if isinstance(c, SceneCommand))
+
+    @classmethod
+    def commands(cls) -> tuple[SceneCommand, ...]:
+        """Every command a scene of this class answers: its own and its bases'."""
+        return tuple(c for k in reversed(cls.__mro__) if issubclass(k, Scene) for c in k.own_commands())
+
+    def _no_camera(self) -> str:
+        have = " and ".join(n for n, c in sorted(Scene.registry.items(), key=lambda kv: (kv[1].order, kv[0]))
+                            if c.has_camera)
+        return f"camera: the {self.name} scene has no camera ({have} do)"
+
+    @scene_command("orbit", "orbit the camera (mouse drag over the scene)", what="camera")
+    def orbit_command(self, dx: float = 0.0, dy: float = 0.0) -> str:
+        return CAMERA_HELP if self.orbit(float(dx), float(dy)) else self._no_camera()
+
+    @scene_command("zoom", "zoom the camera (mouse wheel over the scene)", what="camera")
+    def zoom_command(self, steps: float = 0.0) -> str:
+        return CAMERA_HELP if self.zoom(float(steps)) else self._no_camera()
+
+    @scene_command("reset_camera", "camera back to its start view", keys=("c",), what="camera", button="reset")
+    def reset_camera_command(self) -> str:
+        if self.camera is None:
+            return self._no_camera()
+        self.camera.reset()
+        return "camera reset"
+
+    @scene_command("set_local_size", "local work size of the scene's kernels (WxH, or driver)", what="local size",
+                   keeps=("local_size",))
+    def local_size_command(self, value=None) -> str:
+        """``value``: "WxH", "N", "driver", (W, H) or None; checked against the device and the scene's
+        kernels (a refusal is a status line, the old size stays)."""
+        local = parse_local_size(value) if isinstance(value, str) or value is None else (int(value[0]), int(value[1]))
+        self.set_local_size(local)
+        return f"local work size: {'the driver chooses' if local is None else f'{local[0]}x{local[1]}'}"
+
+
+CAMERA_HELP = "camera: orbit (drag), zoom (wheel), c: back to the start view"
 
 
 # what the panel's local-size combo offers ("driver": the driver chooses; any WxH may be typed)

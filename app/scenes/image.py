@@ -21,7 +21,7 @@ import pyopencl as cl
 from app.cl.ext import NDRangeCall, prepared_scalar_arg
 from app.cl.programs import KernelProgram
 from app.gl.quad import ImageQuad
-from app.scenes.base import Scene
+from app.scenes.base import Scene, SceneOption, scene_command
 
 
 def julia_constant(frame: int) -> tuple[float, float]:
@@ -68,6 +68,9 @@ def julia_reference(width: int, height: int, frame: int, c: tuple[float, float] 
     return np.round(rgba * 255).astype(np.uint8)
 
 
+JULIA_STEP = 0.01  # how far one key press moves the Julia constant
+
+
 class ImageScene(Scene):
     name = "image"
     title = "the animated Julia set (CL writes a texture)"
@@ -94,7 +97,6 @@ class ImageScene(Scene):
             raise
 
     def _build(self, backend, size) -> None:
-        self.follow_window = self.size is None
         self.image_size = tuple(size) if self.follow_window else tuple(self.size)
         if self.follow_window and (self.image_size[0] == 0 or self.image_size[1] == 0):
             self.image_size = self.default_size
@@ -236,10 +238,42 @@ class ImageScene(Scene):
     def local_size_kernels(self):
         return [self.kernel]
 
+    # -- its option and commands (app/session/controls.py binds the keys, the panel draws the row) --
     def scene_options(self):
-        from app.scenes.base import SceneOption
-
         cr, ci = self.steered_c if self.steered_c is not None else self._last_c
         how = "steered" if self.steered_c is not None else "animated"
         return (SceneOption("julia_c", "Julia constant c", "text", f"{cr:+.3f} {ci:+.3f}i ({how})",
                             command="julia_animate", keys="j / l: real -/+, k / i: imaginary -/+, u: animate"),)
+
+    def _steer_command(self, d_real: float, d_imag: float) -> str:
+        cr, ci = self.steer(d_real, d_imag)
+        return f"Julia constant c = {cr:+.3f} {ci:+.3f}i (u: animate again)"
+
+    @scene_command("julia_real_down", "image: Julia constant, real part down", keys=("j",), what="Julia constant")
+    def julia_real_down_command(self) -> str:
+        return self._steer_command(-JULIA_STEP, 0.0)
+
+    @scene_command("julia_real_up", "image: Julia constant, real part up", keys=("l",), what="Julia constant")
+    def julia_real_up_command(self) -> str:
+        return self._steer_command(JULIA_STEP, 0.0)
+
+    @scene_command("julia_imag_down", "image: Julia constant, imaginary part down", keys=("k",),
+                   what="Julia constant")
+    def julia_imag_down_command(self) -> str:
+        return self._steer_command(0.0, -JULIA_STEP)
+
+    @scene_command("julia_imag_up", "image: Julia constant, imaginary part up", keys=("i",), what="Julia constant")
+    def julia_imag_up_command(self) -> str:
+        return self._steer_command(0.0, JULIA_STEP)
+
+    @scene_command("julia_animate", "image: the Julia constant follows its animation again", keys=("u",),
+                   what="Julia constant", button="animate")
+    def julia_animate_command(self) -> str:
+        return self.julia_c_command(None)
+
+    @scene_command("set_julia_c", "image: put the Julia constant at (real, imaginary)", what="Julia constant")
+    def julia_c_command(self, value=None) -> str:
+        self.set_constant(value)
+        if value is None:
+            return "Julia constant: animated"
+        return f"Julia constant c = {float(value[0]):+.3f} {float(value[1]):+.3f}i"

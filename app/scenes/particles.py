@@ -27,7 +27,7 @@ from app.errors import UsageError
 from app.gl import api as GL
 from app.gl.objects import GlVertexArray
 from app.gl.shaders import Program
-from app.scenes.base import Scene, SceneOption
+from app.scenes.base import Scene, SceneOption, scene_command
 from app.scenes.camera import OrbitCamera, gl_matrix, perspective, translation
 
 DT = 0.005
@@ -172,6 +172,7 @@ class ParticlesScene(Scene):
     size_kind = "count"
     default_size = 65_536
     panel_sizes = ("4096", "16384", "65536", "262144", "1048576")
+    has_camera = True
 
     @classmethod
     def shared_bytes(cls, size) -> int:
@@ -235,10 +236,35 @@ class ParticlesScene(Scene):
             raise UsageError(f"view {name!r}: choose one of {', '.join(VIEWS)}")
         self.view, self.camera = name, fountain_camera(name)
 
+    # -- its options and commands (app/session/controls.py binds the keys, the panel draws the rows)
     def scene_options(self):
         return (SceneOption("round_points", "round points", "toggle", self.round_points, command="set_round_points",
                             keys="r"),
                 SceneOption("view", "view", "choice", self.view, command="set_view", choices=tuple(VIEWS), keys="o"))
+
+    def kept_options(self):
+        return {**super().kept_options(), "round_points": self.round_points, "view": self.view}
+
+    @scene_command("toggle_round_points", "particles: round / square points", keys=("r",), what="round points",
+                   keeps=("round_points",))
+    def toggle_round_points_command(self) -> str:
+        return self.round_points_command(not self.round_points)
+
+    @scene_command("set_round_points", "particles: round points on or off", what="round points",
+                   keeps=("round_points",))
+    def round_points_command(self, value: bool) -> str:
+        self.set_round_points(bool(value))
+        return f"particles: {'round' if value else 'square'} points"
+
+    @scene_command("next_view", "particles: the sample's view / from the side", keys=("o",), what="view",
+                   keeps=("view",))
+    def next_view_command(self) -> str:
+        return self.view_command("side" if self.view == "sample" else "sample")
+
+    @scene_command("set_view", "particles: the start view (sample or side)", what="view", keeps=("view",))
+    def view_command(self, value: str) -> str:
+        self.set_view(str(value))
+        return f"particles: {VIEWS[self.view].what}"
 
     compute_takes_null_event = True  # (its kernel's NDRangeCall)
 

@@ -63,7 +63,7 @@ from app.gl.quad import ImageQuad
 from app.gl.shaders import Program
 from app.postprocess.filters import FILTERS, PostprocessFilters, check_filter
 from app.postprocess.reference import MAX_BLUR_RADIUS, check_radius
-from app.scenes.base import Scene, SceneOption
+from app.scenes.base import Scene, SceneOption, scene_command
 from app.scenes.camera import OrbitCamera, gl_matrix, perspective, rotation_x, rotation_y, translation
 
 TURN_PER_FRAME = 0.025  # radians the big cube turns each frame
@@ -202,6 +202,7 @@ class PostprocessScene(Scene):
     size_kind = "image"
     default_size = (512, 512)
     panel_sizes = ("256x256", "512x512", "800x600", "1024x1024")
+    has_camera = True
 
     @classmethod
     def shared_bytes(cls, size) -> int:
@@ -267,6 +268,33 @@ class PostprocessScene(Scene):
                             keys="e: next"),
                 SceneOption("blur_radius", "blur radius", "int", self.radius, command="set_blur_radius", low=0,
                             high=MAX_BLUR_RADIUS, keys="- / =: smaller / larger"))
+
+    def kept_options(self):
+        return {**super().kept_options(), "filter": self.filter, "blur_radius": self.radius}
+
+    @scene_command("next_filter", "postprocess: Sobel edges / box blur", keys=("e",), what="filter", keeps=("filter",))
+    def next_filter_command(self) -> str:
+        return self.filter_command("blur" if self.filter == "sobel" else "sobel")
+
+    @scene_command("set_filter", "postprocess: the filter (sobel or blur)", what="filter", keeps=("filter",))
+    def filter_command(self, value: str) -> str:
+        self.set_filter(value)
+        return f"postprocess: {'Sobel edges' if self.filter == 'sobel' else f'box blur, radius {self.radius}'}"
+
+    @scene_command("blur_more", "postprocess: blur radius + 1", keys=("=", "+"), what="blur radius",
+                   keeps=("blur_radius",))
+    def blur_more_command(self) -> str:
+        return self.blur_radius_command(min(self.radius + 1, self.filters.max_radius))
+
+    @scene_command("blur_less", "postprocess: blur radius - 1", keys=("-",), what="blur radius", keeps=("blur_radius",))
+    def blur_less_command(self) -> str:
+        return self.blur_radius_command(max(self.radius - 1, 0))
+
+    @scene_command("set_blur_radius", "postprocess: the blur radius", what="blur radius", keeps=("blur_radius",))
+    def blur_radius_command(self, value: int) -> str:
+        self.set_blur_radius(value)
+        shown = "" if self.filter == "blur" else " (shown with the blur filter: e)"
+        return f"postprocess: blur radius {self.radius}{shown}"
 
     # -- GL: the 3-D pass ------------------------------------------------------------------------
     @staticmethod

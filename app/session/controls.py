@@ -4,9 +4,13 @@ and hazard demonstrations all become ``Controls.run(name, **args)``.
 A command returns a status line (what happened, or why it was refused), which the panel shows.
 Panel buttons never act in the middle of an ImGui frame: they are queued (``request``) and run
 after it (``apply``). Mouse drags and wheel steps over the scene (``mouse``) become the camera's
-``orbit`` and ``zoom`` commands. Commands for one scene's options (round points, the Julia
-constant, the post-process filter) answer with a status line in the other scenes; options a user
-sets are kept in the session's configuration, so a switch away and back keeps them.
+``orbit`` and ``zoom`` commands.
+
+The scenes' commands are not written here: each scene declares its own (``@scene_command`` in
+``app/scenes/``: name, title, keys, handler), and the table takes every scene's declarations. A
+command of one scene (round points, the Julia constant, the post-process filter) answers with a
+status line in the other scenes; the options a command changes are kept in the session's
+configuration (``SceneCommand.keeps``), so a switch away and back keeps them.
 """
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from app.config import parse_local_size
 from app.errors import GlshareError, UsageError
+from app.scenes import scene_classes
+from app.scenes.base import Scene, SceneCommand
 from app.session.session import Session
 from app.session.views import DemoView
 from app.validate.findings import stops_on
@@ -40,6 +45,8 @@ class Command:
     title: str
     keys: tuple[str, ...] = ()
     paused_only: bool = False  # its keys act only while paused (stepping)
+    scene: type[Scene] | None = None  # a scene's command: the class that declares it (Scene: every scene)
+    declared: SceneCommand | None = None  # ... and its declaration (the handler)
 
 
 @dataclass(frozen=True)
@@ -62,9 +69,8 @@ DEMOS: tuple[Demo, ...] = (
     Demo("unordered_render", "5", "GL renders while CL reads (postprocess)",
          "gl_use_while_acquired on postprocess.rendered every frame (GL draws into an object CL holds)"),
 )
-JULIA_STEP = 0.01  # how far one key press moves the Julia constant
 
-COMMANDS: tuple[Command, ...] = (
+CORE_COMMANDS: tuple[Command, ...] = (
     Command("quit", "quit", ("escape", "q")),
     Command("pause", "pause / resume", ("p", "space")),
     Command("step", "one frame (or phase) while paused", ("right", "n"), paused_only=True),
@@ -83,27 +89,26 @@ COMMANDS: tuple[Command, ...] = (
     Command("run_lab", "run the error lab"),
     Command("clear_findings", "clear the panel's errors and hazards (the report keeps them)"),
     *(Command(f"demo_{d.name}", d.title, (d.key,)) for d in DEMOS),
-    # the scenes' own controls (mouse: ``Controls.mouse``)
-    Command("orbit", "orbit the camera (mouse drag over the scene)"),
-    Command("zoom", "zoom the camera (mouse wheel over the scene)"),
-    Command("reset_camera", "camera back to its start view", ("c",)),
-    Command("toggle_round_points", "particles: round / square points", ("r",)),
-    Command("set_round_points", "particles: round points on or off"),
-    Command("next_view", "particles: the sample's view / from the side", ("o",)),
-    Command("set_view", "particles: the start view (sample or side)"),
-    Command("julia_real_down", "image: Julia constant, real part down", ("j",)),
-    Command("julia_real_up", "image: Julia constant, real part up", ("l",)),
-    Command("julia_imag_down", "image: Julia constant, imaginary part down", ("k",)),
-    Command("julia_imag_up", "image: Julia constant, imaginary part up", ("i",)),
-    Command("julia_animate", "image: the Julia constant follows its animation again", ("u",)),
-    Command("set_julia_c", "image: put the Julia constant at (real, imaginary)"),
-    Command("next_filter", "postprocess: Sobel edges / box blur", ("e",)),
-    Command("set_filter", "postprocess: the filter (sobel or blur)"),
-    Command("blur_more", "postprocess: blur radius + 1", ("=", "+")),
-    Command("blur_less", "postprocess: blur radius - 1", ("-",)),
-    Command("set_blur_radius", "postprocess: the blur radius"),
-    Command("set_local_size", "local work size of the scene's kernels (WxH, or driver)"),
 )
+
+
+def scene_commands(classes) -> tuple[Command, ...]:
+    """The commands every scene answers (``Scene``'s: the camera, the local size), then those each
+    scene class of ``classes`` declares itself."""
+    return tuple(Command(d.name, d.title, d.keys, scene=cls, declared=d)
+                 for cls in (Scene, *classes) for d in cls.own_commands())
+
+
+def checked(commands: tuple[Command, ...]) -> tuple[Command, ...]:
+    """``commands``, where no two share a name or a key (a scene declaring a taken one is refused)."""
+    for what, names in (("name", [c.name for c in commands]), ("key", [k for c in commands for k in c.keys])):
+        taken = sorted({n for n in names if names.count(n) > 1})
+        if taken:
+            raise RuntimeError(f"commands sharing a {what}: {', '.join(taken)}")
+    return commands
+
+
+COMMANDS = checked(CORE_COMMANDS + scene_commands(scene_classes().values()))
 BY_NAME = {c.name: c for c in COMMANDS}
 BY_KEY = {k: c for c in COMMANDS for k in c.keys}
 
@@ -113,7 +118,9 @@ class Controls:
 
     def __init__(self, session: Session, ui: UiFlags | None = None, *,
                  write_trace: Callable[[str | None], str] | None = None,
-                 run_lab: Callable[[], str] | None = None) -> None:
+                 run_lab: Callable[[], str] | None = None, commands: tuple[Command, ...] = COMMANDS) -> None:
+        self.by_name = {c.name: c for c in commands}  # the table (the module's: every scene's commands)
+        self.by_key = {k: c for c in commands for k in c.keys}
         self.session = session
         self.ui = ui
         self._write_trace = write_trace
@@ -126,7 +133,7 @@ class Controls:
     # -- input ---------------------------------------------------------------------------------
     def key(self, key: str) -> str | None:
         """Run the command bound to ``key``; None when no command takes it now."""
-        cmd = BY_KEY.get(key)
+        cmd = self.by_key.get(key)
         if cmd is None or (cmd.paused_only and not self.session.paused):
             return None
         try:
@@ -164,11 +171,15 @@ class Controls:
 
     def run(self, name: str, /, **args) -> str:
         """Run command ``name``; returns its status line (also kept as ``session.status``)."""
-        if name not in BY_NAME:
+        command = self.by_name.get(name)
+        if command is None:
             raise KeyError(f"unknown command {name!r}")
         if self.ui is not None:
             self.ui.mark_dirty()  # the panel shows the change at once
-        status = getattr(self, f"_do_{name}")(**args) or ""
+        if command.declared is not None:
+            status = self._run_scene_command(command, **args)
+        else:
+            status = getattr(self, f"_do_{name}")(**args) or ""
         if status:
             self.session.status = status
         return status
@@ -249,145 +260,31 @@ class Controls:
         self.session.finish_teaching_frame()
         return self._run_lab()
 
-    # -- the scenes' own controls ----------------------------------------------------------------
-    def _scene_with(self, attribute: str, what: str, scene: str) -> tuple[object | None, str]:
-        """(the running scene, "") where it has ``attribute``, else (None, a status line)."""
+    # -- the scenes' own commands (declared in app/scenes/) ------------------------------------------
+    def _scene_with(self, scene_class: type[Scene], what: str) -> tuple[Scene | None, str]:
+        """(the running scene, "") where it is a ``scene_class``, else (None, a status line)."""
         s = self.session.scene
-        if s is not None and hasattr(s, attribute):
+        if s is not None and isinstance(s, scene_class):
             return s, ""
-        return None, f"{what}: the {scene} scene only (this is {self.session.cfg.scene}; s switches)"
+        if scene_class is Scene:
+            return None, f"{what}: no scene"
+        return None, f"{what}: the {scene_class.name} scene only (this is {self.session.cfg.scene}; s switches)"
 
-    def _set_scene_option(self, command: str, what: str, scene: str, value, cfg_field: str,
-                          attribute: str) -> tuple[object | None, str]:
-        """A scene option set through the running scene's ``command`` method: (the scene, "") once
-        set, the session's config following it (``cfg_field`` from the scene's ``attribute``), or
-        (None, the status line) where the scene has no such option or refuses the value."""
-        s, refusal = self._scene_with(command, what, scene)
+    def _run_scene_command(self, command: Command, **args) -> str:
+        """A scene's declared command on the running scene: its status line, or the refusal's; the
+        options it changes (``keeps``) go into the session's configuration."""
+        declared = command.declared
+        scene, refusal = self._scene_with(command.scene, declared.what)
         if refusal:
-            return None, refusal
+            return refusal
         try:
-            getattr(s, command)(value)
+            status = declared.run(scene, **args)
         except UsageError as exc:
-            return None, f"{what} refused: {exc.one_line()}"
-        self.session.cfg = self.session.cfg.with_(**{cfg_field: getattr(s, attribute)})
-        return s, ""
-
-    def _do_orbit(self, dx: float = 0.0, dy: float = 0.0) -> str:
-        scene = self.session.scene
-        if scene is None or getattr(scene, "camera", None) is None:
-            return f"camera: the {self.session.cfg.scene} scene has no camera (particles and postprocess do)"
-        scene.orbit(float(dx), float(dy))
-        return "camera: orbit (drag), zoom (wheel), c: back to the start view"
-
-    def _do_zoom(self, steps: float = 0.0) -> str:
-        scene = self.session.scene
-        if scene is None or getattr(scene, "camera", None) is None:
-            return f"camera: the {self.session.cfg.scene} scene has no camera (particles and postprocess do)"
-        scene.zoom(float(steps))
-        return "camera: orbit (drag), zoom (wheel), c: back to the start view"
-
-    def _do_reset_camera(self) -> str:
-        scene = self.session.scene
-        if scene is None or scene.camera is None:
-            return f"camera: the {self.session.cfg.scene} scene has no camera (particles and postprocess do)"
-        scene.camera.reset()
-        return "camera reset"
-
-    def _do_toggle_round_points(self) -> str:
-        scene, refusal = self._scene_with("round_points", "round points", "particles")
-        return refusal or self._do_set_round_points(not scene.round_points)
-
-    def _do_set_round_points(self, value: bool) -> str:
-        scene, refusal = self._scene_with("round_points", "round points", "particles")
-        if refusal:
-            return refusal
-        scene.set_round_points(bool(value))
-        self.session.cfg = self.session.cfg.with_(round_points=bool(value))
-        return f"particles: {'round' if value else 'square'} points"
-
-    def _do_next_view(self) -> str:
-        scene, refusal = self._scene_with("set_view", "view", "particles")
-        return refusal or self._do_set_view("side" if scene.view == "sample" else "sample")
-
-    def _do_set_view(self, value: str) -> str:
-        scene, refusal = self._set_scene_option("set_view", "view", "particles", str(value), "view", "view")
-        if refusal:
-            return refusal
-        from app.scenes.particles import VIEWS
-
-        return f"particles: {VIEWS[scene.view].what}"
-
-    def _steer(self, d_real: float, d_imag: float) -> str:
-        scene, refusal = self._scene_with("steer", "Julia constant", "image")
-        if refusal:
-            return refusal
-        cr, ci = scene.steer(d_real, d_imag)
-        return f"Julia constant c = {cr:+.3f} {ci:+.3f}i (u: animate again)"
-
-    def _do_julia_real_down(self) -> str:
-        return self._steer(-JULIA_STEP, 0.0)
-
-    def _do_julia_real_up(self) -> str:
-        return self._steer(JULIA_STEP, 0.0)
-
-    def _do_julia_imag_down(self) -> str:
-        return self._steer(0.0, -JULIA_STEP)
-
-    def _do_julia_imag_up(self) -> str:
-        return self._steer(0.0, JULIA_STEP)
-
-    def _do_julia_animate(self) -> str:
-        return self._do_set_julia_c(None)
-
-    def _do_set_julia_c(self, value=None) -> str:
-        scene, refusal = self._scene_with("steer", "Julia constant", "image")
-        if refusal:
-            return refusal
-        scene.set_constant(value)
-        if value is None:
-            return "Julia constant: animated"
-        return f"Julia constant c = {float(value[0]):+.3f} {float(value[1]):+.3f}i"
-
-    def _do_next_filter(self) -> str:
-        scene, refusal = self._scene_with("set_filter", "filter", "postprocess")
-        return refusal or self._do_set_filter("blur" if scene.filter == "sobel" else "sobel")
-
-    def _do_set_filter(self, value: str) -> str:
-        scene, refusal = self._set_scene_option("set_filter", "filter", "postprocess", value, "filter", "filter")
-        if refusal:
-            return refusal
-        return f"postprocess: {'Sobel edges' if scene.filter == 'sobel' else f'box blur, radius {scene.radius}'}"
-
-    def _do_blur_more(self) -> str:
-        scene, refusal = self._scene_with("set_blur_radius", "blur radius", "postprocess")
-        return refusal or self._do_set_blur_radius(min(scene.radius + 1, scene.filters.max_radius))
-
-    def _do_blur_less(self) -> str:
-        scene, refusal = self._scene_with("set_blur_radius", "blur radius", "postprocess")
-        return refusal or self._do_set_blur_radius(max(scene.radius - 1, 0))
-
-    def _do_set_blur_radius(self, value: int) -> str:
-        scene, refusal = self._set_scene_option("set_blur_radius", "blur radius", "postprocess", value,
-                                                "blur_radius", "radius")
-        if refusal:
-            return refusal
-        shown = "" if scene.filter == "blur" else " (shown with the blur filter: e)"
-        return f"postprocess: blur radius {scene.radius}{shown}"
-
-    def _do_set_local_size(self, value=None) -> str:
-        """``value``: "WxH", "N", "driver", (W, H) or None; checked against the device and the
-        scene's kernels (a refusal is a status line, the old size stays)."""
-        s = self.session
-        try:
-            local = parse_local_size(value) if isinstance(value, str) or value is None else (
-                int(value[0]), int(value[1]))
-            if s.scene is None:
-                return "local size: no scene"
-            s.scene.set_local_size(local)
-        except UsageError as exc:
-            return f"local size refused: {exc.one_line()}"
-        s.cfg = s.cfg.with_(local_size=local)
-        return f"local work size: {'the driver chooses' if local is None else f'{local[0]}x{local[1]}'}"
+            return f"{declared.what} refused: {exc.one_line()}"
+        if declared.keeps:
+            kept = scene.kept_options()
+            self.session.cfg = self.session.cfg.with_(**{f: kept[f] for f in declared.keeps})
+        return status
 
     # -- hazard demonstrations ------------------------------------------------------------------
     def _do_demo(self, demo: str) -> str:
@@ -454,7 +351,7 @@ class Controls:
         right before the kernel, with nothing ordering it before the kernel; its GL pass is timed
         on the frame's record (the timeline's GL row)."""
         s = self.session
-        scene, refusal = self._scene_with("unordered_render", "hazard demo", "postprocess")
+        scene, refusal = self._scene_with(scene_classes()["postprocess"], "hazard demo")
         if refusal:
             return refusal
         scene.unordered_render = not scene.unordered_render
@@ -471,7 +368,7 @@ class Controls:
         skip = s.scheduler.skip if s.scheduler is not None else set()
         on = {"skip_acquire": "acquire" in skip, "skip_release": "release" in skip,
               "sync_none": s.cfg.sync == "none", "wrong_delete_order": False,
-              "unordered_render": bool(getattr(s.scene, "unordered_render", False))}
+              "unordered_render": isinstance(s.scene, scene_classes()["postprocess"]) and s.scene.unordered_render}
         effects = s.backend.hazard_effects if s.backend is not None else {}
         return tuple(DemoView(d.name, d.key, d.title, on[d.name], d.flags, effects.get(d.name, ""))
                      for d in DEMOS)

@@ -351,7 +351,7 @@ class Session:
         raw_gl("glScissor")(x, y, w, h)
         raw_gl("glEnable")(GL.GL_SCISSOR_TEST)
         scene = self.scene
-        if scene is not None and scene.size_kind == "image" and not getattr(scene, "follow_window", False):
+        if scene is not None and scene.size_kind == "image" and not scene.follow_window:
             # an image that keeps its size: undistorted, between bars
             raw_gl("glClearColor")(0.0, 0.0, 0.0, 1.0)
             raw_gl("glClear")(GL.GL_COLOR_BUFFER_BIT)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from app.ui import legend
 from app.ui.bundle import imgui, imgui_ctx
 from app.ui.legend import f4
+from app.ui.panel.widgets import tooltip
 
 RED = f4(legend.ERROR_RGB)
 GREEN = f4(legend.OK_RGB)
@@ -18,8 +19,6 @@ ON = f4(legend.HAZARD_RGB)
 
 def _tip(text: str) -> None:
     if text and imgui.is_item_hovered():
-        from app.ui.panel import tooltip
-
         tooltip(text)
 
 

@@ -1,5 +1,5 @@
-"""The panel model's parts of the Caps, Memory and Lab tabs (``app/ui/model.py``: built only when
-one of those tabs is shown, so this module is imported then, not at start-up; ``app.ui.model``
+"""The parts of the Caps, Memory and Lab tabs (app/ui/tabs/caps.py, memory.py, lab.py: built only
+while one of those tabs is shown, so this module is imported then, not at start-up; ``app.ui.model``
 names them too)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.session.views import CapsView, DemoView
-    from app.ui.model import ClockInfo
+    from app.ui.model.parts import ClockInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,6 @@ class CapsPart:
     clock: ClockInfo
     gl_timer: str  # how GL passes are timed ("every frame", "one frame in 8", why off), and which frames are
     panel_refresh: str
-    memory: MemoryPart | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """The minimal overlay (``--no-panel``): frame time, scene, backend and sync mode, the last error
-and hazard, the last command's status (the full panel is ui/panel.py)."""
+and hazard, the last command's status (the full panel is ui/panel/)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 from app.ui import legend
 from app.ui.bundle import imgui, imgui_ctx
 from app.ui.legend import f4, u32
+from app.ui.panel.widgets import tooltip
 
 DIM = f4(legend.DIM_RGB)
 NOW = (1.00, 1.00, 1.00, 1.0)
@@ -65,8 +66,6 @@ def quote(text: str, cite: str) -> None:
             short, _, source = cite.partition(" (")
             imgui.text_colored(DIM, f"-- {short}")
     if source and imgui.is_item_hovered():
-        from app.ui.panel import tooltip
-
         tooltip(f"quoted from {source.rstrip(')')}")
     bottom = imgui.get_item_rect_max().y
     imgui.unindent(10)

@@ -1,0 +1,209 @@
+"""The timeline of one frame: its lanes, bars and markers on the host clock, in ms from the frame's
+start (``build_timeline``), as the panel draws it.
+
+Times: host phases and CPU waits are ``perf_counter_ns``; CL profiling (device ns) and GL timer
+queries (GL ns) are put on that clock by the offsets of ``app/trace/clock.py``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.schedule.frame import PHASES
+from app.ui.model.owners import TEACH_GAP_NS, owner_spans
+
+# a lane's note on a frame that was not timed (FrameRecord.sampled False); the interval is the run's
+NOT_TIMED = "not timed on this frame (frames shorter than --stamps-ms are timed one per interval)"
+
+# timeline lanes and bar kinds (the panel colours a bar by its kind and name)
+LANE_CPU, LANE_WAIT, LANE_CL, LANE_GL = range(4)  # then one lane per shared object
+KIND_PHASE, KIND_WAIT, KIND_QUEUED, KIND_RUN, KIND_GL, KIND_OWNER, KIND_BOOKKEEPING = range(7)
+CLOCK_HOST, CLOCK_CL, CLOCK_GL = range(3)
+WHERE_PHASE = {"acquire": "acquire", "compute": "compute", "release": "release", "render": "render",
+               "kernel": "compute", "draw": "render", "upload": "render"}
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    name: str
+    kind: str  # "cpu", "wait", "cl", "gl", "object"
+    title: str  # what the lane shows (tooltip)
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A hazard or an error where it happened: its time (ms from the frame's start) and lane."""
+
+    t_ms: float
+    lane: int
+    kind: str  # "hazard" or "error"
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """One frame on the host clock, in ms from its start: a bar per phase, wait, CL command and GL
+    pass, the owner of each shared object over time, and the hazards and errors."""
+
+    frame: int | None
+    in_progress: bool = False
+    current_phase: str = ""  # teaching: the phase that ran last (highlighted)
+    next_phase: str = ""  # teaching: the phase the next step runs
+    lanes: tuple[Lane, ...] = ()
+    lane: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    start: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    end: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    names: tuple[str, ...] = ()
+    markers: tuple[Marker, ...] = ()
+    extent_ms: float = 0.0  # the frame's start to the end of its last event
+    next_ms: float | None = None  # the next frame's start, when it directly followed
+    segment: str = ""  # "scene / backend / sync" the frame ran on
+    notes: tuple[str, ...] = ()  # what is missing and why (GL not timed on this frame ...)
+    cl_note: str = ""  # the CL lane's note (no profile ...), drawn in the lane
+    gl_note: str = ""
+    stepped: bool = False  # the pauses between its phases are drawn shortened
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+
+
+def _nice_label(name: str, scene: str) -> str:
+    """A shared object's lane name: its label without the scene's prefix ("particles.position")."""
+    return name.split(".", 1)[1] if name.startswith(scene + ".") else name
+
+
+class _Bars:
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, int, int, int]] = []  # lane, kind, clock, start ns, end ns
+        self.names: list[str] = []
+
+    def add(self, lane: int, kind: int, clock: int, s: int, e: int, name: str) -> None:
+        self.rows.append((lane, kind, clock, int(s), int(max(e, s))))
+        self.names.append(name)
+
+
+def _compressor(rec):
+    """For a stepped frame: a function mapping host ns to the ns drawn, with each pause between two
+    phases (the user reading) shortened to TEACH_GAP_NS; the phases keep their own durations."""
+    spans = sorted(rec.phases[p] for p in PHASES if p in rec.phases)
+    cuts = [(e0, s1) for (_, e0), (s1, _) in zip(spans, spans[1:]) if s1 - e0 > TEACH_GAP_NS]
+    if not cuts:
+        return None
+    a = np.array([c[0] for c in cuts], np.int64)
+    b = np.array([c[1] for c in cuts], np.int64)
+    removed = np.concatenate([[0], np.cumsum(b - a - TEACH_GAP_NS)])  # removed before cut i: removed[i]
+
+    def shown(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(a, t, side="right")  # cuts that start at or before t
+        i = np.maximum(k - 1, 0)
+        inside = (k > 0) & (t < b[i])
+        after = np.where(k > 0, t - removed[k], t)
+        return np.where(inside, a[i] - removed[i] + np.minimum(t - a[i], TEACH_GAP_NS), after)
+
+    return shown
+
+
+
+def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live: Mapping[str, str] | None = None,
+                   current_phase: str = "", next_phase: str = "", gl_note: str = "", stop=None) -> Timeline:
+    """The timeline of ``rec`` (a FrameRecord), on the host clock, in ms from its start.
+
+    Lanes: the CPU's phases, the CPU's waits, the CL queue (each command's wait in its queue, then
+    its run), the GL passes, and one lane per shared object with who owns it: GL, CL, or a hand-over
+    in flight (an acquire or release enqueued and not complete: from the command's queued stamp to
+    its end stamp). ``live`` (label -> state now) extends the owners of a frame in progress;
+    ``stop`` (a StopView) marks the hazard or error that stopped the run on this frame."""
+    scene = rec.scene
+    labels = rec.owner_labels
+    lanes = [Lane("CPU", "cpu", "the main thread's phases (host clock); the thin bars inside them: glshare reading "
+                                "earlier frames' stamps while the GPU finishes, before a wait"),
+             Lane("CPU wait", "wait", "the CPU blocked: glFinish, clFinish, event waits"),
+             Lane(f"CL {rec.backend}", "cl", f"the CL command queue of {rec.backend}: thin while queued, full while it ran"),
+             Lane("GL", "gl", "GL passes from GL_TIMESTAMP queries")]
+    lanes += [Lane(_nice_label(lab, scene), "object", f"{lab}: who owns it") for lab in labels]
+    bars = _Bars()
+    for name, (s, e) in rec.phases.items():
+        bars.add(LANE_CPU, KIND_PHASE, CLOCK_HOST, s, e, name)
+    for name, s, e in rec.bookkeeping:
+        bars.add(LANE_CPU, KIND_BOOKKEEPING, CLOCK_HOST, s, e, name)
+    for name, s, e in rec.waits:
+        bars.add(LANE_WAIT, KIND_WAIT, CLOCK_HOST, s, e, name)
+    for name, (q, _sub, st, en) in rec.cl_profile.items():
+        if st > q:
+            bars.add(LANE_CL, KIND_QUEUED, CLOCK_CL, q, st, name)
+        bars.add(LANE_CL, KIND_RUN, CLOCK_CL, st, en, name)
+    for name, s, e in rec.gl_passes:
+        bars.add(LANE_GL, KIND_GL, CLOCK_GL, s, e, name)
+
+    cl_off = clock.cl.offset if clock is not None else 0
+    for k, s, e, state in owner_spans(rec, cl_off, in_progress=in_progress, live=live):
+        bars.add(4 + k, KIND_OWNER, CLOCK_HOST, s, e, state)
+
+    arr = np.array(bars.rows, np.int64).reshape(-1, 5)
+    offsets = np.array([0, cl_off, clock.gl.offset if clock is not None else 0], np.int64)
+    start_ns = arr[:, 3] + offsets[arr[:, 2]]
+    end_ns = arr[:, 4] + offsets[arr[:, 2]]
+    squeeze = _compressor(rec) if rec.stepped else None
+    if squeeze is not None:
+        start_ns, end_ns = squeeze(start_ns), squeeze(end_ns)
+    t0 = rec.start_ns
+    start, end = (start_ns - t0) / 1e6, (end_ns - t0) / 1e6
+    markers = _markers(rec, squeeze, end, stop)
+    extent = float(end.max()) if len(end) else 0.0
+    next_ms = None
+    if next_rec is not None and next_rec.index == rec.index + 1 and not rec.stepped:
+        next_ms = (next_rec.start_ns - t0) / 1e6
+    notes = ("stepped frame: the pauses between its phases are drawn 0.2 ms long",) if rec.stepped else ()
+    cl_note = _cl_note(rec, in_progress)
+    return Timeline(rec.index, in_progress, current_phase, next_phase, tuple(lanes), arr[:, 0].copy(),
+                    arr[:, 1].copy(), start, end, tuple(bars.names), tuple(markers), max(extent, 1e-3), next_ms,
+                    f"{rec.scene} / {rec.backend} / {rec.sync}", notes, cl_note, gl_note, rec.stepped)
+
+
+def _markers(rec, squeeze, end: np.ndarray, stop) -> list[Marker]:
+    """The hazards and errors of ``rec`` where they happened (the middle of their phase, on their
+    object's lane), and the stop's; ``end``: the bars' ends (ms), for a stop outside any phase."""
+    t0 = rec.start_ns
+    labels = rec.owner_labels
+    phase_at = {}
+    for name in PHASES:
+        span = rec.phases.get(name)
+        if span is not None:
+            mid = np.array([(span[0] + span[1]) // 2], np.int64)
+            phase_at[name] = float(((squeeze(mid) if squeeze else mid)[0] - t0) / 1e6)
+    markers = []
+    lane_of = {label: 4 + k for k, label in enumerate(labels)}
+    for flag in rec.hazards:
+        phase = WHERE_PHASE.get(flag.where, "")
+        markers.append(Marker(phase_at.get(phase, 0.0), lane_of.get(flag.label, LANE_CPU), "hazard",
+                              f"hazard {flag.case} on {flag.label} ({flag.where})", flag.spec))
+    for err in rec.errors:
+        phase = WHERE_PHASE.get(err.where.removeprefix("profile "), "")
+        markers.append(Marker(phase_at.get(phase, 0.0), LANE_CPU, "error", f"{err.name} in {err.where}",
+                              err.message))
+    if stop is not None:
+        phase = WHERE_PHASE.get(stop.where, "")
+        markers.append(Marker(phase_at.get(phase, float(end.max()) if len(end) else 0.0),
+                              lane_of.get(stop.label, LANE_CPU), "hazard" if stop.case else "error",
+                              f"stopped here: {stop.case or 'error'}{' on ' + stop.label if stop.label else ''}",
+                              stop.spec or stop.reason))
+    return markers
+
+
+def _cl_note(rec, in_progress: bool) -> str:
+    """What the CL lane is missing on ``rec``, and why ("" when it has its bars)."""
+    if rec.unstamped:  # what the driver gave no device stamps: no bar for it, and the lane says why
+        return f"no device stamps from the driver for {', '.join(rec.unstamped)}"
+    if rec.cl_profile:
+        return ""
+    if not rec.sampled:
+        return NOT_TIMED
+    if in_progress or rec.events:
+        return "profiled when the frame's commands complete"
+    return "no command profiled on this frame"

@@ -171,6 +171,33 @@ def test_unordered_render_demo_reads_while_gl_renders(host_copy, gl):
     assert np.array_equal(shown[0][0], shown[1][0]) and not np.array_equal(shown[1][0], shown[2][0])
 
 
+def test_3d_pass_draws_whole_under_a_scissor_and_restores_it(host_copy, gl):
+    """Beside the panel the session scissors the window to the scene's rectangle (and may leave
+    depth test or blending on): the 3-D pass draws its whole image all the same (the scissor test
+    applies to every framebuffer, OpenGL 4.6 core 14.9.2) and leaves each state as it found it."""
+    from OpenGL import GL as PyGL
+
+    scene = PostprocessScene(RunConfig(scene="postprocess", size=(W, H)))
+    scene.build(host_copy, gl.framebuffer_size)
+    try:
+        whole = []
+        for states in ((), (PyGL.GL_SCISSOR_TEST, PyGL.GL_BLEND)):
+            PyGL.glScissor(W - 4, 0, 4, 4)  # a strip at the edge, as beside the panel
+            for cap in states:
+                PyGL.glEnable(cap)
+            scene.render_3d(7, *scene._current_target())
+            for cap in (PyGL.GL_SCISSOR_TEST, PyGL.GL_BLEND, PyGL.GL_DEPTH_TEST):
+                assert bool(PyGL.glIsEnabled(cap)) == (cap in states), hex(cap)
+            assert tuple(PyGL.glGetIntegerv(PyGL.GL_SCISSOR_BOX)) == (W - 4, 0, 4, 4)
+            for cap in states:
+                PyGL.glDisable(cap)
+            whole.append(scene.rendered.gl.read())
+            scene.render_3d(0, *scene._current_target())  # another image in between
+        assert np.array_equal(whole[0], whole[1])  # the same image 7, every pixel
+    finally:
+        scene.teardown()
+
+
 # -- external_memory's texture code, its imports stood in for ---------------------------------------
 def _plain_imports_backend():
     """external_memory with plain GL and CL buffers instead of imported memory (PoCL imports

@@ -111,6 +111,7 @@ class Session:
             self._stack.callback(self._teardown)
             self.clock = ClockMap.calibrate(self.choice.device, self.backend.queue)
             self.history.on_harvested = self.clock.observe_frame  # each record's stamps, once
+            self.history.clock = self.clock  # and checked for races against it (app/schedule/races.py)
         except BaseException:
             self._stack.close()
             raise

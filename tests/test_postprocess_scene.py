@@ -156,8 +156,15 @@ def test_unordered_render_demo_reads_while_gl_renders(host_copy, gl):
         backend.tracker.strict = True
         sched.close()
         scene.teardown()
+    from app.ui.model import build_timeline
+
     for rec, (before, tex), frame_rendered, frame in zip(recs, shown, rendered_in_frame, range(1, 4)):
         assert [f.case for f in rec.hazards] == ["gl_use_while_acquired"], rec.hazards
+        # the panel's mark sits in the compute phase, where the pass ran (it sat at 0 ms: its place
+        # was looked up by a phase name with no entry)
+        (mark,) = [m for m in build_timeline(rec, None).markers if m.kind == "hazard"]
+        cs, ce = ((t - rec.start_ns) / 1e6 for t in rec.phases["compute"])
+        assert cs <= mark.t_ms <= ce and "during the kernel" in mark.title, (mark, cs, ce)
         assert rec.hazards[0].label == "postprocess.rendered"
         assert frame_rendered == frame  # rendered during this frame's compute
         assert np.array_equal(tex, reference.sobel(before))  # CL filtered the copy made before GL's pass

@@ -150,7 +150,7 @@ def dump(rt, live) -> dict:
     d = {"fb": list(rt.session.surface.framebuffer_size), "rss_mb": rss_mb(), "live": live.snapshot(),
          "redraws": ui.redraws, "loop_errors": [e.message for e in rt.session.history.loop_errors],
          "loop_errors_total": rt.session.history.loop_errors_total, "status": rt.session.status,
-         "paused": rt.session.paused, "teaching": rt.session.stepper.active, "frame": rt.session.frame,
+         "paused": rt.session.paused, "quit_requested": rt.controls.close_requested, "teaching": rt.session.stepper.active, "frame": rt.session.frame,
          "layer_rects": [list(r) for r in (layer.rects if layer is not None else [])],
          "layer_size": list(layer.size) if layer is not None and hasattr(layer, "fb_size") else (
              list(layer.size) if layer is not None else None),

@@ -39,7 +39,9 @@ class Folded:
             if len(self.entries) >= self.limit:
                 self.other += 1
                 return
-            entry = self.entries[key] = {**fields, "first_frame": frame, "last_frame": frame, "count": 0}
+            # "frame": the first, as the report's unfolded entries named it (schema 2)
+            entry = self.entries[key] = {**fields, "frame": frame, "first_frame": frame, "last_frame": frame,
+                                         "count": 0}
         entry["count"] += 1
         entry["last_frame"] = frame
         for k, v in fields.items():  # the newest details (an error's message)
@@ -47,7 +49,8 @@ class Folded:
                 entry[k] = v
 
     def add_hazard(self, flag) -> None:
-        fields = {"case": flag.case, "kind": flag.kind, "object": flag.label, "where": flag.where, "spec": flag.spec}
+        fields = {"case": flag.case, "kind": flag.kind, "object": flag.label, "label": flag.label,
+                  "where": flag.where, "spec": flag.spec}
         if isinstance(flag, RaceFlag):  # a race: both intervals (the last one seen)
             fields["last"] = flag.as_dict()
         self.add((flag.case, flag.label, flag.where), flag.frame, fields)

@@ -57,3 +57,24 @@ def test_postprocess_moves_beside_the_panel_and_matches_headless(tmp_path):
     assert want.shape == b.shape, (want.shape, b.shape)
     differ = np.abs(want.astype(int) - b.astype(int)).max(-1)
     assert differ.max() <= 1 and (differ == 0).mean() >= 0.999, (int(differ.max()), float((differ == 0).mean()))
+
+
+def test_escape_closes_an_open_combo_before_it_quits(tmp_path):
+    """Esc with a combo open closes the combo and the run goes on (it quit, the run and its state
+    gone); a second Esc, nothing open, quits as before."""
+    scenario = tmp_path / "scenario.json"
+    steps = [["ticks", 15], ["click", "@option_view"], ["ticks", 6], ["dump", "open"], ["key", "Escape"],
+             ["ticks", 6], ["dump", "closed"], ["key", "Escape"], ["ticks", 2], ["dump", "quit"]]
+    scenario.write_text(json.dumps({"run": {"scene": "particles", "size": 16384, "panel_hz": 0}, "steps": steps}))
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
+    res = subprocess.run([sys.executable, str(ROOT / "tests" / "window_driver.py"), str(scenario), str(tmp_path)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    d = json.loads((tmp_path / "results.json").read_text())
+
+    def popups(name):
+        return [w[0] for w in d[name]["imgui_windows"] if w[0].startswith("##Combo")]
+
+    assert popups("open") and not d["open"]["quit_requested"], d["open"]["imgui_windows"]
+    assert not popups("closed") and not d["closed"]["quit_requested"], d["closed"]["imgui_windows"]
+    assert d["quit"]["quit_requested"]

@@ -248,3 +248,21 @@ def test_the_reports_totals_are_the_panels_counts(gl):
     assert snap.hazards.total == report["hazards_total"] > 0
     assert snap.errors.total == report["errors_total"] == 1
     assert sum(h["count"] for h in report["hazards"]) == report["hazards_total"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scene", ["postprocess", "image"])
+def test_sync_none_shows_the_races_on_the_gpu(tmp_path, scene):
+    """The GPU machine (NVIDIA, external_memory): --sync none shows races from the stamps (0 hazards
+    on every scene before), --sync finish none; what the stamps cannot show there is said."""
+    found = {}
+    for sync in ("none", "finish"):
+        report = tmp_path / f"{sync}.json"
+        res = run_glshare("run", "--headless", "--scene", scene, "--sync", sync, "--frames", "60", "--quiet",
+                          "--cl-device", "NVIDIA", "--report", str(report), "--trace", str(tmp_path / f"{sync}.t.json"))
+        assert res.returncode == 0, res.stderr[-2000:]
+        r = json.loads(report.read_text())
+        assert r["races"]["frames_checked"] >= 50, r["races"]
+        found[sync] = r["races"]
+        assert _bad_pairs(json.loads((tmp_path / f"{sync}.t.json").read_text())) == []
+    assert found["none"]["found"] >= 1 and found["finish"]["found"] == 0, found

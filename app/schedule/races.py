@@ -18,7 +18,10 @@ on the host clock (app/trace/clock.py, whose ``uncertainty_ns`` bounds the error
 A race is reported only where the overlap is larger than the two clocks' uncertainty together.
 What cannot be seen is said (``blind``): a frame not timed, a command without device stamps, a
 batch stamped as one span (the release has no END of its own: the kernel's stands in), GL passes
-not timed.
+not timed. A frame is checked once, when its CL stamps are read (RunHistory.harvested), so that
+the panel, which folds a frame's findings once its CL events are read, counts what the report
+counts; GL passes whose results come in later than that count as not timed (software GL times one
+frame in a few and reads it later; ``--trace`` times every frame).
 """
 from __future__ import annotations
 

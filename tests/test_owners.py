@@ -266,3 +266,14 @@ def test_sync_none_shows_the_races_on_the_gpu(tmp_path, scene):
         found[sync] = r["races"]
         assert _bad_pairs(json.loads((tmp_path / f"{sync}.t.json").read_text())) == []
     assert found["none"]["found"] >= 1 and found["finish"]["found"] == 0, found
+
+
+def test_owners_at_the_boundaries_are_the_lanes_states():
+    """What the Owners table should show (a UI change still to make: it reads the CPU's samples):
+    at the release boundary of a frame whose release is still running, the hand-over, not GL."""
+    from app.schedule.owners import owners_at_boundaries
+
+    late = _frame(0, 0, release=(4200, 8000))  # --sync none: the release command ends after the phase
+    assert owners_at_boundaries(late) == [("start", (GL,)), ("acquire", (CL,)), ("compute", (CL,)),
+                                          ("release", (TO_GL,)), ("render", (GL,))]
+    assert [o for _b, _t, o in late.owners][3] == ("gl",)  # the CPU's sample said GL

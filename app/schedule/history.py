@@ -159,8 +159,7 @@ class RunHistory:
             self.races.blind.update(check.blind)
             if check.races:
                 self.races.found += len(check.races)
-                rec.hazards.extend(check.races)
-                self.totals["hazards"] += len(check.races)
+                rec.hazards.extend(check.races)  # (``totals`` counts the tracker's; ``hazards`` folds both)
         self._prev = rec
         for flag in rec.hazards:
             self.hazards.add_hazard(flag)

@@ -214,6 +214,24 @@ def owner_spans(rec, cl_offset: int = 0, *, in_progress: bool = False,
             for iv in owner_intervals(rec, cl_offset, in_progress=in_progress, live=live)]
 
 
+def owners_at_boundaries(rec, cl_offset: int = 0) -> list[tuple[str, tuple[str, ...]]]:
+    """(boundary, state per object) at each of ``rec.owners``' boundaries, read from the intervals
+    (the state the stamps give at the boundary's host time, a hand-over still in flight included):
+    what the panel's Owners table shows, so that it agrees with the lanes."""
+    ivs = owner_intervals(rec, cl_offset)
+    by_obj: dict[int, list[OwnerInterval]] = {}
+    for iv in ivs:
+        by_obj.setdefault(iv.obj, []).append(iv)
+    out = []
+    for boundary, t, _owners in rec.owners:
+        states = []
+        for k in range(len(rec.owner_labels)):
+            inside = [iv for iv in by_obj.get(k, ()) if iv.start_ns <= t < iv.end_ns]
+            states.append(inside[0].state if inside else by_obj[k][-1].state if by_obj.get(k) else "?")
+        out.append((boundary, tuple(states)))
+    return out
+
+
 def owner_summary(intervals: Iterable[OwnerInterval]) -> dict:
     """Per object: microseconds in each state, the number of intervals, and how many of them came
     from device stamps, from a batch's span or from CPU times (the report's ``owners``)."""

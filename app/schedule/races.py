@@ -110,7 +110,9 @@ def find_races(rec, prev, cl_offset: int, gl_offset: int, uncertainty_ns: int) -
         blind.append("GL passes not timed")
     if release is None or release[2] not in (DEVICE, BATCH):
         blind.append("no device stamps for the release")
-    elif first_cl is not None and passes:
+    elif first_cl is None:
+        blind.append("no device stamps for the acquire or the kernel")
+    elif passes:
         held_from = rec.cl_profile[first_cl][2] + cl_offset
         held = (f"{'acquire' if first_cl == 'acquire' else 'kernel'} start to release end", held_from, release[1])
         for gl in passes:

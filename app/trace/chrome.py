@@ -8,8 +8,6 @@ timeline has one lane each:
   the CPU's calls (``enqueue acquire``, ``enqueue kernel``, ``enqueue release + wait``, ``render
   (GL calls)``, ``panel (UI drawn)``: app/trace/names.py) and the CPU waits (glFinish, clFinish, ...)
   inside those; the errors recorded on a frame as instant events where their phase ran;
-- ``CPU bookkeeping``: glshare's reads of earlier frames' stamps, which run inside a wait's window
-  and may straddle its ends (a track of their own keeps every track's slices nested);
 - ``CL queue <backend>``: one per backend, across its rebuilds (each set-up makes its own queue,
   ``args.segment`` says which): the device's execution of the CL commands, ``acquire command``,
   ``kernel``, ``release command``, from their
@@ -62,7 +60,6 @@ log = logging.getLogger(__name__)
 PID = 1
 TID_CPU = 1
 TID_GL = 2
-TID_BOOKKEEPING = 3
 TID_CL_BASE = 10
 TID_OWNER_BASE = 100
 CL_COMMANDS = ("acquire", "compute", "release")
@@ -140,8 +137,7 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
     clock = clock or ClockMap()
     events: list[dict] = [{"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "glshare"}}]
     events += _meta(TID_CPU, "CPU main thread", 0)
-    events += _meta(TID_BOOKKEEPING, "CPU bookkeeping", 1)
-    events += _meta(TID_GL, "GL", 2)
+    events += _meta(TID_GL, "GL", 1)
     other = {**(meta or {}), "clock": clock.as_dict(), "names": NAMES}
     if not records:
         return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
@@ -187,7 +183,7 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
             wait_ev.append((phase, ev))
             events.append(ev)
         for name, s, e in rec.bookkeeping:  # glshare's reads of earlier frames' stamps, inside a wait's window
-            events.append(_x(name, "cpu.bookkeeping", TID_BOOKKEEPING, _us(s, base), (e - s) / 1e3, {"frame": f}))
+            events.append(_x(name, "cpu.bookkeeping", TID_CPU, _us(s, base), (e - s) / 1e3, {"frame": f}))
         cl_ev = {}
         for name, (q, sub, st, en) in rec.cl_profile.items():
             args = {"frame": f, "command": name, "segment": rec.segment, "queued_ns": q, "submit_ns": sub,

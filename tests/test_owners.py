@@ -277,3 +277,16 @@ def test_owners_at_the_boundaries_are_the_lanes_states():
     assert owners_at_boundaries(late) == [("start", (GL,)), ("acquire", (CL,)), ("compute", (CL,)),
                                           ("release", (TO_GL,)), ("render", (GL,))]
     assert [o for _b, _t, o in late.owners][3] == ("gl",)  # the CPU's sample said GL
+
+
+def test_a_copy_a_frame_does_not_use_keeps_its_owner_until_used_again():
+    """Frames in flight on copies: frame 1 uses copy b, frames 0 and 2 copy a; a's lane has no gap
+    over frame 1 (GL kept it), and the two tracks never overlap themselves."""
+    recs = [_frame(0, 0), _frame(1, 10_000), _frame(2, 20_000)]
+    recs[1].owner_labels = ("b",)
+    ivs = owner_timeline(recs)
+    a = [iv for iv in ivs if iv.label == "a"]
+    for x, y in zip(a, a[1:]):
+        assert y.start_ns == x.end_ns, (x, y)
+    gap = next(iv for iv in a if iv.start_ns <= 15_000 < iv.end_ns)
+    assert gap.state == GL and gap.frame == 0

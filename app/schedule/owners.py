@@ -174,8 +174,10 @@ def first_change_ns(rec, cl_offset: int = 0) -> int | None:
 
 def owner_timeline(records: Iterable, cl_offset: int = 0) -> list[OwnerInterval]:
     """The intervals of ``records`` (consecutive frames, oldest first) as one continuous timeline
-    per object within each set-up (``FrameRecord.segment``): each frame's last owner runs to the next frame's first change, and an interval that
-    goes on across frames in the same state is one interval (the frame that began it)."""
+    per object within each set-up (``FrameRecord.segment``): each frame's last owner runs to the
+    next frame's first change, an object a frame does not use (frames in flight on copies) keeps its
+    owner until a frame uses it again, and an interval that goes on across frames in the same
+    state is one interval (the frame that began it)."""
     records = list(records)
     out: list[OwnerInterval] = []
     last: dict[str, int] = {}  # label -> index in ``out`` of its newest interval
@@ -186,11 +188,14 @@ def owner_timeline(records: Iterable, cl_offset: int = 0) -> list[OwnerInterval]
         if nxt is not None and nxt.segment == rec.segment and nxt.owner_labels == rec.owner_labels:
             first = first_change_ns(nxt, cl_offset)
             until = first if first is not None else nxt.start_ns
-        start = min((resume[label] for label in rec.owner_labels if label in resume), default=None)
-        for iv in owner_intervals(rec, cl_offset, start_ns=start, until_ns=until):
-            begin = max(iv.start_ns, resume.get(iv.label, iv.start_ns))
-            if iv.end_ns <= begin and last.get(iv.label) is not None:
+        begun: set[str] = set()
+        for iv in owner_intervals(rec, cl_offset, until_ns=until):
+            # an object's first interval of the frame starts where its last one ended (no gap)
+            begin = resume[iv.label] if iv.label in resume and iv.label not in begun else \
+                max(iv.start_ns, resume.get(iv.label, iv.start_ns))
+            if iv.end_ns <= begin and iv.label in last:
                 continue  # nothing left of it (a change that ended where the next began)
+            begun.add(iv.label)
             iv = OwnerInterval(iv.obj, iv.label, iv.state, begin, max(iv.end_ns, begin), iv.frame, iv.source, iv.note)
             j = last.get(iv.label)
             if j is not None and out[j].state == iv.state and out[j].end_ns == iv.start_ns:

@@ -125,7 +125,7 @@ def test_write_trace_control(small_runtime, tmp_path):
     assert rt.session.status == f"wrote trace {tmp_path / 'button.json'}"  # the absolute path, shown
     trace = json.loads((tmp_path / "button.json").read_text())
     names = {e["name"] for e in trace["traceEvents"] if e["ph"] == "X"}
-    assert {"acquire", "compute", "release"} <= names
+    assert {"enqueue acquire", "enqueue kernel", "kernel", "release command"} <= names
     model = panel_snapshot(rt)
     assert model.controls.trace_path.endswith("button.json") and model.header.status.endswith("button.json")
     tl = model.timeline

@@ -156,8 +156,15 @@ def test_unordered_render_demo_reads_while_gl_renders(host_copy, gl):
         backend.tracker.strict = True
         sched.close()
         scene.teardown()
+    from app.ui.model import build_timeline
+
     for rec, (before, tex), frame_rendered, frame in zip(recs, shown, rendered_in_frame, range(1, 4)):
         assert [f.case for f in rec.hazards] == ["gl_use_while_acquired"], rec.hazards
+        # the panel's mark sits in the compute phase, where the pass ran (it sat at 0 ms: its place
+        # was looked up by a phase name with no entry)
+        (mark,) = [m for m in build_timeline(rec, None).markers if m.kind == "hazard"]
+        cs, ce = ((t - rec.start_ns) / 1e6 for t in rec.phases["compute"])
+        assert cs <= mark.t_ms <= ce and "during the kernel" in mark.title, (mark, cs, ce)
         assert rec.hazards[0].label == "postprocess.rendered"
         assert frame_rendered == frame  # rendered during this frame's compute
         assert np.array_equal(tex, reference.sobel(before))  # CL filtered the copy made before GL's pass
@@ -169,6 +176,33 @@ def test_unordered_render_demo_reads_while_gl_renders(host_copy, gl):
     # filters image n - 1: GL's image of this frame reaches CL only at the next acquire
     assert held == [1, 1, 2]
     assert np.array_equal(shown[0][0], shown[1][0]) and not np.array_equal(shown[1][0], shown[2][0])
+
+
+def test_3d_pass_draws_whole_under_a_scissor_and_restores_it(host_copy, gl):
+    """Beside the panel the session scissors the window to the scene's rectangle (and may leave
+    depth test or blending on): the 3-D pass draws its whole image all the same (the scissor test
+    applies to every framebuffer, OpenGL 4.6 core 14.9.2) and leaves each state as it found it."""
+    from OpenGL import GL as PyGL
+
+    scene = PostprocessScene(RunConfig(scene="postprocess", size=(W, H)))
+    scene.build(host_copy, gl.framebuffer_size)
+    try:
+        whole = []
+        for states in ((), (PyGL.GL_SCISSOR_TEST, PyGL.GL_BLEND)):
+            PyGL.glScissor(W - 4, 0, 4, 4)  # a strip at the edge, as beside the panel
+            for cap in states:
+                PyGL.glEnable(cap)
+            scene.render_3d(7, *scene._current_target())
+            for cap in (PyGL.GL_SCISSOR_TEST, PyGL.GL_BLEND, PyGL.GL_DEPTH_TEST):
+                assert bool(PyGL.glIsEnabled(cap)) == (cap in states), hex(cap)
+            assert tuple(PyGL.glGetIntegerv(PyGL.GL_SCISSOR_BOX)) == (W - 4, 0, 4, 4)
+            for cap in states:
+                PyGL.glDisable(cap)
+            whole.append(scene.rendered.gl.read())
+            scene.render_3d(0, *scene._current_target())  # another image in between
+        assert np.array_equal(whole[0], whole[1])  # the same image 7, every pixel
+    finally:
+        scene.teardown()
 
 
 # -- external_memory's texture code, its imports stood in for ---------------------------------------

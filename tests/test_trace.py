@@ -47,30 +47,31 @@ def test_trace_is_valid_trace_event_json(trace):
         assert e["pid"] == 1 and e["tid"] in threads, e
         assert isinstance(e["args"]["frame"], int), e
     names = {e["name"] for e in complete}
-    for prefix in ("acquire", "compute", "release", "gl"):
-        assert any(n.startswith(prefix) for n in names), prefix
+    for name in ("enqueue acquire", "enqueue kernel", "enqueue release + wait", "kernel", "release command"):
+        assert name in names, name
+    assert any(n.startswith("gl") for n in names)
     by_tid = collections.Counter(threads[e["tid"]].split()[0] for e in complete)
     assert by_tid["CPU"] >= FRAMES * 5 and by_tid["GL"] >= FRAMES, by_tid  # --trace: GL timed every frame
     cl_names = collections.Counter(e["name"] for e in complete if threads[e["tid"]].startswith("CL"))
-    assert cl_names["compute"] == cl_names["release"] == FRAMES, cl_names
+    assert cl_names["kernel"] == cl_names["release command"] == FRAMES, cl_names
     # host_copy copies in only what GL wrote since CL's last copy: the initial upload, once, at frame 0;
     # every later acquire enqueues nothing (no CL event)
     # (a command the driver gave no stamps, NVIDIA's marker, has no CL slice: the frame's args name it)
     unstamped = {e["args"]["frame"]: set(e["args"]["cl_unstamped"]) for e in complete if e["cat"] == "cpu.frame"}
     stamped_acquire = [0] if "acquire" not in unstamped[0] else []
     n_unstamped = sum(len(u) for u in unstamped.values())
-    acquires = [e["args"]["frame"] for e in complete if e["name"] == "acquire" and threads[e["tid"]].startswith("CL")]
+    acquires = [e["args"]["frame"] for e in complete if e["name"] == "acquire command" and threads[e["tid"]].startswith("CL")]
     assert acquires == stamped_acquire and by_tid["CL"] == 2 * FRAMES + 1 - n_unstamped, (acquires, by_tid)
     # flows: every start has its finish with the same id, and they join different tracks
     starts = {e["id"]: e for e in events if e["ph"] == "s"}
     ends = {e["id"]: e for e in events if e["ph"] == "f"}
     assert starts and starts.keys() == ends.keys()
     kinds = collections.Counter(e["name"] for e in starts.values())
-    assert kinds["release -> gl"] == FRAMES - sum("release" in u for u in unstamped.values())
+    assert kinds["release command -> gl"] == FRAMES - sum("release" in u for u in unstamped.values())
     # the wait joins CL's first command: the acquire, else the kernel
-    assert (kinds["glFinish -> acquire"], kinds["glFinish -> compute"]) == (len(stamped_acquire),
-                                                                          FRAMES - len(stamped_acquire)), kinds
-    assert kinds["release -> clFinish"] == FRAMES
+    assert (kinds["glFinish -> acquire command"], kinds["glFinish -> kernel"]) == (len(stamped_acquire),
+                                                                                  FRAMES - len(stamped_acquire)), kinds
+    assert kinds["release command -> clFinish"] == FRAMES
     for fid, s in starts.items():
         f = ends[fid]
         assert f["bp"] == "e" and s["tid"] != f["tid"] and f["ts"] >= s["ts"], (s, f)
@@ -87,9 +88,9 @@ def test_trace_has_acquire_compute_release_in_order_every_frame(trace):
             continue
         track = threads[e["tid"]]
         if track.startswith("CL queue"):
-            cl[e["args"]["frame"]][e["name"]] = e
-        elif track == "CPU main thread":
-            cpu[e["args"]["frame"]][e["name"]] = e
+            cl[e["args"]["frame"]][e["args"]["command"]] = e
+        elif track == "CPU main thread" and e["cat"] == "cpu.phase":
+            cpu[e["args"]["frame"]][e["args"]["phase"]] = e
     unstamped = {e["args"]["frame"]: set(e["args"]["cl_unstamped"]) for e in trace["traceEvents"]
                  if e.get("cat") == "cpu.frame"}
     assert sorted(cl) == sorted(cpu) == list(range(FRAMES))
@@ -252,15 +253,15 @@ def test_build_trace_links_release_to_gl_and_waits():
     ev = trace["traceEvents"]
     # the queued stamps inside the host phases alone pin the offset down to a few us
     assert abs(clock.cl.offset - off) <= clock.cl.uncertainty_ns <= 5_000
-    cl_acq = next(e for e in ev if e["ph"] == "X" and e["name"] == "acquire" and e["cat"] == "cl")
+    cl_acq = next(e for e in ev if e["ph"] == "X" and e["name"] == "acquire command" and e["cat"] == "cl")
     want = (1_018_000 - off + clock.cl.offset - rec.start_ns) / 1e3
     assert cl_acq["ts"] == pytest.approx(want, abs=0.002) and cl_acq["dur"] == pytest.approx(1.0)
     assert cl_acq["args"]["frame"] == 7 and cl_acq["args"]["start_ns"] == 1_018_000 - off
     flows = {e["name"]: e for e in ev if e["ph"] == "s"}
-    assert set(flows) == {"release -> gl", "glFinish -> acquire", "release -> clFinish"}
+    assert set(flows) == {"release command -> gl", "glFinish -> acquire command", "release command -> clFinish"}
     finish = {e["id"]: e for e in ev if e["ph"] == "f"}
     gl_pass = next(e for e in ev if e["ph"] == "X" and e["name"] == "gl render")
-    f = finish[flows["release -> gl"]["id"]]
+    f = finish[flows["release command -> gl"]["id"]]
     assert f["tid"] == gl_pass["tid"] and gl_pass["ts"] <= f["ts"] <= gl_pass["ts"] + gl_pass["dur"]
     json.dumps(trace)  # serializable as is
 
@@ -489,9 +490,9 @@ def test_harvest_reads_up_to_the_newest_complete_event(host_copy, surface):
 
 
 def test_owner_spans_follow_the_samples_and_the_hand_over_commands():
-    """GL until the acquire's queued stamp, GL -> CL until its end, CL until the release's queued
-    stamp, CL -> GL until its end, then GL to the frame's end; an object whose owner never changes
-    is GL throughout; an acquire with no CL command hands over at once."""
+    """GL until the acquire command's START stamp, GL -> CL until its END, CL until the release
+    command's START, CL -> GL until its END, then GL to the frame's end; an object whose owner never
+    changes is GL throughout; an acquire with no device stamps hands over over the CPU's call."""
     from app.ui.model import owner_spans
 
     rec = FrameRecord(3, "particles", "host_copy", "finish", start_ns=1000, end_ns=9000)
@@ -504,12 +505,12 @@ def test_owner_spans_follow_the_samples_and_the_hand_over_commands():
     rec.cl_profile = {"acquire": (1500 - off, 1600 - off, 1700 - off, 1900 - off),
                       "release": (4000 - off, 4100 - off, 4200 - off, 6000 - off)}
     spans = owner_spans(rec, off)
-    assert [s for s in spans if s[0] == 0] == [(0, 1000, 1500, "GL"), (0, 1500, 1900, "GL -> CL"),
-                                               (0, 1900, 4000, "CL"), (0, 4000, 6000, "CL -> GL"),
+    assert [s for s in spans if s[0] == 0] == [(0, 1000, 1700, "GL"), (0, 1700, 1900, "GL -> CL"),
+                                               (0, 1900, 4200, "CL"), (0, 4200, 6000, "CL -> GL"),
                                                (0, 6000, 9500, "GL")]
     assert [s for s in spans if s[0] == 1] == [(1, 1000, 9500, "GL")]
     del rec.cl_profile["acquire"]
-    assert [s for s in owner_spans(rec, off) if s[0] == 0][:2] == [(0, 1000, 2000, "GL"), (0, 2000, 4000, "CL")]
+    assert [s for s in owner_spans(rec, off) if s[0] == 0][:2] == [(0, 1000, 2000, "GL -> CL"), (0, 2000, 4200, "CL")]
 
 
 def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
@@ -536,18 +537,21 @@ def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
     events = trace["traceEvents"]
     owner_tid = {name.removeprefix("owner "): tid for tid, name in threads.items() if name.startswith("owner ")}
     assert set(owner_tid) == {"particles.position", "particles.color"}
-    spans = collections.defaultdict(list)
-    for e in events:
-        if e["ph"] == "X" and e["cat"] == "owner":
-            spans[(e["tid"], e["args"]["frame"])].append(e)
-    for frame in range(7):
-        for label, tid in owner_tid.items():
-            got = spans[(tid, frame)]
-            assert got and all(e["name"] in (legend.GL, legend.CL, legend.TO_CL, legend.TO_GL) for e in got)
-            for a, b in zip(got, got[1:]):  # one after the other, no gap, no overlap
-                assert b["ts"] == pytest.approx(a["ts"] + a["dur"], abs=0.002), (frame, label)
-    skipped = [f for f in range(3, 6) if spans[(owner_tid["particles.color"], f)][-1]["name"] == legend.CL]
-    assert skipped == [3, 4, 5]  # no release: CL keeps the objects to the frame's end
+    tracks = {label: sorted((e for e in events if e["ph"] == "X" and e["cat"] == "owner" and e["tid"] == tid),
+                            key=lambda e: e["ts"]) for label, tid in owner_tid.items()}
+    for label, got in tracks.items():
+        assert got and all(e["name"] in (legend.GL, legend.CL, legend.TO_CL, legend.TO_GL) for e in got)
+        assert {e["args"]["frame"] for e in got} <= set(range(7))
+        for a, b in zip(got, got[1:]):  # one after the other across the frames, no gap, no overlap
+            assert b["ts"] == pytest.approx(a["ts"] + a["dur"], abs=0.002), label
+    render = {e["args"]["frame"]: e for e in events if e.get("cat") == "cpu.phase" and e["args"]["phase"] == "render"}
+
+    def owner_at(label: str, ts: float) -> str:
+        return next(e["name"] for e in tracks[label] if e["ts"] <= ts <= e["ts"] + e["dur"])
+
+    # no release on frames 3 to 5: CL keeps the objects through their render phases
+    skipped = [f for f in range(7) if owner_at("particles.color", render[f]["ts"] + render[f]["dur"] / 2) == legend.CL]
+    assert skipped == [3, 4, 5]
     hazards = [e for e in events if e["ph"] == "i" and e["cat"] == "hazard"]
     assert {e["args"]["case"] for e in hazards} >= {"gl_use_while_acquired", "double_acquire"}
     assert all(e["tid"] == owner_tid[e["args"]["object"]] and e["s"] == "t" for e in hazards)
@@ -560,9 +564,9 @@ def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
     # what host_copy really copied: both buffers at each release (and GL -> CL too where GL had written
     # them: the start state), nothing where the release was skipped
     assert set(moved) <= {0, 2 * 1024 * 16, 4 * 1024 * 16} and moved.count(0) == 3
-    phases = [e for e in events if e["ph"] == "X" and e["cat"] == "cpu.phase" and e["name"] in legend.TRACE_CNAME]
-    assert phases and all(e["cname"] == legend.TRACE_CNAME[e["name"]] for e in phases)
-    assert trace["otherData"]["legend"] == legend.legend()
+    # Perfetto ignores cname: the tracks and names keep GL and CL apart, and the trace says what they mean
+    assert not any("cname" in e for e in events)
+    assert set(trace["otherData"]["names"]["owners"]) == {legend.GL, legend.CL, legend.TO_CL, legend.TO_GL}
 
 
 # -- the report -------------------------------------------------------------------------------------
@@ -716,7 +720,7 @@ def test_a_command_the_driver_gave_no_stamps_has_no_device_time(host_copy, surfa
     assert stats["cl_device_us"]["compute"]["median"] > 0
     trace = build_trace(recs, ClockMap())
     cl_names = {e["name"] for e in trace["traceEvents"] if e.get("cat") == "cl"}
-    assert "release" not in cl_names and "compute" in cl_names
+    assert "release command" not in cl_names and "kernel" in cl_names
     frames = [e for e in trace["traceEvents"] if e.get("cat") == "cpu.frame"]
     assert [e["args"]["cl_unstamped"] for e in frames] == [list(r.unstamped) for r in recs]
 

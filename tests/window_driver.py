@@ -7,7 +7,8 @@ and clicks (XTEST), so the events arrive as a user's would: through X, GLFW and 
 Verbs: ``ticks N``; ``key K`` (xdotool key names); ``move X Y`` / ``click X Y [BUTTON]`` (window
 coordinates); ``wheel X Y up|down N``; ``resize W H``; ``shot NAME`` (the back buffer of the next
 frame, before its swap); ``dump NAME`` (what the panel showed: header, timeline, owners, where it
-drew some texts, the layer's rectangles, live objects, RSS, errors).
+drew some texts, the layer's rectangles, live objects, RSS, errors); ``texture NAME`` (the scene's shown
+image, its ``out`` texture, as PNG, and the frame it shows).
 """
 from __future__ import annotations
 
@@ -113,6 +114,10 @@ def main(scenario_path: str, out_dir: str) -> int:
                 want_shot.append(True)
                 tick()
                 write_png(out / f"{args[0]}.png", shots.pop()[:, :, :3])
+            elif verb == "texture":  # the scene's shown image (its ``out`` texture) and the frame it shows
+                scene = rt.session.scene
+                write_png(out / f"{args[0]}.png", scene.out.gl.read()[:, :, :3])
+                results[args[0]] = {"shown_frame": scene.shown_frame, "frame": rt.session.frame}
             elif verb == "dump":
                 results[args[0]] = dump(rt, live)
             else:
@@ -145,7 +150,7 @@ def dump(rt, live) -> dict:
     d = {"fb": list(rt.session.surface.framebuffer_size), "rss_mb": rss_mb(), "live": live.snapshot(),
          "redraws": ui.redraws, "loop_errors": [e.message for e in rt.session.history.loop_errors],
          "loop_errors_total": rt.session.history.loop_errors_total, "status": rt.session.status,
-         "paused": rt.session.paused, "teaching": rt.session.stepper.active, "frame": rt.session.frame,
+         "paused": rt.session.paused, "quit_requested": rt.controls.close_requested, "teaching": rt.session.stepper.active, "frame": rt.session.frame,
          "layer_rects": [list(r) for r in (layer.rects if layer is not None else [])],
          "layer_size": list(layer.size) if layer is not None and hasattr(layer, "fb_size") else (
              list(layer.size) if layer is not None else None),

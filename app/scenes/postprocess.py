@@ -70,6 +70,8 @@ TURN_PER_FRAME = 0.025  # radians the big cube turns each frame
 LIGHT_DIR = np.array([-0.35, 0.8, 0.5]) / np.linalg.norm([-0.35, 0.8, 0.5])  # from above, on the camera side
 BACKGROUND = (0.10, 0.12, 0.18, 1.0)
 UNORDERED_PASS = "gl 3-D pass during the kernel"
+# the capabilities the 3-D pass switches: each put back as the caller had it
+PASS_CAPS = (GL.GL_SCISSOR_TEST, GL.GL_DEPTH_TEST, GL.GL_BLEND)
 
 
 # -- geometry -------------------------------------------------------------------------------------
@@ -312,11 +314,18 @@ class PostprocessScene(Scene):
 
     def render_3d(self, frame: int, target: int, viewport: tuple[int, int, int, int]) -> None:
         """Render 3-D image ``frame`` into postprocess.rendered (GL must own it), then bind
-        ``target`` and ``viewport`` again. Marks the texture changed for the backend."""
+        ``target`` and ``viewport`` again. Marks the texture changed for the backend.
+
+        The pass sets every GL state it depends on and restores what it changed: the caller's
+        scissor (beside the panel the session scissors the window to the scene's rectangle, and
+        the scissor test applies to every framebuffer, glClear included: OpenGL 4.6 core, 14.9.2
+        and 17.4.3), depth test and blending are put back as found."""
         w, h = self.image_size
+        was_on = {cap: bool(GL.glGetIntegerv(cap)) for cap in PASS_CAPS}
         GL.glBindFramebuffer(GL.GL_DRAW_FRAMEBUFFER, self.target.fbo)
         GL.glViewport(0, 0, w, h)
         try:
+            GL.glDisable(GL.GL_SCISSOR_TEST)
             GL.glClearColor(*BACKGROUND)
             GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT)
             GL.glEnable(GL.GL_DEPTH_TEST)
@@ -336,7 +345,8 @@ class PostprocessScene(Scene):
         finally:
             GL.glBindVertexArray(0)
             GL.glUseProgram(0)
-            GL.glDisable(GL.GL_DEPTH_TEST)
+            for cap, on in was_on.items():
+                (GL.glEnable if on else GL.glDisable)(cap)
             GL.glBindFramebuffer(GL.GL_DRAW_FRAMEBUFFER, target)
             GL.glViewport(*viewport)
         self.rendered.gl_wrote()

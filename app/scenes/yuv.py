@@ -23,14 +23,18 @@ With ``--video FILE`` (``RunConfig.video``) the planes come from a decoded video
 (app/yuv/video.py, PyAV: any file FFmpeg reads): NV12 for 8-bit sources, P010 for deeper ones
 (``--yuv-format`` does not apply), the frame size is the video's, and the matrix and range are
 the stream's where it says them (else the players' defaults, as VideoSource describes). One
-decoded frame per frame of the loop, not paced to the video's rate: loop frame n shows video
-frame n modulo the frame count (it loops); paused, the same frame stays (nothing is decoded);
-``describe()`` carries the frame counter.
+In a window (``realtime``, set by the session) the video plays at the file's rate: each upload
+shows the frame of the time played so far (the loop's time, each step of it at most
+``MAX_VIDEO_STEP_S``, so a pause or a stall does not skip the video ahead), the same frame staying
+while the loop runs faster than the file. Headless runs render offline: one decoded frame per frame
+of the loop, loop frame n shows video frame n modulo the frame count (it loops). Paused, the same
+frame stays (nothing is decoded); ``describe()`` carries the frame counter.
 """
 from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +53,7 @@ from app.yuv.pattern import pattern_frame
 log = logging.getLogger(__name__)
 
 DEFAULT_YUV_SIZE = (640, 360)
+MAX_VIDEO_STEP_S = 0.1  # the most a video plays on between two uploads (a pause, a stall, a step)
 MATRIX_NAMES = {"bt601": "BT.601", "bt709": "BT.709"}
 _video_sizes: dict[tuple[str, int], tuple[int, int]] = {}  # (path, mtime) -> (W, H), for size_of
 
@@ -79,6 +84,8 @@ class YuvScene(Scene):
     default_size = DEFAULT_YUV_SIZE
     even_size = True
     panel_sizes = ("320x180", "640x360", "1280x720", "1920x1080")
+    realtime = False  # a window's run (the session sets it): the video plays at the file's rate
+    play_clock = staticmethod(time.perf_counter)  # seconds; the video's time runs on it where realtime
 
     @classmethod
     def size_of(cls, cfg):
@@ -112,6 +119,7 @@ class YuvScene(Scene):
             self.matrix, self.range_ = "bt709", "limited"
             self.image_size = tuple(self.current_size)
         self.video_index: int | None = None  # the video frame the Y/UV textures hold
+        self._played_s, self._played_at = 0.0, None  # the video's time played (realtime), and when last
         self.shown_video_index: int | None = None  # the video frame the RGBA texture shows
         w, h = self.image_size
         self.layout = plane_layout(backend.context, self.fmt, w, h)
@@ -158,9 +166,20 @@ class YuvScene(Scene):
         if self.video is None:
             w, h = self.image_size
             return pattern_frame(self.fmt, w, h, frame)
-        decoded = self.video.frame(frame)
+        decoded = self.video.frame(self._video_frame(frame))
         self.video_index = decoded.index
         return decoded.y, decoded.uv
+
+    def _video_frame(self, frame: int) -> int:
+        """The video frame for loop frame ``frame``: ``frame`` itself offline; in real time the
+        frame of the time played (``rate`` frames a second, each step at most MAX_VIDEO_STEP_S)."""
+        if not self.realtime:
+            return frame
+        now = self.play_clock()
+        if self._played_at is not None:
+            self._played_s += min(max(now - self._played_at, 0.0), MAX_VIDEO_STEP_S)
+        self._played_at = now
+        return int(self._played_s * self.video.rate)
 
     # -- GL upload ---------------------------------------------------------------------------
     def upload(self, frame: int) -> None:
@@ -170,7 +189,11 @@ class YuvScene(Scene):
         GL must own the textures (outside acquire/release); marks them changed for the backend.
         """
         self.backend.tracker.gl_use([self.y, self.uv], "upload")
+        held = self.video_index
         y, uv = self.planes(frame)
+        if self.realtime and self.video is not None and held == self.video_index:
+            self.uploaded_frame = frame  # the textures hold this video frame already: nothing to write
+            return
         for obj, words in ((self.y, y), (self.uv, uv)):
             tex, pbo = obj.gl, self.pbos[obj.label]
             rows = np.ascontiguousarray(words).view(np.uint8).reshape(tex.height, -1)

@@ -3,7 +3,9 @@ the totals of every frame ever run, the switches, and the errors of the loop its
 
 A segment is one set-up (scene, backend, sync mode) between two switches. Records of all segments
 share one deque of ``cap`` entries, so a run's memory does not grow with its switches; the totals
-count every frame, kept or not. Outputs (report, trace, panel) read the history, never the loop.
+count every frame, kept or not, and the findings (hazards, races, errors) of every frame are folded
+into ``findings`` (case, object, where: first and last frame, count) when the frame's stamps are in,
+whatever the cap. Outputs (report, trace, panel) read the history, never the loop.
 """
 from __future__ import annotations
 
@@ -12,9 +14,70 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from app.schedule.frame import ErrorRecord, FrameRecord
+from app.schedule.races import RaceFlag, find_races
 
 DEFAULT_CAP = 600
 MAX_LOOP_ERRORS = 256
+MAX_FOLDED = 256  # distinct findings kept per kind; more are counted in ``other``
+
+
+@dataclass
+class Folded:
+    """Findings of one kind ("hazard" or "error") of the whole run, folded on (case, object, where):
+    each entry counts its frames and keeps the first and last and the newest details."""
+
+    kind: str
+    limit: int = MAX_FOLDED
+    entries: dict = field(default_factory=dict)
+    total: int = 0
+    other: int = 0
+
+    def add(self, key: tuple, frame: int, fields: dict) -> None:
+        self.total += 1
+        entry = self.entries.get(key)
+        if entry is None:
+            if len(self.entries) >= self.limit:
+                self.other += 1
+                return
+            # "frame": the first, as the report's unfolded entries named it (schema 2)
+            entry = self.entries[key] = {**fields, "frame": frame, "first_frame": frame, "last_frame": frame,
+                                         "count": 0}
+        entry["count"] += 1
+        entry["last_frame"] = frame
+        for k, v in fields.items():  # the newest details (an error's message)
+            if v not in (None, ""):
+                entry[k] = v
+
+    def add_hazard(self, flag) -> None:
+        fields = {"case": flag.case, "kind": flag.kind, "object": flag.label, "label": flag.label,
+                  "where": flag.where, "spec": flag.spec}
+        if isinstance(flag, RaceFlag):  # a race: both intervals (the last one seen)
+            fields["last"] = flag.as_dict()
+        self.add((flag.case, flag.label, flag.where), flag.frame, fields)
+
+    def add_error(self, err: ErrorRecord) -> None:
+        self.add((err.code, err.name, err.where), err.frame,
+                 {"name": err.name, "code": err.code, "where": err.where, "message": err.message,
+                  "meaning": err.meaning})
+
+    def as_list(self) -> list[dict]:
+        """First seen first."""
+        return sorted(self.entries.values(), key=lambda e: (e["first_frame"], e["last_frame"]))
+
+    def as_dict(self) -> dict:
+        return {"total": self.total, "distinct": len(self.entries), "other": self.other, "folded": self.as_list()}
+
+
+@dataclass
+class RaceStats:
+    """How many frames the stamps were checked for races, and what they could not show on how many."""
+
+    checked: int = 0
+    found: int = 0
+    blind: collections.Counter = field(default_factory=collections.Counter)
+
+    def as_dict(self) -> dict:
+        return {"frames_checked": self.checked, "found": self.found, "cannot_see": dict(self.blind)}
 
 
 @dataclass
@@ -46,6 +109,13 @@ class RunHistory:
     # called once with each record whose CL profiles have all been read (FrameScheduler.harvest):
     # the session's ClockMap.observe_frame, which tightens the CL clock's offset with its stamps
     on_harvested: Callable[[FrameRecord], None] | None = None
+    # the session's ClockMap (app/trace/clock.py): with it, each harvested frame's stamps are
+    # checked for races (app/schedule/races.py); without it (a bare scheduler) they are not
+    clock: object | None = None
+    hazards: Folded = field(default_factory=lambda: Folded("hazard"))
+    errors: Folded = field(default_factory=lambda: Folded("error"))
+    races: RaceStats = field(default_factory=RaceStats)
+    _prev: FrameRecord | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.records = collections.deque(maxlen=self.cap)
@@ -67,6 +137,7 @@ class RunHistory:
         totals["compute"] += counts["compute"]
         totals["release"] += counts["release"]
         totals["frames"] += 1
+        totals["bytes_moved"] += rec.bytes_moved
         if rec.errors:
             totals["errors"] += len(rec.errors)
         if rec.hazards:
@@ -75,9 +146,25 @@ class RunHistory:
             self.segments[-1].frames += 1
 
     def harvested(self, rec: FrameRecord) -> None:
-        """``rec``'s CL profiles are all read (or failed): hand it to ``on_harvested``, once."""
+        """``rec``'s CL profiles are all read (or failed): hand it to ``on_harvested``, once; check
+        its stamps for races (added to ``rec.hazards``, so the panel shows them), and fold its
+        findings and errors into the run's."""
         if self.on_harvested is not None:
             self.on_harvested(rec)
+        clock = self.clock
+        if clock is not None:
+            check = find_races(rec, self._prev, clock.cl.offset, clock.gl.offset,
+                               clock.cl.uncertainty_ns + clock.gl.uncertainty_ns)
+            self.races.checked += check.checked
+            self.races.blind.update(check.blind)
+            if check.races:
+                self.races.found += len(check.races)
+                rec.hazards.extend(check.races)  # (``totals`` counts the tracker's; ``hazards`` folds both)
+        self._prev = rec
+        for flag in rec.hazards:
+            self.hazards.add_hazard(flag)
+        for err in rec.errors:
+            self.errors.add_error(err)
 
     def handed_back(self, calls: int, frame: int, why: str) -> None:
         """``calls`` release calls made outside any frame, before frame ``frame``, to match
@@ -88,10 +175,17 @@ class RunHistory:
         del self.hand_backs[:-MAX_LOOP_ERRORS]
 
     def loop_error(self, err: ErrorRecord) -> None:
-        """An error outside a frame (a refused switch, a resize, the panel): kept, the oldest dropped."""
+        """An error outside a frame (a refused switch, a resize, the panel): kept, the oldest
+        dropped; folded into ``errors`` for the whole run."""
         self.loop_errors.append(err)
         self.loop_errors_total += 1
+        self.errors.add_error(err)
         del self.loop_errors[:-MAX_LOOP_ERRORS]
+
+    def findings(self) -> dict:
+        """Every error and finding of the run folded, and the races' check (the trace's
+        ``otherData.findings``; the report carries the same parts)."""
+        return {"hazards": self.hazards.as_dict(), "errors": self.errors.as_dict(), "races": self.races.as_dict()}
 
     @property
     def last(self) -> FrameRecord | None:

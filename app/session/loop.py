@@ -381,7 +381,7 @@ class Run:
             s.scheduler.harvest()  # the CL profiles of the frames since the last batch, and GL results in
         meta = {"glshare_scene": s.cfg.scene, "backend": s.backend_name, "sync": s.cfg.sync,
                 "switches": s.history.switches, "hand_backs": s.history.hand_backs, "cl_device": s.choice.label,
-                "gl_renderer": s.gl_info.renderer}
+                "gl_renderer": s.gl_info.renderer, "findings": s.history.findings()}
         return write_trace(path, list(s.history.records), s.clock, meta)
 
     def finish(self) -> dict:

@@ -111,6 +111,7 @@ class Session:
             self._stack.callback(self._teardown)
             self.clock = ClockMap.calibrate(self.choice.device, self.backend.queue)
             self.history.on_harvested = self.clock.observe_frame  # each record's stamps, once
+            self.history.clock = self.clock  # and checked for races against it (app/schedule/races.py)
         except BaseException:
             self._stack.close()
             raise
@@ -137,6 +138,7 @@ class Session:
             # CPU run ahead and the scene allows copies (Scene.max_slots): CL writes one while GL
             # still draws another, instead of each frame waiting on the GPU for the one before
             new_scene.slots = self._slots_for(cls, strategy, self.cfg.frames_in_flight)
+            new_scene.realtime = self.surface.kind == "window"  # a video plays at its file's rate there
             new_scene.build(new_backend, self._scene_size())
             strategy.set_slots(new_scene.slots)
             check_gl(f"build {scene} on {backend}")

@@ -4,28 +4,38 @@ Format: the JSON object form of Google's Trace Event Format, which ui.perfetto.d
 chrome://tracing both open. One process ("glshare"), one track (tid) per timeline, as the panel's
 timeline has one lane each:
 
-- ``CPU main thread``: a ``frame N`` slice around each frame, the host phases (acquire, compute,
-  release, render, panel) inside it and the CPU waits (glFinish, clFinish, ...) inside those; the
-  errors recorded on a frame as instant events where their phase ran;
+- ``CPU main thread``: a ``frame N`` slice around each frame, the host phases inside it named for
+  the CPU's calls (``enqueue acquire``, ``enqueue kernel``, ``enqueue release + wait``, ``render
+  (GL calls)``, ``panel (UI drawn)``: app/trace/names.py) and the CPU waits (glFinish, clFinish, ...)
+  inside those; the errors recorded on a frame as instant events where their phase ran;
 - ``CL queue <backend>``: one per backend, across its rebuilds (each set-up makes its own queue,
-  ``args.segment`` says which): the CL commands ``acquire``, ``compute``, ``release`` from their
+  ``args.segment`` says which): the device's execution of the CL commands, ``acquire command``,
+  ``kernel``, ``release command``, from their
   start to end stamps, with the raw device stamps (queued, submit, start, end, ns) in ``args``
   (submit is read in runs that record a trace, ``--trace``; null in a trace written from the panel
   of a run without it); the queued -> start wait of each command is an async slice (``ph`` b/e) named
   ``<command> queued`` beside it;
 - ``GL``: the GL passes (``gl render``, ``gl panel``) from GL_TIMESTAMP queries, raw GL ns in ``args``;
 - ``owner <object>``: one per shared object, who owns it over time (slices named ``GL``, ``CL``,
-  ``GL -> CL``, ``CL -> GL``: app/ui/model.py's ``owner_spans`` from the owners sampled at every
-  phase boundary), and the hazards flagged on it as instant events;
+  ``GL -> CL``, ``CL -> GL``: app/schedule/owners.py's intervals, from the commands' device stamps
+  where there are some, continuous from frame to frame: one after the other, never overlapping;
+  ``args.source`` says "device", "device (batch)" or "cpu" and ``args.note`` why), and the
+  hazards flagged on it as instant events; a race seen in the stamps (app/schedule/races.py) is
+  one at the start of the overlap, with both intervals in ``args``;
 - counters ``frame time`` (ms, present to present: ``FrameRecord.period_ns``, sampled at the
   previous present so that each value spans the frame it measures; a frame without a period, the
   first or one after a pause or a step, has no sample) and ``bytes moved`` (per frame);
   switches of scene, backend, sync mode or size as global instant events, and so are the hand-backs
   (release calls made between frames for acquisitions a skipped release left).
 
-Slices are named as in the panel's legend (app/ui/legend.py): Perfetto colours a slice by its
-name, chrome://tracing by its ``cname`` (set from the legend); the legend itself is in
-``otherData.legend``.
+Perfetto colours a slice by its name (it ignores ``cname``, which is not written): GL and CL are
+kept apart by their tracks and names. ``otherData.findings`` holds every error and finding of the
+run folded (case, object, where, first and last frame, count), kept frames or not, and the races'
+check (``frames_checked``, what the stamps ``cannot_see``).
+
+Every track's complete slices are nested or disjoint (Perfetto drops a slice that overlaps another
+without nesting): times are rounded to the nanosecond at both ends, and a slice's ``dur`` is the
+difference of its rounded ends.
 
 Slices are complete events (``ph: "X"``, ``ts``/``dur`` in microseconds from the first frame's
 start, on the host clock: CL and GL time are mapped there by app/trace/clock.py, whose calibration
@@ -40,9 +50,10 @@ import json
 import logging
 
 from app.outputs import write_text
+from app.schedule.owners import CL, GL, TO_CL, TO_GL, WHERE_PHASE, owner_timeline
+from app.schedule.races import RaceFlag
 from app.trace.clock import ClockMap
-from app.ui import legend
-from app.ui.model import WHERE_PHASE, owner_spans
+from app.trace.names import CPU_NAMES, cpu_name, device_name
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +66,14 @@ CL_COMMANDS = ("acquire", "compute", "release")
 EPS_US = 0.001  # 1 ns: a flow end strictly inside the slice it binds to
 
 
+# what the slices' names mean (``otherData.names``)
+NAMES = {"cpu phases": CPU_NAMES, "cl commands (device)": {"acquire command": "the acquire's execution",
+                                                           "kernel": "the kernel's execution",
+                                                           "release command": "the release's execution"},
+         "owners": {GL: "GL owns it", CL: "CL owns it", TO_CL: "hand-over GL -> CL (the acquire's execution)",
+                    TO_GL: "hand-over CL -> GL (the release's execution and GL's wait on it)"}}
+
+
 def _us(t_ns: int, base_ns: int) -> float:
     return round((t_ns - base_ns) / 1e3, 3)
 
@@ -65,21 +84,16 @@ def _meta(tid: int, name: str, sort: int) -> list[dict]:
 
 
 def _x(name: str, cat: str, tid: int, ts: float, dur: float, args: dict) -> dict:
-    ev = {"name": name, "cat": cat, "ph": "X", "pid": PID, "tid": tid, "ts": ts, "dur": max(round(dur, 3), 0.0),
-          "args": args}
-    cname = legend.TRACE_CNAME.get("wait" if cat == "cpu.wait" else name)
-    if cname:
-        ev["cname"] = cname
-    return ev
+    """A complete slice; ``ts`` and ``ts + dur`` rounded to the nanosecond each, ``dur`` their difference."""
+    end = round(ts + max(dur, 0.0), 3)
+    return {"name": name, "cat": cat, "ph": "X", "pid": PID, "tid": tid, "ts": ts, "dur": round(end - ts, 3),
+            "args": args}
 
 
 def _instant(name: str, cat: str, tid: int | None, ts: float, args: dict, scope: str = "t") -> dict:
     ev = {"name": name, "cat": cat, "ph": "i", "s": scope, "pid": PID, "ts": ts, "args": args}
     if tid is not None:
         ev["tid"] = tid
-    cname = legend.TRACE_CNAME.get(cat)
-    if cname:
-        ev["cname"] = cname
     return ev
 
 
@@ -124,7 +138,7 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
     events: list[dict] = [{"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "glshare"}}]
     events += _meta(TID_CPU, "CPU main thread", 0)
     events += _meta(TID_GL, "GL", 1)
-    other = {**(meta or {}), "clock": clock.as_dict(), "legend": legend.legend()}
+    other = {**(meta or {}), "clock": clock.as_dict(), "names": NAMES}
     if not records:
         return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
     base = min(r.start_ns for r in records)
@@ -159,7 +173,8 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
         events.append({"name": "bytes moved", "ph": "C", "pid": PID, "ts": ts0, "args": {"bytes": rec.bytes_moved}})
         phase_ev = {}
         for name, (s, e) in rec.phases.items():
-            phase_ev[name] = ev = _x(name, "cpu.phase", TID_CPU, _us(s, base), (e - s) / 1e3, {"frame": f})
+            phase_ev[name] = ev = _x(cpu_name(name), "cpu.phase", TID_CPU, _us(s, base), (e - s) / 1e3,
+                                     {"frame": f, "phase": name})
             events.append(ev)
         wait_ev = []
         for name, s, e in rec.waits:
@@ -171,11 +186,12 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
             events.append(_x(name, "cpu.bookkeeping", TID_CPU, _us(s, base), (e - s) / 1e3, {"frame": f}))
         cl_ev = {}
         for name, (q, sub, st, en) in rec.cl_profile.items():
-            args = {"frame": f, "segment": rec.segment, "queued_ns": q, "submit_ns": sub, "start_ns": st,
-                    "end_ns": en, "queued_to_start_us": round((st - q) / 1e3, 3)}
-            cl_ev[name] = ev = _x(name, "cl", cl_tid, _us(st + cl_off, base), (en - st) / 1e3, args)
+            args = {"frame": f, "command": name, "segment": rec.segment, "queued_ns": q, "submit_ns": sub,
+                    "start_ns": st, "end_ns": en, "queued_to_start_us": round((st - q) / 1e3, 3)}
+            cl_ev[name] = ev = _x(device_name(name), "cl", cl_tid, _us(st + cl_off, base), (en - st) / 1e3, args)
             events.append(ev)
-            wait_common = {"name": f"{name} queued", "cat": "cl.queued", "id": async_id, "pid": PID, "tid": cl_tid}
+            wait_common = {"name": f"{device_name(name)} queued", "cat": "cl.queued", "id": async_id, "pid": PID,
+                           "tid": cl_tid}
             async_id += 1
             events.append({**wait_common, "ph": "b", "ts": _us(q + cl_off, base),
                            "args": {"frame": f, "queued_ns": q, "submit_ns": sub}})
@@ -185,15 +201,13 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
             ev = _x(name, "gl", TID_GL, _us(s + gl_off, base), (e - s) / 1e3, {"frame": f, "gl_start_ns": s, "gl_end_ns": e})
             gl_ev.setdefault(name, ev)
             events.append(ev)
-        for k, s, e, state in owner_spans(rec, cl_off):
-            label = rec.owner_labels[k]
-            events.append(_x(state, "owner", owner_tids[label], _us(s, base), (e - s) / 1e3,
-                             {"frame": f, "object": label}))
         for flag in rec.hazards:
+            race = flag.as_dict if isinstance(flag, RaceFlag) else None  # seen in the stamps: at the overlap's start
+            at = max(flag.gl_ns[0], flag.cl_ns[0]) if race is not None else _phase_mid(rec, flag.where)
             events.append(_instant(f"hazard {flag.case}", "hazard", owner_tids.get(flag.label, TID_CPU),
-                                   _us(_phase_mid(rec, flag.where), base),
+                                   _us(at, base),
                                    {"frame": f, "case": flag.case, "object": flag.label, "where": flag.where,
-                                    "spec": flag.spec}))
+                                    "spec": flag.spec, **({"race": race()} if race is not None else {})}))
         for err in rec.errors:
             events.append(_instant(f"error {err.name}", "error", TID_CPU, _us(_phase_mid(rec, err.where), base),
                                    {**err.as_dict()}))
@@ -201,17 +215,21 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
         release = cl_ev.get("release")
         first_gl = gl_ev.get("gl render") or next(iter(gl_ev.values()), None)
         if release is not None and first_gl is not None:
-            flows.link("release -> gl", release, first_gl, f)
+            flows.link("release command -> gl", release, first_gl, f)
         # the wait before the acquire orders GL before CL's first command of the frame: the acquire,
         # or the kernel when the acquire enqueued nothing (host_copy with nothing to copy in)
         first_cl = next((n for n in ("acquire", "compute") if n in cl_ev), None)
         for phase, ev in wait_ev:
             if phase == "acquire" and first_cl is not None:
-                flows.link(f"{ev['name']} -> {first_cl}", ev, cl_ev[first_cl], f)
+                flows.link(f"{ev['name']} -> {device_name(first_cl)}", ev, cl_ev[first_cl], f)
             elif phase == "release" and release is not None:
-                flows.link(f"release -> {ev['name']}", release, ev, f)
+                flows.link(f"release command -> {ev['name']}", release, ev, f)
             elif phase == "render" and first_gl is not None:
                 flows.link(f"gl -> {ev['name']}", first_gl, ev, f)
+    for iv in owner_timeline(records, cl_off):  # one continuous timeline per object, over the frames
+        events.append(_x(iv.state, "owner", owner_tids[iv.label], _us(iv.start_ns, base), iv.us,
+                         {"frame": iv.frame, "object": iv.label, "source": iv.source, "note": iv.note}))
+
     def at_frame(item: dict):
         """The first kept record at or after ``item``'s frame (None: no such frame was kept)."""
         return next((r for r in records if r.index >= item.get("frame", 0)), None)

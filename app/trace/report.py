@@ -8,9 +8,13 @@ from dataclasses import dataclass, field
 from app.outputs import write_text
 from app.schedule.frame import LOOP_PHASES
 from app.schedule.history import RunHistory
+from app.schedule.owners import owner_summary, owner_timeline
+from app.trace.names import CPU_NAMES, DEVICE_NAMES
 from app.trace.stats import summary
 
-SCHEMA = "glshare.report/2"  # 2: cl_device_us entries may be null; cl_unstamped
+# 2: cl_device_us entries may be null; cl_unstamped. 3: errors and hazards folded over the whole run
+# (case, object, where, first and last frame, count), races, owners, bytes_moved_per_frame, names
+SCHEMA = "glshare.report/3"
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,8 @@ def statistics(records: list, switched_after: bool = False) -> dict:
     return {"frames_kept": len(records), "frames_in_statistics": len(timed), "frames_with_period": len(periods),
             "phases_us": phases, "cl_device_us": cl_us, "cl_unstamped": unstamped,
             "cl_stamps_shared": shared_stamps(timed), "frames_sampled": sum(1 for r in timed if r.sampled),
-            "waits_us": summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in timed)}
+            "waits_us": summary(sum(w[2] - w[1] for w in r.waits) / 1e3 for r in timed),
+            "bytes_moved_per_frame": summary(r.bytes_moved for r in records)}
 
 
 def shared_stamps(records: list) -> dict:
@@ -86,9 +91,7 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         segments.append(entry)
     last = next((e for e in reversed(segments) if e["statistics"]["frames_kept"]), None)
     stats = last["statistics"] if last is not None else statistics([])
-    errors = [e.as_dict() for r in records for e in r.errors] + [e.as_dict() for e in history.loop_errors]
-    hazards = [{"case": h.case, "kind": h.kind, "label": h.label, "frame": h.frame,
-                "where": h.where, "spec": h.spec} for r in records for h in r.hazards]
+    cl_offset = history.clock.cl.offset if history.clock is not None else 0
     return {
         "schema": SCHEMA,
         "scene": facts.scene,
@@ -106,7 +109,8 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
                     "release's device stamps equal to the kernel's (the driver stamped the batch, not each command); "
                     "cl_unstamped: of those frames, how many had each command's profile come back with zero stamps "
                     "(the driver timed it not at all: left out of cl_device_us, which is null for a command no "
-                    "frame has a device time for); frames_sampled: of the frames_in_statistics, how many were timed "
+                    "frame has a device time for); names: what each key of phases_us (the CPU's calls) and "
+                    "cl_device_us (the device's execution) measures; frames_sampled: of the frames_in_statistics, how many were timed "
                     "(their CL stamps read, their GL passes timed: frames shorter than --stamps-ms, 1 ms by "
                     "default, are timed one per interval of their own time; cl_device_us is over those)",
         "size": facts.size,
@@ -120,9 +124,20 @@ def build_report(history: RunHistory, facts: RunFacts) -> dict:
         "cl_unstamped": stats["cl_unstamped"],
         "frames_sampled": stats["frames_sampled"],
         "waits_us": stats["waits_us"],
-        "errors": errors,
-        "errors_total": totals["errors"] + history.loop_errors_total,
-        "hazards": hazards,
+        "bytes_moved_per_frame": stats["bytes_moved_per_frame"],
+        "bytes_moved_total": totals["bytes_moved"],
+        "names": {"phases_us": CPU_NAMES, "cl_device_us": DEVICE_NAMES},
+        # every error and finding of the run, kept or not, folded on (case, object, where)
+        "errors": history.errors.as_list(),
+        "errors_total": history.errors.total,
+        "errors_other": history.errors.other,
+        "hazards": history.hazards.as_list(),
+        "hazards_total": history.hazards.total,
+        "hazards_other": history.hazards.other,
+        "races": history.races.as_dict(),
+        # who owned each shared object over the kept frames (app/schedule/owners.py: the trace's
+        # owner slices are the same intervals)
+        "owners": owner_summary(owner_timeline(records, cl_offset)),
         "switches": history.switches,
         "segments": segments,
         "backends": facts.backends,

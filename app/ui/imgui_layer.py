@@ -503,6 +503,8 @@ class ImGuiLayer:
             io.display_size = (1.0, 1.0)
         imgui.backends.opengl3_new_frame()
         imgui.new_frame()
+        if self.popup_open and imgui.is_key_pressed(imgui.Key.escape):
+            imgui.internal.close_popups_except_modals()  # Esc closes the open combo or popup first
         try:
             build()
         finally:
@@ -533,8 +535,16 @@ class ImGuiLayer:
         return bool(imgui.get_io().want_capture_mouse)
 
     @property
+    def popup_open(self) -> bool:
+        """A combo or popup of the panel is open (ImGui's popup stack, kept between its frames)."""
+        flags = imgui.PopupFlags_.any_popup_id | imgui.PopupFlags_.any_popup_level
+        return self._open and bool(imgui.is_popup_open("", flags))
+
+    @property
     def wants_keyboard(self) -> bool:
-        return bool(imgui.get_io().want_capture_keyboard)
+        """ImGui takes the keys: a text field has them, or a popup is open (Esc closes it, in the
+        next ImGui frame, instead of quitting the run)."""
+        return bool(imgui.get_io().want_capture_keyboard) or self.popup_open
 
     def close(self) -> None:
         """Idempotent: GL objects of the renderer first, while the context is current."""

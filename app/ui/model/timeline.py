@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.schedule.frame import PHASES
+from app.schedule.owners import WHERE_PHASE
 from app.ui.model.owners import TEACH_GAP_NS, owner_spans
 
 # a lane's note on a frame that was not timed (FrameRecord.sampled False); the interval is the run's
@@ -21,8 +22,6 @@ NOT_TIMED = "not timed on this frame (frames shorter than --stamps-ms are timed 
 LANE_CPU, LANE_WAIT, LANE_CL, LANE_GL = range(4)  # then one lane per shared object
 KIND_PHASE, KIND_WAIT, KIND_QUEUED, KIND_RUN, KIND_GL, KIND_OWNER, KIND_BOOKKEEPING = range(7)
 CLOCK_HOST, CLOCK_CL, CLOCK_GL = range(3)
-WHERE_PHASE = {"acquire": "acquire", "compute": "compute", "release": "release", "render": "render",
-               "kernel": "compute", "draw": "render", "upload": "render"}
 
 
 @dataclass(frozen=True, slots=True)

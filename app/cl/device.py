@@ -1,6 +1,7 @@
 """Choose the OpenCL device (``--cl-device PLATFORM_SUBSTRING[:INDEX]`` or ``GLSHARE_CL_DEVICE``)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ class DeviceChoice:
     platform: cl.Platform
     device: cl.Device
     index: int  # within the platform
+    explicit: bool = False  # named by --cl-device / GLSHARE_CL_DEVICE (not glshare's default choice)
 
     @property
     def label(self) -> str:
@@ -185,7 +187,7 @@ def select_device(selector: str | None) -> DeviceChoice:
         raise UsageError(f"{_named(selector)} matches no platform; devices: {describe_devices(choices)}")
     if index >= len(matching):
         raise UsageError(f"{_named(selector)}: no device {index} on that platform; devices: {describe_devices(choices)}")
-    return matching[index]
+    return dataclasses.replace(matching[index], explicit=True)
 
 
 class ComputeQueue:

@@ -48,7 +48,7 @@ def gather(selector: str | None) -> dict:
                 lifetime = {"ok": False, "steps": [], "error": f"{type(exc).__name__}: {exc}"}
         return {
             "glshare": __version__,
-            "pyopencl": {"version": cl.VERSION_TEXT, "have_gl": bool(cl.have_gl())},
+            "pyopencl": {"version": cl.VERSION_TEXT},  # its GL support is not used (app/cl/gl_sharing.py)
             "native": {"used": not native.reason(), "what": native.describe()},
             "devices": [_device_entry(c) for c in all_devices()],
             # [spec] where the ICD loader found the implementations (glshare's venv registers Intel's CPU runtime)
@@ -66,8 +66,7 @@ def gather(selector: str | None) -> dict:
 
 
 def render_text(data: dict) -> str:
-    out = [f"glshare {data['glshare']}  (pyopencl {data['pyopencl']['version']}, "
-           f"built {'with' if data['pyopencl']['have_gl'] else 'WITHOUT'} GL support)",
+    out = [f"glshare {data['glshare']}  (pyopencl {data['pyopencl']['version']})",
            f"  {data['native']['what']}" if "native" in data else "", "",
            f"OpenCL devices (ICD vendors: {data.get('icd_vendors', '/etc/OpenCL/vendors')}):"]
     sel = data["selected_device"]

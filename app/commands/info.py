@@ -18,8 +18,9 @@ def _device_entry(choice) -> dict:
             "sharing_extensions": {e: e in exts for e in CL_SHARING_EXTENSIONS}}
 
 
-def gather(selector: str | None) -> dict:
-    """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe."""
+def gather(selector: str | None, window: bool = False) -> dict:
+    """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe (``window``:
+    a GLFW window's GLX context, where GL sharing may work when EGL's does not: NVIDIA)."""
     from app.gl.context import gl_info
     from app.sharing.backends.external_memory import import_handle_types
     from app.sharing.backends.external_memory.handles import handle_table
@@ -29,7 +30,7 @@ def gather(selector: str | None) -> dict:
     from app.window import open_surface
 
     choice = select_device(selector)
-    surface = open_surface(True, (64, 64))
+    surface = open_surface(not window, (64, 64), title="glshare info")
     try:
         info = gl_info()
         registry = Registry(ProbeEnv(choice, surface, info))
@@ -54,7 +55,8 @@ def gather(selector: str | None) -> dict:
             # [spec] where the ICD loader found the implementations (glshare's venv registers Intel's CPU runtime)
             "icd_vendors": os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors",
             "selected_device": _device_entry(choice),
-            "gl": {**info.as_dict(), "platform": f"EGL ({getattr(surface, 'egl_platform', '')}), headless"},
+            "gl": {**info.as_dict(), "platform": (f"EGL ({getattr(surface, 'egl_platform', '')}), headless"
+                                                  if surface.gl_platform == "egl" else "GLX, a GLFW window")},
             "backends": registry.as_list(),
             "sync_modes": sync,
             "external_memory_import_types": [f"0x{t:04X}" for t in (import_types or [])],

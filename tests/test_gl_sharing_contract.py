@@ -115,3 +115,33 @@ def test_shared_object_failure_is_a_cl_error(driver, gl):
         assert "-60" in str(exc.value) or "CL_INVALID_GL_OBJECT" in str(exc.value)
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("in_flight", [1, 3])
+def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, monkeypatch, in_flight):
+    """gl_event: every acquire waits on a CL event made from a GL fence (on gl_sharing's own context),
+    a fence is deleted only once that event completed, and without GL_ARB_cl_event (Mesa here) the
+    release's completion is waited for on the CPU before GL's use: the picture is the reference's."""
+    from app.config import RunConfig
+    from app.scenes.particles import initial_state, reference_steps
+    from app.session.loop import Run
+
+    _, emulated = driver
+    base = ProbeEnv.device_extensions.fget
+    monkeypatch.setattr(ProbeEnv, "device_extensions", property(lambda env: base(env) | {"cl_khr_gl_event"}))
+    cfg = RunConfig(scene="particles", backend="gl_sharing", sync="gl_event", size=4096, headless=True,
+                    overlay=False, frames=10_000, seed=4, strict=True, frames_in_flight=in_flight)
+    with Run(cfg, surface=gl) as run:
+        s = run.session
+        assert not s.gl_info.has("GL_ARB_cl_event")
+        for _ in range(5):
+            rec = run.tick()
+            assert rec.errors == [] and rec.hazards == []
+        s.finish()
+        sync = s.scheduler.sync
+        assert len(sync._fences) <= in_flight
+        waits = {w[0] for r in s.scheduler.records for w in r.waits}
+        assert "clWaitForEvents(release)" in waits and "glFinish" not in waits, waits
+        ref = reference_steps(initial_state(s.scene.n, 4), 5)  # tests/contract/references.py's check, 5e-4
+        assert np.abs(s.scene.position.gl.read().reshape(-1, 4) - ref["position"]).max() < 5e-4
+    assert emulated.calls.count(("clCreateEventFromGLsyncKHR",)) == 5

@@ -156,16 +156,32 @@ class KhrGlSharing(SharingBackend):
                 [self._release_call.prepared(queue, mems, release_out)], acquire_out, release_out)
 
 
+def gl_event_release_order(gl_info) -> str:
+    """How gl_event orders the release's completion before GL's use of the objects, in words."""
+    if gl_info.has("GL_ARB_cl_event"):
+        return ("GL_ARB_cl_event: GL waits on the release's event on the GPU (glCreateSyncFromCLeventARB, "
+                "glWaitSync); the CPU does not wait")
+    return ("a CL-side wait: the CPU waits for the release's event (clWaitForEvents) before GL's use, as GL "
+            "offers no GL_ARB_cl_event")
+
+
 class GlEventSync(SyncMode):
     """cl_khr_gl_event: a GL fence becomes a CL event in acquire's wait list (no glFinish); the
-    release is ordered before later GL commands by the extension's implicit synchronisation, and
-    with GL_ARB_cl_event GL waits on the release's event on the GPU (glWaitSync)."""
+    release's completion is ordered before GL's use by GL itself where it offers GL_ARB_cl_event
+    (a GL sync object made from the release's event, waited on with glWaitSync: on the GPU), else
+    by a CL-side wait on the release's event (``gl_event_release_order`` says which).
+
+    clCreateEventFromGLsyncKHR is only called on gl_sharing's context (one created from the GL
+    context: "context is a valid OpenCL context created from an OpenGL context", cl_khr_gl_event);
+    on a plain context NVIDIA's driver crashed the process. A fence is deleted only once the CL
+    event made from it is complete: with frames in flight, the acquire that waits on it may still
+    be queued when the next frame starts."""
 
     name = "gl_event"
     order = 20
     title = "GL fence as a CL event (cl_khr_gl_event)"
     explanation = ("A GL fence becomes a CL event the acquire waits on (no glFinish on the CPU); GL waits on the "
-                   "release's event on the GPU where GL_ARB_cl_event allows.")
+                   "release's event on the GPU where GL_ARB_cl_event allows, else the CPU waits for the release.")
 
     bounded_run_ahead = True
 
@@ -179,31 +195,53 @@ class GlEventSync(SyncMode):
         return None
 
     def __init__(self, backend: KhrGlSharing) -> None:
+        from app.cl.ext import event_info
+
         super().__init__(backend)
         self.functions = backend.functions
-        self._fences: list = []
+        self.gl_waits = backend.env.gl_info.has("GL_ARB_cl_event")  # else the CPU waits for the release
+        self._status = event_info().status
+        self._fences: list[tuple[int, cl.Event]] = []  # (GLsync, the CL event made from it), oldest first
+
+    def _drop_completed_fences(self) -> None:
+        kept = []
+        for fence, event in self._fences:
+            status = self._status(event.int_ptr)
+            if status is None or status <= 0:  # CL_COMPLETE (0) or failed (negative): the fence is no longer used
+                GL.glDeleteSync(fence)
+            else:
+                kept.append((fence, event))
+        self._fences = kept
 
     def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
-        for fence in self._fences:  # the previous frame's fences are complete (its acquire waited)
-            GL.glDeleteSync(fence)
+        self._drop_completed_fences()
         fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
         GL.glFlush()
-        self._fences = [fence]
         address = fence or 0  # app.gl.api's glFenceSync: the GLsync as an int (None: no fence)
         try:
-            return [self.functions.create_event_from_gl_sync(self.backend.context, address)]
+            event = self.functions.create_event_from_gl_sync(self.backend.context, address)
         except cl.Error as exc:
+            GL.glDeleteSync(fence)
             raise ClError.from_pyopencl(exc, "clCreateEventFromGLsyncKHR") from exc
+        self._fences.append((fence, event))
+        return [event]
 
     def after_release(self, queue, release_event, waits, shadow=None) -> None:
-        queue.flush()
-        if release_event is not None and self.backend.env.gl_info.has("GL_ARB_cl_event"):
+        from app.cl.ext import flush
+        from app.sharing.sync import timed_wait
+
+        flush(queue)
+        if self.gl_waits and release_event is not None:
             sync = GL.glCreateSyncFromCLeventARB(self.backend.context.int_ptr, release_event.int_ptr, 0)
             GL.glWaitSync(sync, 0, GL.GL_TIMEOUT_IGNORED)
             GL.glDeleteSync(sync)
+        elif release_event is not None:
+            timed_wait(waits, "clWaitForEvents(release)", release_event.wait)
+        else:
+            timed_wait(waits, "clFinish", queue.finish)
 
     def close(self) -> None:
-        for fence in self._fences:
+        for fence, event in self._fences:
+            event.wait()  # (its fence was flushed: it completes)
             GL.glDeleteSync(fence)
         self._fences = []
-

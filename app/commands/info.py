@@ -18,6 +18,29 @@ def _device_entry(choice) -> dict:
             "sharing_extensions": {e: e in exts for e in CL_SHARING_EXTENSIONS}}
 
 
+def gl_device_entry(registry, env) -> dict:
+    """Which CL device drives the GL context (clGetGLContextInfoKHR, asked only where gl_sharing's
+    trial saw the entry points work), GL's device UUIDs, and how gl_event orders the release."""
+    from app.cl.device import cl_device_uuid, gl_device_uuids, uuid_text
+    from app.errors import GlshareError
+    from app.sharing.backends.gl_sharing import KhrGlSharing, gl_context_properties, gl_event_release_order
+
+    out = {"gl_device_uuids": [uuid_text(u) for u in (gl_device_uuids() if env.gl_info.has("GL_EXT_memory_object")
+                                                      else [])],
+           "cl_device_uuid": uuid_text(cl_device_uuid(env.choice.device)),
+           "gl_event_release": gl_event_release_order(env.gl_info)}
+    if registry.probes["gl_sharing"].available:
+        try:
+            dev = KhrGlSharing.gl_device(env, gl_context_properties(env))
+            out["cl_device_for_gl_context"] = f"{dev.platform.name.strip()}: {dev.name.strip()}"
+        except GlshareError as exc:
+            out["cl_device_for_gl_context"] = exc.one_line() if hasattr(exc, "one_line") else str(exc)
+    else:
+        out["cl_device_for_gl_context"] = ("not asked: gl_sharing is refused here, and clGetGLContextInfoKHR is "
+                                           "only called where its trial saw GL sharing work")
+    return out
+
+
 def gather(selector: str | None, window: bool = False) -> dict:
     """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe (``window``:
     a GLFW window's GLX context, where GL sharing may work when EGL's does not: NVIDIA)."""
@@ -58,6 +81,7 @@ def gather(selector: str | None, window: bool = False) -> dict:
             "gl": {**info.as_dict(), "platform": (f"EGL ({getattr(surface, 'egl_platform', '')}), headless"
                                                   if surface.gl_platform == "egl" else "GLX, a GLFW window")},
             "backends": registry.as_list(),
+            "gl_device": gl_device_entry(registry, registry.env),
             "sync_modes": sync,
             "external_memory_import_types": [f"0x{t:04X}" for t in (import_types or [])],
             "external_memory_handle_types": handle_table(import_types),
@@ -85,6 +109,12 @@ def render_text(data: dict) -> str:
     out += ["", "Sharing backends (probed in this order):"]
     for b in data["backends"]:
         out.append(f"  {'yes' if b['available'] else 'no '}  {b['name']:<16} {b['reason']}")
+    if "gl_device" in data:
+        g = data["gl_device"]
+        out += ["", f"The GL context's CL device (clGetGLContextInfoKHR): {g['cl_device_for_gl_context']}",
+                f"  GL device UUIDs: {', '.join(g['gl_device_uuids']) or 'none (no GL_EXT_memory_object)'}; "
+                f"the selected CL device's: {g['cl_device_uuid']}",
+                f"  gl_event orders the release before GL's use by {g['gl_event_release']}"]
     out += ["", "Sync modes:"]
     for s in data["sync_modes"]:
         ok = [n for n, v in s["backends"].items() if v == "available"]

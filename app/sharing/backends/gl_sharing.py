@@ -24,7 +24,7 @@ from app.sharing.sync import SyncMode
 log = logging.getLogger(__name__)
 
 
-def _gl_context_properties(env: ProbeEnv) -> list[tuple[int, int]]:
+def gl_context_properties(env: ProbeEnv) -> list[tuple[int, int]]:
     """CL context properties for the current GL context: the surface's pairs and the platform."""
     return glcl.context_properties(env.surface.gl_sharing_properties(), env.choice.platform)
 
@@ -118,7 +118,7 @@ class KhrGlSharing(SharingBackend):
 
     @classmethod
     def _make_context(cls, env: ProbeEnv) -> tuple[cl.Context, cl.Device]:
-        props = _gl_context_properties(env)
+        props = gl_context_properties(env)
         device = cls.gl_device(env, props)
         try:
             return glcl.GlSharingFunctions(env.choice.platform).create_context(props, [device]), device

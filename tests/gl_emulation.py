@@ -74,12 +74,17 @@ class EmulatedGlSharingDriver:
             return None
         return code
 
-    def install(self, monkeypatch) -> None:
-        """Every GL-sharing entry point resolves here, and the trial's verdict is a success."""
+    def install(self, monkeypatch, gl_event: bool = False) -> None:
+        """Every GL-sharing entry point resolves here, the trial's verdict is a success, and (``gl_event``)
+        the device lists cl_khr_gl_event, so gl_event sync runs on the emulation too."""
         from app.sharing import gl_trial
+        from app.sharing.base import ProbeEnv
 
         monkeypatch.setattr(glcl, "entry_point_address", self.address)
         monkeypatch.setattr(gl_trial, "verdict", lambda env: gl_trial.Verdict(True, "", True))
+        if gl_event:
+            base = ProbeEnv.device_extensions.fget
+            monkeypatch.setattr(ProbeEnv, "device_extensions", property(lambda env: base(env) | {"cl_khr_gl_event"}))
 
     # -- the entry points ---------------------------------------------------------------------------
     @staticmethod

@@ -127,8 +127,7 @@ def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, 
     from app.session.loop import Run
 
     _, emulated = driver
-    base = ProbeEnv.device_extensions.fget
-    monkeypatch.setattr(ProbeEnv, "device_extensions", property(lambda env: base(env) | {"cl_khr_gl_event"}))
+    emulated.install(monkeypatch, gl_event=True)
     cfg = RunConfig(scene="particles", backend="gl_sharing", sync="gl_event", size=4096, headless=True,
                     overlay=False, frames=10_000, seed=4, strict=True, frames_in_flight=in_flight)
     with Run(cfg, surface=gl) as run:

@@ -28,10 +28,12 @@ if ! x_served; then
     export DISPLAY=:5 LD_LIBRARY_PATH=$GLSHARE_X_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   fi
 fi
-export __GLX_VENDOR_LIBRARY_NAME=${__GLX_VENDOR_LIBRARY_NAME:-nvidia}
+# NVIDIA's GLX client library (glvnd picks Mesa's by Xvfb's vendor string); GLSHARE_GLX_VENDOR=none: glvnd's choice
+[ "${GLSHARE_GLX_VENDOR:-nvidia}" = none ] && unset __GLX_VENDOR_LIBRARY_NAME \
+  || export __GLX_VENDOR_LIBRARY_NAME=${GLSHARE_GLX_VENDOR:-nvidia}
 unset PYOPENGL_PLATFORM  # GLX for the window runs; headless (EGL) runs set it themselves
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit ${GLSHARE_COMMIT:-unknown}"; date -u
-  echo "DISPLAY=${DISPLAY:-} served: $(x_served && echo yes || echo NO)  __GLX_VENDOR_LIBRARY_NAME=$__GLX_VENDOR_LIBRARY_NAME"
+  echo "DISPLAY=${DISPLAY:-} served: $(x_served && echo yes || echo NO)  __GLX_VENDOR_LIBRARY_NAME=${__GLX_VENDOR_LIBRARY_NAME:-}"
   python3 -c "from app import native; print(native.describe())"; } > "$log" 2>&1
 x_served || { echo "no X display: nothing of this script can run (docs/gpu-window.md)" >> "$log"; exit 1; }
 

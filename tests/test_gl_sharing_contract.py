@@ -130,17 +130,23 @@ def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, 
     emulated.install(monkeypatch, gl_event=True)
     cfg = RunConfig(scene="particles", backend="gl_sharing", sync="gl_event", size=4096, headless=True,
                     overlay=False, frames=10_000, seed=4, strict=True, frames_in_flight=in_flight)
-    with Run(cfg, surface=gl) as run:
-        s = run.session
-        assert not s.gl_info.has("GL_ARB_cl_event")
-        for _ in range(5):
-            rec = run.tick()
-            assert rec.errors == [] and rec.hazards == []
-        s.finish()
-        sync = s.scheduler.sync
-        assert len(sync._fences) <= in_flight
-        waits = {w[0] for r in s.scheduler.records for w in r.waits}
-        assert "clWaitForEvents(release)" in waits and "glFinish" not in waits, waits
-        ref = reference_steps(initial_state(s.scene.n, 4), 5)  # tests/contract/references.py's check, 5e-4
-        assert np.abs(s.scene.position.gl.read().reshape(-1, 4) - ref["position"]).max() < 5e-4
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((64, 48))  # the test's own: a run may resize its surface
+    try:
+        with Run(cfg, surface=surface) as run:
+            s = run.session
+            assert not s.gl_info.has("GL_ARB_cl_event")
+            for _ in range(5):
+                rec = run.tick()
+                assert rec.errors == [] and rec.hazards == []
+            s.finish()
+            sync = s.scheduler.sync
+            assert len(sync._fences) <= in_flight
+            waits = {w[0] for r in s.scheduler.records for w in r.waits}
+            assert "clWaitForEvents(release)" in waits and "glFinish" not in waits, waits
+            ref = reference_steps(initial_state(s.scene.n, 4), 5)  # tests/contract/references.py's check, 5e-4
+            assert np.abs(s.scene.position.gl.read().reshape(-1, 4) - ref["position"]).max() < 5e-4
+    finally:
+        surface.close()
     assert emulated.calls.count(("clCreateEventFromGLsyncKHR",)) == 5

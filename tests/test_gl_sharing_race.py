@@ -3,21 +3,32 @@ probe's reason where gl_sharing is refused, and, through the emulated driver (te
 the bare-loop row built from the same calls. Their figures come from the GPU machine."""
 from __future__ import annotations
 
+import pytest
 from gl_emulation import EmulatedGlSharingDriver
 
 from app.bench.gl_sharing_race import gl_sharing_rows
 
 
-def test_rows_skipped_with_the_reason_where_refused(gl):
-    out = gl_sharing_rows(gl, "portable", frames=2, warmup=1)
+@pytest.fixture
+def own_surface(gl):
+    """A surface of the test's own: the race resizes it to each scene's window."""
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((64, 48))
+    yield surface
+    surface.close()
+
+
+def test_rows_skipped_with_the_reason_where_refused(own_surface):
+    out = gl_sharing_rows(own_surface, "portable", frames=2, warmup=1)
     assert out["rows"] == [] and out["skipped"].startswith("gl_sharing is refused here: ")
     assert "clCreateFromGLBuffer" in out["skipped"]
 
 
-def test_bare_loop_row_on_the_emulated_driver(gl, monkeypatch):
+def test_bare_loop_row_on_the_emulated_driver(own_surface, monkeypatch):
     driver = EmulatedGlSharingDriver()
     driver.install(monkeypatch)
-    out = gl_sharing_rows(gl, "portable", scenes=(("particles", 4096), ("image", (64, 48))), frames=3, warmup=1)
+    out = gl_sharing_rows(own_surface, "portable", scenes=(("particles", 4096), ("image", (64, 48))), frames=3, warmup=1)
     assert out["skipped"] is None and not driver.errors
     assert "external_memory is refused here" in out["external_memory_skipped"]
     assert [r["race"] for r in out["rows"]] == ["gl_sharing bare loop"] * 2

@@ -51,3 +51,17 @@ def test_external_memory_uuid_mismatch_names_both_and_the_right_one():
     assert uuid_text(U2) in why and "NVIDIA CUDA: GPU 1 is GL's" in why
     why = uuid_mismatch("NVIDIA CUDA: GPU 0", U1, [U3], [("NVIDIA CUDA: GPU 1", U2)], explicit=False)
     assert why.startswith("glshare chose") and "no CL device has GL's UUID" in why
+
+
+def test_info_says_which_device_drives_gl_and_how_gl_event_orders(glshare):
+    import json
+
+    res = glshare("info", "--json")
+    assert res.returncode == 0, res.stderr
+    g = json.loads(res.stdout)["gl_device"]
+    # gl_sharing is refused here (the trial): clGetGLContextInfoKHR is not asked
+    assert g["cl_device_for_gl_context"].startswith("not asked: gl_sharing is refused here")
+    assert g["gl_event_release"].startswith("a CL-side wait")  # Mesa offers no GL_ARB_cl_event
+    assert g["cl_device_uuid"] == "none"  # PoCL lists no cl_khr_device_uuid
+    res = glshare("info")
+    assert "The GL context's CL device (clGetGLContextInfoKHR): not asked" in res.stdout

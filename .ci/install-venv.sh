@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create the virtual environment with glshare installed editable, and pyopencl built WITH GL
-# support (PyPI's wheel has have_gl() == False). Re-runs only when pyproject.toml changed.
+# Create the virtual environment with glshare installed editable. pyopencl is PyPI's wheel: glshare
+# calls the GL-sharing entry points through ctypes (app/cl/gl_sharing.py), so no build with GL.
 set -euo pipefail
 venv=${1:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
@@ -9,13 +9,6 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # pip's own status, without the noise some machines' pip configuration prints
 pip_q() { "$py" -m pip "$@" 2>&1 | { grep -v '^WARNING: Location' || true; }; return "${PIPESTATUS[0]}"; }
 pip_q install -q --upgrade pip
-if ! "$py" -c "import pyopencl" 2>/dev/null; then
-  echo "building pyopencl with GL support (about a minute)"
-  PYOPENCL_ENABLE_GL=1 pip_q install -q --no-binary pyopencl pyopencl
-elif ! "$py" -c "import pyopencl, sys; sys.exit(0 if pyopencl.have_gl() else 1)"; then
-  echo "rebuilding pyopencl with GL support (about a minute)"
-  PYOPENCL_ENABLE_GL=1 pip_q install -q --no-binary pyopencl --force-reinstall --no-deps pyopencl
-fi
 pip_q install -q -e ".[dev,vulkan]"
 # setuptools' editable finder (the __editable__ .pth) imports pathlib, re and fnmatch at every
 # interpreter start, ~15-20 ms of glshare's start-up on the 2-core machine (python -X importtime);
@@ -28,7 +21,6 @@ site = pathlib.Path(sysconfig.get_paths()["purelib"])
 for pth in site.glob("__editable__.glshare-*.pth"):
     pth.write_text(sys.argv[1] + "\n")
 PY
-"$py" -c "import pyopencl; assert pyopencl.have_gl(), 'pyopencl was built without GL'"
 
 # A second CPU OpenCL implementation, for the tests that run on every implementation present:
 # Intel's oneAPI CPU runtime from PyPI (../shared/PLATFORMS.md). Skipped with GLSHARE_SECOND_CL=0.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Debian/Ubuntu packages glshare needs: PoCL (OpenCL on the CPU), the ICD loader and headers (to
-# build pyopencl with GL), Mesa (llvmpipe GL, EGL surfaceless), Xvfb, and the X libraries GLFW loads.
+# Debian/Ubuntu packages glshare needs: PoCL (OpenCL on the CPU), the ICD loader, the Khronos
+# headers (tests/test_error_codes.py checks glshare's error names against them), Mesa (llvmpipe GL,
+# EGL surfaceless), Xvfb, and the X libraries GLFW loads.
 # Installed with apt when running as root; otherwise one line naming the command, exit 1.
 set -euo pipefail
-pkgs=(pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers xvfb xauth libgl1-mesa-dri
+pkgs=(pocl-opencl-icd ocl-icd-libopencl1 opencl-headers xvfb xauth libgl1-mesa-dri
       libegl1 libegl-mesa0 libgl1 libglx-mesa0 libx11-6 libxrandr2 libxinerama1 libxcursor1 libxi6
       libxxf86vm1 libxkbcommon0 xdotool python3-venv)
 missing=()

@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="platforms, devices, GL, and which sharing backends work here")
     i.add_argument("--json", action="store_true")
     i.add_argument("--cl-device", help="PLATFORM_SUBSTRING[:INDEX] (or GLSHARE_CL_DEVICE)")
+    i.add_argument("--window", action="store_true", help="probe through a GLFW window's GLX context (needs an X display) instead of headless EGL")
 
     b = sub.add_parser("bench", help="measure frame times and copy costs as ratios against baselines")
     b.add_argument("--quick", action="store_true", help="a small sweep (under a minute on 2 cores)")
@@ -166,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("errors", help="the error lab: every acquire/release (and semaphore) case against the spec")
     e.add_argument("--json", action="store_true")
     e.add_argument("--cl-device")
+    e.add_argument("--window", action="store_true", help="probe through a GLFW window's GLX context (needs an X display) instead of headless EGL")
     e.add_argument("--backend", choices=["auto", *backend_module_names()], default="auto",
                    help="the backend whose call families the lab runs (default: gl_sharing, else "
                         "external_memory, else host_copy)")
@@ -189,11 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _info(args) -> int:
     from app.window import select_platform
 
-    select_platform(True)
+    select_platform(not args.window)
     from app.commands.info import gather, render_text
     from app.config import cl_device_selector
 
-    data = gather(cl_device_selector(args.cl_device))
+    data = gather(cl_device_selector(args.cl_device), window=args.window)
     if args.json:
         import json
 
@@ -225,7 +227,7 @@ def _main(argv: list[str] | None = None) -> int:
         if args.command == "errors":
             from app.window import select_platform
 
-            select_platform(True)
+            select_platform(not args.window)
             from app.lab.lab import main as lab_main
 
             return lab_main(args)

@@ -1,16 +1,19 @@
-"""gl_sharing's own logic, with pyopencl's GL entry points replaced by recorders.
+"""gl_sharing's own logic on the CPU machine, its C entry points emulated (tests/gl_emulation.py).
 
-No machine at hand offers cl_khr_gl_sharing (PoCL would abort the process, NVIDIA lists none), so
-this checks what glshare controls: the context properties it builds for the current EGL context,
-that GL objects are shared through pyopencl's GLBuffer/GLTexture, that acquire and release go to
-enqueue_acquire/release_gl_objects with the kernel's event in the wait list, and that the
-validator and the ownership tracker run as on every other backend.
+What glshare controls: the context properties it builds for the current EGL context, that GL
+objects are shared through clCreateFromGLBuffer / clCreateFromGLTexture called through ctypes and
+handed to pyopencl, that acquire and release go to clEnqueue{Acquire,Release}GLObjects with the
+kernel's event in the wait list, that a CL error of the driver is named, and that the validator
+and the ownership tracker run as on every other backend. pyopencl's own GL support is never used.
 """
 from __future__ import annotations
 
+import numpy as np
 import pyopencl as cl
 import pytest
+from gl_emulation import EmulatedGlSharingDriver
 
+from app.cl import gl_sharing as glcl
 from app.errors import ValidationError
 from app.sharing.base import ProbeEnv
 from app.validate.liveness import REGISTRY
@@ -19,61 +22,41 @@ from app.validate.liveness import REGISTRY
 class GlSharingEnv(ProbeEnv):
     @property
     def device_extensions(self):
-        return super().device_extensions | {"cl_khr_gl_sharing", "cl_khr_gl_event"}
+        return super().device_extensions | {"cl_khr_gl_event"}
 
 
 @pytest.fixture
-def recorded(probe_env, monkeypatch):
-    calls = []
-    real_context = cl.Context
-
-    def context(devices=None, properties=None, **kw):
-        calls.append(("context", [p for p, _ in properties]))
-        return real_context(devices)  # a plain context stands in for the GL-sharing one
-
-    def gl_buffer(ctx, flags, name):
-        calls.append(("GLBuffer", name))
-        return cl.Buffer(ctx, flags, 1024)
-
-    def acquire(queue, mems, wait_for=None):
-        calls.append(("acquire", len(mems), len(wait_for or [])))
-        return cl.enqueue_marker(queue, wait_for=wait_for)
-
-    def release(queue, mems, wait_for=None):
-        calls.append(("release", len(mems), len(wait_for or [])))
-        return cl.enqueue_marker(queue, wait_for=wait_for)
-
-    def no_info(*a, **k):
-        raise cl.LogicError(cl._cl._ErrorRecord(msg="not here", code=-30, routine="clGetGLContextInfoKHR"))
-
-    monkeypatch.setattr(cl, "have_gl", lambda: True)
-    monkeypatch.setattr(cl, "Context", context)
-    monkeypatch.setattr(cl, "GLBuffer", gl_buffer)
-    monkeypatch.setattr(cl, "enqueue_acquire_gl_objects", acquire)
-    monkeypatch.setattr(cl, "enqueue_release_gl_objects", release)
-    monkeypatch.setattr(cl._cl, "get_gl_context_info_khr", no_info)
-    env = GlSharingEnv(probe_env.choice, probe_env.surface, probe_env.gl_info)
-    return env, calls
+def driver(probe_env, monkeypatch):
+    emulated = EmulatedGlSharingDriver()
+    emulated.install(monkeypatch)
+    monkeypatch.setattr(cl, "have_gl", lambda: False)  # the PyPI wheel's answer: nothing may need it
+    yield GlSharingEnv(probe_env.choice, probe_env.surface, probe_env.gl_info), emulated
+    assert not emulated.errors, emulated.errors
 
 
-def test_probe_context_and_hand_over(recorded):
+def test_probe_context_and_hand_over(driver, gl):
     from app.sharing.backends.gl_sharing import KhrGlSharing
 
-    env, calls = recorded
+    env, emulated = driver
     probe = KhrGlSharing.probe(env)
     assert probe.available, probe.reason
-    ctx_props = [c for c in calls if c[0] == "context"][0][1]
-    assert cl.context_properties.GL_CONTEXT_KHR in ctx_props
-    assert cl.context_properties.EGL_DISPLAY_KHR in ctx_props  # built by glshare, not pyopencl's helper
+    keys = emulated.context_keys[0]
+    assert keys == [glcl.CL_GL_CONTEXT_KHR, glcl.CL_EGL_DISPLAY_KHR, glcl.CL_CONTEXT_PLATFORM]
+    assert ("clGetGLContextInfoKHR", glcl.CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR) in emulated.calls
     backend = KhrGlSharing(env, strict=True)
     try:
         obj = backend.create_buffer("b", 1024)
-        assert ("GLBuffer", obj.gl.name) in calls
+        assert ("clCreateFromGLBuffer", obj.gl.name) in emulated.calls
+        assert isinstance(obj.mem, cl.Buffer) and obj.mem.size == 1024
+        assert backend.functions.gl_object_info(obj.mem) == (glcl.CL_GL_OBJECT_BUFFER, obj.gl.name)
+        tex = backend.create_texture("t", 8, 4)
+        assert isinstance(tex.mem, cl.Image) and tex.mem.shape == (8, 4)
         q = backend.queue
         ev_a = backend.acquire(q, [obj])
         marker = cl.enqueue_marker(q, wait_for=[ev_a])
         backend.release(q, [obj], [marker])
-        assert ("acquire", 1, 0) in calls and ("release", 1, 1) in calls
+        assert ("clEnqueueAcquireGLObjects", 1, 0) in emulated.calls
+        assert ("clEnqueueReleaseGLObjects", 1, 1) in emulated.calls
         assert backend.tracker.state(obj).owner == "gl"
         plain = cl.Buffer(backend.context, cl.mem_flags.READ_WRITE, 16)
         with pytest.raises(ValidationError) as exc:
@@ -85,19 +68,85 @@ def test_probe_context_and_hand_over(recorded):
         assert exc.value.name == "CL_INVALID_GL_OBJECT"
         assert backend.sync_unavailable_reason("gl_event") is None
         assert "external_memory" in backend.sync_unavailable_reason("semaphore")
+        backend.destroy(tex)
         backend.destroy(obj)
     finally:
         backend.close()
 
 
-def test_context_failure_names_the_cl_error(recorded, monkeypatch):
+def test_data_round_trip_through_the_entry_points(driver, gl):
+    """What CL writes between acquire and release is what GL reads: the calls' arguments (the
+    handle arrays, the wait lists) reach the driver intact, exact values."""
     from app.sharing.backends.gl_sharing import KhrGlSharing
 
-    env, _ = recorded
+    env, _ = driver
+    backend = KhrGlSharing(env, strict=True)
+    try:
+        obj = backend.create_buffer("b", 64)
+        q = backend.queue
+        ev = backend.acquire(q, [obj])
+        written = np.arange(16, dtype=np.float32)
+        cl.enqueue_copy(q, obj.mem, written, wait_for=[ev], is_blocking=True)
+        backend.release(q, [obj], [])
+        q.finish()
+        assert np.array_equal(obj.gl.read(np.float32), written)
+    finally:
+        backend.close()
 
-    def refuse(devices=None, properties=None, **kw):
-        raise cl.LogicError(cl._cl._ErrorRecord(msg="no", code=-59, routine="clCreateContext"))
 
-    monkeypatch.setattr(cl, "Context", refuse)
+def test_context_failure_names_the_cl_error(driver):
+    from app.sharing.backends.gl_sharing import KhrGlSharing
+
+    env, emulated = driver
+    emulated.fail["clCreateContext"] = -59  # NVIDIA's answer for an EGL context
     probe = KhrGlSharing.probe(env)
     assert not probe.available and "CL_INVALID_OPERATION (-59)" in probe.reason
+
+
+def test_shared_object_failure_is_a_cl_error(driver, gl):
+    from app.sharing.backends.gl_sharing import KhrGlSharing
+
+    env, emulated = driver
+    backend = KhrGlSharing(env, strict=True)
+    try:
+        emulated.fail["clCreateFromGLBuffer"] = -60
+        with pytest.raises(Exception) as exc:
+            backend.create_buffer("b", 64)
+        assert "-60" in str(exc.value) or "CL_INVALID_GL_OBJECT" in str(exc.value)
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize("in_flight", [1, 3])
+def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, monkeypatch, in_flight):
+    """gl_event: every acquire waits on a CL event made from a GL fence (on gl_sharing's own context),
+    a fence is deleted only once that event completed, and without GL_ARB_cl_event (Mesa here) the
+    release's completion is waited for on the CPU before GL's use: the picture is the reference's."""
+    from app.config import RunConfig
+    from app.scenes.particles import initial_state, reference_steps
+    from app.session.loop import Run
+
+    _, emulated = driver
+    emulated.install(monkeypatch, gl_event=True)
+    cfg = RunConfig(scene="particles", backend="gl_sharing", sync="gl_event", size=4096, headless=True,
+                    overlay=False, frames=10_000, seed=4, strict=True, frames_in_flight=in_flight)
+    from app.window.egl_headless import EglSurface
+
+    surface = EglSurface((64, 48))  # the test's own: a run may resize its surface
+    try:
+        with Run(cfg, surface=surface) as run:
+            s = run.session
+            assert not s.gl_info.has("GL_ARB_cl_event")
+            for _ in range(5):
+                rec = run.tick()
+                assert rec.errors == [] and rec.hazards == []
+            s.finish()
+            sync = s.scheduler.sync
+            assert len(sync._fences) <= in_flight
+            waits = {w[0] for r in s.scheduler.records for w in r.waits}
+            assert "clWaitForEvents(release)" in waits and "glFinish" not in waits, waits
+            ref = reference_steps(initial_state(s.scene.n, 4), 5)  # tests/contract/references.py's check, 5e-4
+            assert np.abs(s.scene.position.gl.read().reshape(-1, 4) - ref["position"]).max() < 5e-4
+    finally:
+        surface.close()
+    assert emulated.calls.count(("clCreateEventFromGLsyncKHR",)) == 5

@@ -289,6 +289,9 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
         progress.total = sum(per_backend.get(b, 2) for _, _, b in groups)
     result["zero_copy_races"] = _zero_copy_races(sweep, cl_device, probe, surface, result["failures"], progress)
     result["kernel_race"] = _kernel_race(sweep, cl_device, result["failures"])
+    from app.bench.gl_sharing_race import gl_sharing_rows  # skipped with the reason where gl_sharing is refused
+
+    result["gl_sharing_races"] = gl_sharing_rows(surface, cl_device, frames=sweep.frames)
     progress.close()
     result["races"] = race_rows(result)
     ratios, missing = compute_ratios(result, sweep, backends)
@@ -314,6 +317,7 @@ def run_sweep(sweep, cl_device: str | None, probe: dict, surface) -> dict:
         "failures": result["failures"],
         "zero_copy_races": result["zero_copy_races"],
         "kernel_race": result["kernel_race"],
+        "gl_sharing_races": result["gl_sharing_races"],
         "races": result["races"],
         "ratios": ratios,
         "not_measurable": missing,

@@ -1,6 +1,7 @@
 """Choose the OpenCL device (``--cl-device PLATFORM_SUBSTRING[:INDEX]`` or ``GLSHARE_CL_DEVICE``)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ class DeviceChoice:
     platform: cl.Platform
     device: cl.Device
     index: int  # within the platform
+    explicit: bool = False  # named by --cl-device / GLSHARE_CL_DEVICE (not glshare's default choice)
 
     @property
     def label(self) -> str:
@@ -185,7 +187,7 @@ def select_device(selector: str | None) -> DeviceChoice:
         raise UsageError(f"{_named(selector)} matches no platform; devices: {describe_devices(choices)}")
     if index >= len(matching):
         raise UsageError(f"{_named(selector)}: no device {index} on that platform; devices: {describe_devices(choices)}")
-    return matching[index]
+    return dataclasses.replace(matching[index], explicit=True)
 
 
 class ComputeQueue:
@@ -204,3 +206,67 @@ class ComputeQueue:
 
     def __repr__(self) -> str:
         return f"<ComputeQueue {self.label!r}>"
+
+
+# -- the device GL runs on -----------------------------------------------------------------------------
+CL_DEVICE_UUID_KHR = 0x106A  # cl_khr_device_uuid: 16 bytes, CL_UUID_SIZE_KHR
+GL_NUM_DEVICE_UUIDS_EXT = 0x9596  # GL_EXT_memory_object: the GL context's devices ...
+GL_DEVICE_UUID_EXT = 0x9597  # ... each one's UUID through glGetUnsignedBytei_vEXT (GL_UUID_SIZE_EXT 16)
+
+
+def uuid_text(uuid: bytes | None) -> str:
+    """A 16-byte UUID as 8-4-4-4-12 hex (what nvidia-smi and vulkaninfo print); "none" for None."""
+    if not uuid:
+        return "none"
+    h = uuid.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def cl_device_uuid(device) -> bytes | None:
+    """cl_khr_device_uuid's CL_DEVICE_UUID_KHR, or None where the device does not list it."""
+    import ctypes
+
+    if "cl_khr_device_uuid" not in device.extensions.split():
+        return None
+    from app.cl.ext import libopencl
+
+    buf = (ctypes.c_ubyte * 16)()
+    if libopencl().clGetDeviceInfo(device.int_ptr, CL_DEVICE_UUID_KHR, 16, buf, None):
+        return None
+    return bytes(buf)
+
+
+def gl_device_uuids() -> list[bytes]:
+    """The current GL context's device UUIDs (GL_EXT_memory_object: GL_NUM_DEVICE_UUIDS_EXT, then
+    glGetUnsignedBytei_vEXT(GL_DEVICE_UUID_EXT, i)); [] where GL does not export the query."""
+    import ctypes
+
+    from OpenGL import platform
+
+    address = platform.PLATFORM.getExtensionProcedure(b"glGetUnsignedBytei_vEXT")
+    if not address:
+        return []
+    from app.gl import api as GL
+
+    get = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_ubyte))(address)
+    out = []
+    for i in range(int(GL.glGetIntegerv(GL_NUM_DEVICE_UUIDS_EXT))):
+        buf = (ctypes.c_ubyte * 16)()
+        get(GL_DEVICE_UUID_EXT, i, buf)
+        out.append(bytes(buf))
+    return out
+
+
+def uuid_mismatch(chosen: str, chosen_uuid: bytes | None, gl_uuids: list[bytes],
+                  others: list[tuple[str, bytes | None]], explicit: bool) -> str | None:
+    """Why memory shared through UUID-matched devices (external memory: "the device UUIDs must
+    match", Vulkan's and GL_EXT_memory_object's rule, which cl_khr_external_memory follows) cannot
+    work from the chosen CL device, or None. Nothing to compare (no UUID on either side) is None.
+    ``others``: (label, UUID) of the other CL devices, to name the one that matches."""
+    if not gl_uuids or chosen_uuid is None or chosen_uuid in gl_uuids:
+        return None
+    gl_text = ", ".join(uuid_text(u) for u in gl_uuids)
+    match = next((label for label, u in others if u is not None and u in gl_uuids), None)
+    which = "--cl-device names" if explicit else "glshare chose"
+    hint = f"; {match} is GL's: choose it with --cl-device" if match else "; no CL device has GL's UUID"
+    return f"{which} {chosen} (UUID {uuid_text(chosen_uuid)}), but GL runs on the device with UUID {gl_text}{hint}"

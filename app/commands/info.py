@@ -18,8 +18,32 @@ def _device_entry(choice) -> dict:
             "sharing_extensions": {e: e in exts for e in CL_SHARING_EXTENSIONS}}
 
 
-def gather(selector: str | None) -> dict:
-    """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe."""
+def gl_device_entry(registry, env) -> dict:
+    """Which CL device drives the GL context (clGetGLContextInfoKHR, asked only where gl_sharing's
+    trial saw the entry points work), GL's device UUIDs, and how gl_event orders the release."""
+    from app.cl.device import cl_device_uuid, gl_device_uuids, uuid_text
+    from app.errors import GlshareError
+    from app.sharing.backends.gl_sharing import KhrGlSharing, gl_context_properties, gl_event_release_order
+
+    out = {"gl_device_uuids": [uuid_text(u) for u in (gl_device_uuids() if env.gl_info.has("GL_EXT_memory_object")
+                                                      else [])],
+           "cl_device_uuid": uuid_text(cl_device_uuid(env.choice.device)),
+           "gl_event_release": gl_event_release_order(env.gl_info)}
+    if registry.probes["gl_sharing"].available:
+        try:
+            dev = KhrGlSharing.gl_device(env, gl_context_properties(env))
+            out["cl_device_for_gl_context"] = f"{dev.platform.name.strip()}: {dev.name.strip()}"
+        except GlshareError as exc:
+            out["cl_device_for_gl_context"] = exc.one_line() if hasattr(exc, "one_line") else str(exc)
+    else:
+        out["cl_device_for_gl_context"] = ("not asked: gl_sharing is refused here, and clGetGLContextInfoKHR is "
+                                           "only called where its trial saw GL sharing work")
+    return out
+
+
+def gather(selector: str | None, window: bool = False) -> dict:
+    """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe (``window``:
+    a GLFW window's GLX context, where GL sharing may work when EGL's does not: NVIDIA)."""
     from app.gl.context import gl_info
     from app.sharing.backends.external_memory import import_handle_types
     from app.sharing.backends.external_memory.handles import handle_table
@@ -29,7 +53,7 @@ def gather(selector: str | None) -> dict:
     from app.window import open_surface
 
     choice = select_device(selector)
-    surface = open_surface(True, (64, 64))
+    surface = open_surface(not window, (64, 64), title="glshare info")
     try:
         info = gl_info()
         registry = Registry(ProbeEnv(choice, surface, info))
@@ -48,14 +72,16 @@ def gather(selector: str | None) -> dict:
                 lifetime = {"ok": False, "steps": [], "error": f"{type(exc).__name__}: {exc}"}
         return {
             "glshare": __version__,
-            "pyopencl": {"version": cl.VERSION_TEXT, "have_gl": bool(cl.have_gl())},
+            "pyopencl": {"version": cl.VERSION_TEXT},  # its GL support is not used (app/cl/gl_sharing.py)
             "native": {"used": not native.reason(), "what": native.describe()},
             "devices": [_device_entry(c) for c in all_devices()],
             # [spec] where the ICD loader found the implementations (glshare's venv registers Intel's CPU runtime)
             "icd_vendors": os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors",
             "selected_device": _device_entry(choice),
-            "gl": {**info.as_dict(), "platform": f"EGL ({getattr(surface, 'egl_platform', '')}), headless"},
+            "gl": {**info.as_dict(), "platform": (f"EGL ({getattr(surface, 'egl_platform', '')}), headless"
+                                                  if surface.gl_platform == "egl" else "GLX, a GLFW window")},
             "backends": registry.as_list(),
+            "gl_device": gl_device_entry(registry, registry.env),
             "sync_modes": sync,
             "external_memory_import_types": [f"0x{t:04X}" for t in (import_types or [])],
             "external_memory_handle_types": handle_table(import_types),
@@ -66,8 +92,7 @@ def gather(selector: str | None) -> dict:
 
 
 def render_text(data: dict) -> str:
-    out = [f"glshare {data['glshare']}  (pyopencl {data['pyopencl']['version']}, "
-           f"built {'with' if data['pyopencl']['have_gl'] else 'WITHOUT'} GL support)",
+    out = [f"glshare {data['glshare']}  (pyopencl {data['pyopencl']['version']})",
            f"  {data['native']['what']}" if "native" in data else "", "",
            f"OpenCL devices (ICD vendors: {data.get('icd_vendors', '/etc/OpenCL/vendors')}):"]
     sel = data["selected_device"]
@@ -84,6 +109,12 @@ def render_text(data: dict) -> str:
     out += ["", "Sharing backends (probed in this order):"]
     for b in data["backends"]:
         out.append(f"  {'yes' if b['available'] else 'no '}  {b['name']:<16} {b['reason']}")
+    if "gl_device" in data:
+        g = data["gl_device"]
+        out += ["", f"The GL context's CL device (clGetGLContextInfoKHR): {g['cl_device_for_gl_context']}",
+                f"  GL device UUIDs: {', '.join(g['gl_device_uuids']) or 'none (no GL_EXT_memory_object)'}; "
+                f"the selected CL device's: {g['cl_device_uuid']}",
+                f"  gl_event orders the release before GL's use by {g['gl_event_release']}"]
     out += ["", "Sync modes:"]
     for s in data["sync_modes"]:
         ok = [n for n, v in s["backends"].items() if v == "available"]

@@ -5,7 +5,8 @@ its entry points and the extension the device (or platform) must list; the plana
 point takes only Direct3D 11 interop images, which glshare never makes: it is never called.
 
 An entry point the device does not list is never looked up or called (PoCL aborts the whole
-process on GL-sharing entry points). Beyond that, ``IMPLEMENTATIONS`` records per implementation
+process on GL-sharing entry points), except GL sharing's where the gl_sharing backend opened: its
+trial in a child process (app/sharing/gl_trial.py) saw them work (NVIDIA lists none and shares). Beyond that, ``IMPLEMENTATIONS`` records per implementation
 what is unsafe or known: measured on 2026-12-01 (../shared/PLATFORMS.md for PoCL, rusticl and
 Intel's CPU runtime; ../shared/gpu/README.md for NVIDIA's H200 driver, where
 clCreateEventFromGLsyncKHR on a non-GL context crashed the process: the lab never calls it).
@@ -77,11 +78,11 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                "GL-property context fails with -59, so glshare's gl_sharing backend is refused there",)),
     Implementation(
         "nvidia", ("nvidia",),
-        no_calls={"gl_sharing": "NVIDIA's OpenCL (driver 580.159.04) lists no cl_khr_gl_sharing and a GL-property "
-                                "context fails with -59 (CL_INVALID_OPERATION) (../shared/gpu/README.md)"},
-        notes=("zero-copy there goes through external memory and semaphores: the lab calls every case of those "
-               "two families; clCreateEventFromGLsyncKHR, which crashed the process on a plain context, is never "
-               "called by the lab",)),
+        notes=("NVIDIA's OpenCL (driver 580) lists no cl_khr_gl_sharing, yet shares with a GLX context (glshare's "
+               "trial in a child process sees it work): the lab calls the gl_sharing family where the gl_sharing "
+               "backend opened (glshare errors --window); with an EGL context the GL-property context fails "
+               "with -59, and the lab calls only external memory and semaphores there. "
+               "clCreateEventFromGLsyncKHR, which crashed the process on a plain context, is never called by the lab",)),
 )
 
 OTHER = Implementation("other", ())
@@ -109,6 +110,8 @@ def no_call_reason(impl: Implementation, platform: cl.Platform, device: cl.Devic
     if fam.validator == "planar":
         return ("clGetPlaneFromImageAMD takes only Direct3D 11 interop images, which glshare never makes "
                 "(glshare runs without Direct3D 11): the contract is emulated on glshare's own YUV images")
+    if family == "gl_sharing" and backend_name == "gl_sharing":
+        return None  # the backend opened: glshare's trial in a child process saw these entry points work
     wanted = fam.extensions
     if not listed_extensions(platform, device) & set(wanted):
         return (f"{device.name.strip()!r} does not list {wanted[0]}: glshare never calls an extension entry point "

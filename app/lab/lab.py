@@ -895,11 +895,11 @@ def main(args) -> int:
     spec everywhere (deliberate deviations aside) and every hazard behaves as its kind says."""
     from app.cl.device import select_device
     from app.config import cl_device_selector
-    from app.window.egl_headless import EglSurface
+    from app.window import open_surface
 
     choice = select_device(cl_device_selector(getattr(args, "cl_device", None)))
     with contextlib.ExitStack() as stack:
-        surface = EglSurface((64, 64))
+        surface = open_surface(not getattr(args, "window", False), (64, 64), title="glshare errors")
         stack.callback(surface.close)
         backend = open_lab_backend(choice, surface, getattr(args, "backend", None) or "auto")
         stack.callback(backend.close)

@@ -17,7 +17,12 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+# GLSHARE_HAZARD_WINDOW=1: in a GLFW window (GLX: gl_sharing on NVIDIA), else headless EGL;
+# GLSHARE_HAZARD_SYNCS: the sync modes to run each demonstration under (default finish,semaphore)
+WINDOW = os.environ.get("GLSHARE_HAZARD_WINDOW") == "1"
+SYNCS = os.environ.get("GLSHARE_HAZARD_SYNCS", "finish,semaphore").split(",")
+if not WINDOW:
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 sys.path.insert(0, os.getcwd())
 
 WATCHDOG_S = 30
@@ -35,7 +40,7 @@ def child(scene: str, backend: str, sync: str, demo: str, frames: int) -> None:
     def step(what: str) -> None:
         print(f"{(time.perf_counter() - t0) * 1e3:9.1f} ms  {what}", flush=True)
 
-    cfg = RunConfig(scene=scene, size=1024, backend=backend, sync=sync, headless=True, frames=10_000,
+    cfg = RunConfig(scene=scene, size=1024, backend=backend, sync=sync, headless=not WINDOW, frames=10_000,
                     panel_hz=0)
     with Run(cfg) as rt:
         step(f"started: {rt.session.backend.name} / {rt.session.cfg.sync}")
@@ -62,9 +67,9 @@ def child(scene: str, backend: str, sync: str, demo: str, frames: int) -> None:
 def main() -> None:
     backend = sys.argv[1] if len(sys.argv) > 1 else "external_memory"
     frames = int(sys.argv[2]) if len(sys.argv) > 2 else 12
-    cases = [(scene, sync, demo) for scene in ("particles", "image") for sync in ("finish", "semaphore")
+    cases = [(scene, sync, demo) for scene in ("particles", "image") for sync in SYNCS
              for demo in ("skip_release", "skip_acquire", "sync_none", "wrong_delete_order")]
-    cases += [("postprocess", sync, "unordered_render") for sync in ("finish", "semaphore")]
+    cases += [("postprocess", sync, "unordered_render") for sync in SYNCS]
     for scene, sync, demo in cases:
         t = time.perf_counter()
         try:

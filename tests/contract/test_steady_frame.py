@@ -124,11 +124,12 @@ def _same(a: dict, b: dict) -> None:
 
 def _native_expected(backend: str, sync: str) -> bool:
     """Whether the steady frame's hand-over is native here: every piece prepares its calls (the
-    backends whose hand-over is calls: external_memory, host_mapped; the modes whose sync is calls:
-    finish, semaphore, none; both scenes) and the machine can make them (app/native/calls.py)."""
+    backends whose hand-over is calls: external_memory, gl_sharing, host_mapped; the modes whose sync
+    is calls: finish, semaphore, none; both scenes) and the machine can make them (app/native/calls.py)."""
     from app.native.calls import reason
 
-    return not reason() and backend in ("external_memory", "host_mapped") and sync in ("finish", "semaphore", "none")
+    return (not reason() and backend in ("external_memory", "gl_sharing", "host_mapped")
+            and sync in ("finish", "semaphore", "none"))
 
 
 def _sync_here(probe_env, backend: str, sync: str) -> None:

@@ -1,52 +1,52 @@
-"""gl_sharing: cl_khr_gl_sharing, zero-copy, through pyopencl's GL API.
+"""gl_sharing: cl_khr_gl_sharing, zero-copy, through ctypes (app/cl/gl_sharing.py).
 
-The CL context is created with the properties naming the current GL context (GLX, EGL, WGL or
-CGL); its device is the one clGetGLContextInfoKHR (CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR) names.
-Acquire and release are clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects. Nothing here is
-called unless the device lists cl_khr_gl_sharing: PoCL aborts the process on clCreateFromGLBuffer.
+The CL context is created with the properties naming the current GL context (GLX or EGL); its
+device is the one clGetGLContextInfoKHR (CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR) names. Acquire and
+release are clEnqueueAcquireGLObjects / clEnqueueReleaseGLObjects. Nothing here is called unless
+the trial in a child process saw the entry points work (app/sharing/gl_trial.py): the extension
+string is not trusted either way (NVIDIA lists none and shares with GLX; PoCL aborts the process
+on clCreateFromGLBuffer).
 """
 from __future__ import annotations
 
 import logging
-import sys
 
 import pyopencl as cl
 
-from app.cl.device import GL_SHARING_EXTENSIONS
-from app.cl.ext import ExtensionFunctions, create_event_from_gl_sync
-from app.errors import ClError, SharingUnavailable, cl_error_name
+from app.cl import gl_sharing as glcl
+from app.errors import ClError, SharingUnavailable, UsageError, cl_error_name
 from app.gl import api as GL
 from app.gl.objects import GlBuffer, GlTexture
+from app.sharing import gl_trial
 from app.sharing.base import ACCESS_FLAGS, Capabilities, Probe, ProbeEnv, SharingBackend
 from app.sharing.sync import SyncMode
 
 log = logging.getLogger(__name__)
 
 
-
-def _gl_context_properties(env: ProbeEnv) -> list:
-    """CL context properties for the current GL context. pyopencl's helper builds GLX, WGL and
-    CGL; EGL (CL_EGL_DISPLAY_KHR) it does not, so the surface supplies the pairs itself."""
-    if sys.platform in ("win32", "darwin"):
-        from pyopencl.tools import get_gl_sharing_context_properties
-
-        return get_gl_sharing_context_properties() + [(cl.context_properties.PLATFORM, env.choice.platform)]
-    props = [(getattr(cl.context_properties, key), value) for key, value in env.surface.gl_sharing_properties()]
-    return props + [(cl.context_properties.PLATFORM, env.choice.platform)]
+def gl_context_properties(env: ProbeEnv) -> list[tuple[int, int]]:
+    """CL context properties for the current GL context: the surface's pairs and the platform."""
+    return glcl.context_properties(env.surface.gl_sharing_properties(), env.choice.platform)
 
 
-def _refusal(env: ProbeEnv) -> str | None:
-    """Every reason gl_sharing cannot work here, or None."""
-    reasons = []
-    if not cl.have_gl():
-        reasons.append("pyopencl was built without GL support (pyopencl.have_gl() is False); rebuild it with "
-                       "PYOPENCL_ENABLE_GL=1 pip install --no-binary pyopencl pyopencl")
-    exts = env.device_extensions | frozenset(env.choice.platform.extensions.split())
-    if not any(e in exts for e in GL_SHARING_EXTENSIONS):
-        reasons.append(f"device {env.choice.device.name.strip()!r} ({env.choice.platform.name.strip()}) does not "
-                       "list cl_khr_gl_sharing, so no GL-sharing entry point is called (PoCL aborts the process "
-                       "on clCreateFromGLBuffer)")
-    return "; and ".join(reasons) or None
+def gl_device_decision(chosen, named, explicit: bool):
+    """Which device drives sharing: ``named`` (what clGetGLContextInfoKHR returns for the GL context,
+    or None where it does not answer) over ``chosen``; an explicit --cl-device naming another device
+    is refused in one line naming both (cl_khr_gl_sharing: a device that is not the GL context's
+    gives CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR at context creation)."""
+    if named is None or named == chosen:
+        return chosen
+    if explicit:
+        raise UsageError(f"--cl-device names {_label(chosen)}, but the GL context runs on {_label(named)}: "
+                         "cl_khr_gl_sharing needs the GL context's device (CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR); "
+                         "choose that one or leave --cl-device out")
+    return named
+
+
+def _label(device) -> str:
+    name = getattr(device, "name", str(device))
+    platform = getattr(getattr(device, "platform", None), "name", "")
+    return f"{name.strip()!r}" + (f" ({platform.strip()})" if platform else "")
 
 
 class KhrGlSharing(SharingBackend):
@@ -80,74 +80,108 @@ class KhrGlSharing(SharingBackend):
                             "CL holds.",
     }
 
+    null_events = True  # its calls take the C API's NULL event (app.cl.ext.MemObjectsCall)
+
     @classmethod
     def probe(cls, env: ProbeEnv) -> Probe:
-        reason = _refusal(env)
-        if reason:
-            return Probe(cls.name, False, reason)
+        verdict = gl_trial.verdict(env)
+        if not verdict.works:
+            device = f"device {env.choice.device.name.strip()!r} ({env.choice.platform.name.strip()})"
+            listed = "lists cl_khr_gl_sharing, but" if verdict.listed else "does not list cl_khr_gl_sharing, and"
+            return Probe(cls.name, False, f"{device} {listed} glshare's trial of it in a child process failed: "
+                                          f"{verdict.reason}")
         try:
-            cls._make_context(env)  # dropped at once: the backend makes its own
+            context, device = cls._make_context(env)  # dropped at once: the backend makes its own
         except SharingUnavailable as exc:
             return Probe(cls.name, False, exc.reason)
-        return Probe(cls.name, True, f"cl_khr_gl_sharing with a {env.surface.gl_platform.upper()} context, zero-copy")
+        except UsageError as exc:
+            return Probe(cls.name, False, str(exc))
+        del context
+        said = gl_trial.describe(verdict, env)
+        return Probe(cls.name, True, f"cl_khr_gl_sharing with a {env.surface.gl_platform.upper()} context on "
+                                     f"{device.name.strip()}, zero-copy" + (f" ({said})" if said else ""))
 
     @staticmethod
-    def _gl_device(env: ProbeEnv, props: list) -> cl.Device:
-        """The device clGetGLContextInfoKHR names for the current GL context (where it answers),
-        else the chosen one. Only reached when the device lists cl_khr_gl_sharing."""
+    def gl_device(env: ProbeEnv, props: list) -> cl.Device:
+        """The device clGetGLContextInfoKHR names for the current GL context (where it answers), else
+        the chosen one; a --cl-device naming another one is refused (``gl_device_decision``)."""
+        fns = glcl.GlSharingFunctions(env.choice.platform)
+        named = None
         try:
-            named = cl._cl.get_gl_context_info_khr(props, cl.gl_context_info.CURRENT_DEVICE_FOR_GL_CONTEXT_KHR,
-                                                   env.choice.platform)
+            handles = fns.devices_for_gl_context(props)
         except cl.Error as exc:
             log.info("clGetGLContextInfoKHR: %s; using the chosen device", cl_error_name(exc.code))
-            return env.choice.device
-        named = named[0] if isinstance(named, list) and named else named
-        if isinstance(named, cl.Device):
-            if named != env.choice.device:
-                log.warning("the GL context runs on %s, not the chosen %s: sharing needs the GL device",
-                            named.name.strip(), env.choice.device.name.strip())
-            return named
-        return env.choice.device
+            handles = []
+        if handles:
+            named = glcl.device_by_handle(env.choice.platform, handles[0])
+        return gl_device_decision(env.choice.device, named, getattr(env.choice, "explicit", False))
 
     @classmethod
     def _make_context(cls, env: ProbeEnv) -> tuple[cl.Context, cl.Device]:
-        props = _gl_context_properties(env)
-        device = cls._gl_device(env, props)
+        props = gl_context_properties(env)
+        device = cls.gl_device(env, props)
         try:
-            return cl.Context(devices=[device], properties=props), device
+            return glcl.GlSharingFunctions(env.choice.platform).create_context(props, [device]), device
         except cl.Error as exc:
             raise SharingUnavailable("gl_sharing", f"clCreateContext with {env.surface.gl_platform.upper()} GL "
                                      f"properties failed: {cl_error_name(exc.code)} ({exc.code})") from exc
 
     def _create_context(self) -> cl.Context:
+        self.functions = glcl.GlSharingFunctions(self.env.choice.platform)
+        self._acquire_call, self._release_call = self.functions.hand_over_calls()  # prepared once
         context, self.device = self._make_context(self.env)
         return context
 
     def _share_buffer(self, gl: GlBuffer, access: str):
         GL.glFinish()
-        return cl.GLBuffer(self.context, ACCESS_FLAGS[access], gl.name)
+        return self.functions.create_from_gl_buffer(self.context, ACCESS_FLAGS[access], gl.name)
 
     def _share_texture(self, gl: GlTexture, access: str):
         GL.glFinish()
-        return cl.GLTexture(self.context, ACCESS_FLAGS[access], GL.GL_TEXTURE_2D, 0, gl.name, 2)
+        return self.functions.create_from_gl_texture(self.context, ACCESS_FLAGS[access], GL.GL_TEXTURE_2D, 0,
+                                                     gl.name)
 
-    def _enqueue_acquire(self, queue, objects, wait_for):
-        return cl.enqueue_acquire_gl_objects(queue, [o.mem for o in objects], wait_for=wait_for)
+    def _enqueue_acquire(self, queue, objects, wait_for, event=True):
+        return self._acquire_call(queue, [o.mem for o in objects], wait_for, event)
 
-    def _enqueue_release(self, queue, objects, wait_for):
-        return cl.enqueue_release_gl_objects(queue, [o.mem for o in objects], wait_for=wait_for)
+    def _enqueue_release(self, queue, objects, wait_for, event=True):
+        return self._release_call(queue, [o.mem for o in objects], wait_for, event)
+
+    def native_hand_over(self, queue, objects, event):
+        from app.cl.ext import vp
+
+        mems = [o.mem for o in objects]
+        acquire_out, release_out = (vp(), vp()) if event else (None, None)
+        return ([self._acquire_call.prepared(queue, mems, acquire_out)],
+                [self._release_call.prepared(queue, mems, release_out)], acquire_out, release_out)
+
+
+def gl_event_release_order(gl_info) -> str:
+    """How gl_event orders the release's completion before GL's use of the objects, in words."""
+    if gl_info.has("GL_ARB_cl_event"):
+        return ("GL_ARB_cl_event: GL waits on the release's event on the GPU (glCreateSyncFromCLeventARB, "
+                "glWaitSync); the CPU does not wait")
+    return ("a CL-side wait: the CPU waits for the release's event (clWaitForEvents) before GL's use, as GL "
+            "offers no GL_ARB_cl_event")
 
 
 class GlEventSync(SyncMode):
     """cl_khr_gl_event: a GL fence becomes a CL event in acquire's wait list (no glFinish); the
-    release is ordered before later GL commands by the extension's implicit synchronisation, and
-    with GL_ARB_cl_event GL waits on the release's event on the GPU (glWaitSync)."""
+    release's completion is ordered before GL's use by GL itself where it offers GL_ARB_cl_event
+    (a GL sync object made from the release's event, waited on with glWaitSync: on the GPU), else
+    by a CL-side wait on the release's event (``gl_event_release_order`` says which).
+
+    clCreateEventFromGLsyncKHR is only called on gl_sharing's context (one created from the GL
+    context: "context is a valid OpenCL context created from an OpenGL context", cl_khr_gl_event);
+    on a plain context NVIDIA's driver crashed the process. A fence is deleted only once the CL
+    event made from it is complete: with frames in flight, the acquire that waits on it may still
+    be queued when the next frame starts."""
 
     name = "gl_event"
     order = 20
     title = "GL fence as a CL event (cl_khr_gl_event)"
     explanation = ("A GL fence becomes a CL event the acquire waits on (no glFinish on the CPU); GL waits on the "
-                   "release's event on the GPU where GL_ARB_cl_event allows.")
+                   "release's event on the GPU where GL_ARB_cl_event allows, else the CPU waits for the release.")
 
     bounded_run_ahead = True
 
@@ -161,31 +195,53 @@ class GlEventSync(SyncMode):
         return None
 
     def __init__(self, backend: KhrGlSharing) -> None:
+        from app.cl.ext import event_info
+
         super().__init__(backend)
-        self.ext = ExtensionFunctions(backend.env.choice.platform)
-        self._fences: list = []
+        self.functions = backend.functions
+        self.gl_waits = backend.env.gl_info.has("GL_ARB_cl_event")  # else the CPU waits for the release
+        self._status = event_info().status
+        self._fences: list[tuple[int, cl.Event]] = []  # (GLsync, the CL event made from it), oldest first
+
+    def _drop_completed_fences(self) -> None:
+        kept = []
+        for fence, event in self._fences:
+            status = self._status(event.int_ptr)
+            if status is None or status <= 0:  # CL_COMPLETE (0) or failed (negative): the fence is no longer used
+                GL.glDeleteSync(fence)
+            else:
+                kept.append((fence, event))
+        self._fences = kept
 
     def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
-        for fence in self._fences:  # the previous frame's fences are complete (its acquire waited)
-            GL.glDeleteSync(fence)
+        self._drop_completed_fences()
         fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
         GL.glFlush()
-        self._fences = [fence]
         address = fence or 0  # app.gl.api's glFenceSync: the GLsync as an int (None: no fence)
         try:
-            return [create_event_from_gl_sync(self.ext, self.backend.context, address)]
+            event = self.functions.create_event_from_gl_sync(self.backend.context, address)
         except cl.Error as exc:
+            GL.glDeleteSync(fence)
             raise ClError.from_pyopencl(exc, "clCreateEventFromGLsyncKHR") from exc
+        self._fences.append((fence, event))
+        return [event]
 
     def after_release(self, queue, release_event, waits, shadow=None) -> None:
-        queue.flush()
-        if release_event is not None and self.backend.env.gl_info.has("GL_ARB_cl_event"):
+        from app.cl.ext import flush
+        from app.sharing.sync import timed_wait
+
+        flush(queue)
+        if self.gl_waits and release_event is not None:
             sync = GL.glCreateSyncFromCLeventARB(self.backend.context.int_ptr, release_event.int_ptr, 0)
             GL.glWaitSync(sync, 0, GL.GL_TIMEOUT_IGNORED)
             GL.glDeleteSync(sync)
+        elif release_event is not None:
+            timed_wait(waits, "clWaitForEvents(release)", release_event.wait)
+        else:
+            timed_wait(waits, "clFinish", queue.finish)
 
     def close(self) -> None:
-        for fence in self._fences:
+        for fence, event in self._fences:
+            event.wait()  # (its fence was flushed: it completes)
             GL.glDeleteSync(fence)
         self._fences = []
-

@@ -103,6 +103,18 @@ def _cl_uuid(device: cl.Device) -> bytes | None:
     return bytes(buf)
 
 
+def _gl_uuid_mismatch(env: ProbeEnv) -> str | None:
+    """The CL device must be GL's: its CL_DEVICE_UUID_KHR among GL_EXT_memory_object's device UUIDs."""
+    from app.cl.device import all_devices, cl_device_uuid, gl_device_uuids, uuid_mismatch
+
+    chosen = env.choice
+    gl_uuids, mine = gl_device_uuids(), _cl_uuid(chosen.device)
+    if not gl_uuids or mine is None or mine in gl_uuids:
+        return None
+    others = [(c.label, cl_device_uuid(c.device)) for c in all_devices() if c.device != chosen.device]
+    return uuid_mismatch(chosen.label, mine, gl_uuids, others, getattr(chosen, "explicit", False))
+
+
 def display_path(internal_format: int, texel_size: int, width: int, height: int, pitch: int, *,
                  asked: bool, max_texels: int) -> str:
     """How GL shows a texture kept in an imported pitched buffer: ``BUFFER_TEXTURE`` (GL samples the
@@ -218,6 +230,9 @@ class ExternalMemory(SharingBackend):
         if env.gl_info.version_tuple < (4, 5) and not env.gl_info.has("GL_ARB_direct_state_access"):
             return Probe(cls.name, False, f"GL {env.gl_info.version} has no direct state access "
                          "(GL 4.5 or GL_ARB_direct_state_access), which glNamedBufferStorageMemEXT needs")
+        why = _gl_uuid_mismatch(env)
+        if why:
+            return Probe(cls.name, False, why)
         try:
             shared_exporter(_cl_uuid(dev))  # kept for the backend (one exporter per process)
         except SharingUnavailable as exc:

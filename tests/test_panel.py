@@ -84,7 +84,7 @@ def test_phase_history_stats_match_numpy_percentile():
 @pytest.fixture
 def small_runtime(gl, tmp_path):
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, trace=tmp_path / "t.json",
                     backend="host_copy")
@@ -318,7 +318,7 @@ def test_a_strict_stop_is_shown_on_its_frame(gl):
     """--strict in a window: the loop pauses on the offending frame and hands the view its reason;
     the panel describes that frame, marks the hazard on the object's lane and opens the Hazards tab."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.ui.panel import draw_panel
     from app.window.egl_headless import EglSurface
 
@@ -572,7 +572,7 @@ def test_every_scenes_options_are_drawn_in_the_panel(small_runtime):
 def test_tab_titles_keep_their_width_as_counts_grow(gl):
     """The Errors and Hazards tabs show their counts in a fixed width: no tab moves under the cursor."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((800, 600))
@@ -597,7 +597,7 @@ def test_tab_titles_keep_their_width_as_counts_grow(gl):
 def test_overlay_shows_hazards_and_the_status(gl):
     """--no-panel: the minimal overlay names the last hazard and the last command's status."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.ui import legend
     from app.window.egl_headless import EglSurface
 
@@ -670,7 +670,7 @@ def test_timeline_steps_and_labels_have_units():
 def test_the_caps_tab_says_which_frames_are_timed(gl, stamps_ms, says):
     """The Caps tab names the GL timer's sampling and which frames are timed at all (--stamps-ms)."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, backend="host_copy",
                     stamps_ms=stamps_ms)

@@ -30,7 +30,7 @@ def _start_up_collector():
 def main(args) -> int:
     with _start_up_collector():
         cfg = _config(args)
-    from app.session.loop import run
+    from app.run import run
 
     _, stop, failed = run(cfg, said=_say_outputs)  # said also when the loop raised, before its error
     if stop.exit_code:
@@ -100,7 +100,7 @@ def _config(args) -> RunConfig:
                     blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
                     stamps_ms=args.stamps_ms,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
-    import app.session.loop  # noqa: F401 - imported here, under the start-up collector's rule
+    import app.run  # noqa: F401 - imported here, under the start-up collector's rule
 
     if cfg.overlay and headless:
         # in a window the panel's modules are imported after the window exists (UiHost), as they

@@ -188,7 +188,8 @@ def _crop(px: np.ndarray, rect) -> np.ndarray:
 @pytest.mark.window
 @pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="no DISPLAY: run under Xvfb (make test / xvfb-run -a)")
 def test_window_panel_screenshot(glshare, tmp_path):
-    from app.ui import layout, legend
+    from app.ui import legend
+    from app.window import layout
 
     shots = {}
     for name, extra in (("panel", ()), ("plain", ("--no-panel",))):
@@ -637,7 +638,7 @@ def test_phase_and_owner_legends_are_distinct():
 
 def test_windows_open_with_room_for_the_panel_beside_the_scene():
     from app.scenes import scene_class
-    from app.ui import layout
+    from app.window import layout
 
     image = scene_class("image")
     assert image.window_size(None) == (512, 512)  # headless, or no panel: as before

@@ -393,7 +393,6 @@ def test_the_present_phase_starts_after_the_controls_the_reload_poll_and_the_scr
 # -- outputs ---------------------------------------------------------------------------------------------
 def test_every_output_is_attempted_and_the_loop_s_error_is_kept(gl, tmp_path, monkeypatch):
     import app.run as loop_mod
-    import app.trace.png as png
 
     def no_png(path, pixels):
         raise OutputError(f"cannot write {path}: no space left on device (test)")
@@ -403,7 +402,7 @@ def test_every_output_is_attempted_and_the_loop_s_error_is_kept(gl, tmp_path, mo
             self.tick()
         raise RuntimeError("the loop broke")
 
-    monkeypatch.setattr(png, "write_png", no_png)
+    monkeypatch.setattr(loop_mod, "write_png", no_png)
     monkeypatch.setattr(loop_mod.Run, "loop", loop_then_break)
     report, shot, trace = tmp_path / "r.json", tmp_path / "s.png", tmp_path / "t.json"
     said = []

@@ -13,9 +13,9 @@ import json
 import numpy as np
 import pytest
 
+from app.schedule.clock import ClockMap, OffsetEstimate
 from app.schedule.frame import FrameRecord
 from app.trace.chrome import build_trace
-from app.trace.clock import ClockMap, OffsetEstimate
 
 FRAMES = 40
 

@@ -23,12 +23,12 @@ timeline has one lane each:
   switches of scene, backend, sync mode or size as global instant events, and so are the hand-backs
   (release calls made between frames for acquisitions a skipped release left).
 
-Slices are named as in the panel's legend (app/ui/legend.py): Perfetto colours a slice by its
+Slices are named as in the panel's legend (app/legend.py): Perfetto colours a slice by its
 name, chrome://tracing by its ``cname`` (set from the legend); the legend itself is in
 ``otherData.legend``.
 
 Slices are complete events (``ph: "X"``, ``ts``/``dur`` in microseconds from the first frame's
-start, on the host clock: CL and GL time are mapped there by app/trace/clock.py, whose calibration
+start, on the host clock: CL and GL time are mapped there by app/schedule/clock.py, whose calibration
 is written in ``otherData.clock``). Every event's ``args`` holds its ``frame``. Flow events
 (``ph`` s/f, ``bp: "e"``) draw the hand-overs: a CL release to the GL pass that uses the released
 objects, a CPU wait before acquire (glFinish: GL's work done) to the CL acquire it orders, and a
@@ -39,9 +39,9 @@ from __future__ import annotations
 import json
 import logging
 
+from app import legend
 from app.outputs import write_text
-from app.trace.clock import ClockMap
-from app.ui import legend
+from app.schedule.clock import ClockMap
 from app.ui.model import WHERE_PHASE, owner_spans
 
 log = logging.getLogger(__name__)

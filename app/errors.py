@@ -5,6 +5,8 @@ quoted from ../shared/spec/gl-acquire-release.txt (section 5.5.15).
 """
 from __future__ import annotations
 
+import sys
+
 # code -> (name, meaning). Names are the Khronos headers' (tests/test_error_codes.py checks every
 # one against Debian's opencl-headers); meanings for the acquire/release codes are the spec's words.
 CL_ERRORS: dict[int, tuple[str, str]] = {
@@ -155,8 +157,6 @@ def as_glshare_error(exc: BaseException, where: str) -> BaseException:
     checked call's GlCallError as GlError, each naming ``where`` (the phase or call); a GlshareError or any other exception is
     returned as it is. Neither library is imported here: an exception of one that was never
     imported cannot occur."""
-    import sys
-
     if isinstance(exc, GlCallError):  # a checked GL call's error: named by the phase, the call in its text
         wrapped: GlshareError = GlError(exc.code, where=where, detail=f"{exc.call} failed")
         wrapped.__cause__ = exc

@@ -7,6 +7,14 @@ import pyopencl as cl
 
 from app import __version__, native
 from app.cl.device import CL_SHARING_EXTENSIONS, all_devices, select_device
+from app.gl.context import gl_info
+from app.sharing.backends.external_memory import ExternalMemory, import_handle_types
+from app.sharing.backends.external_memory.handles import handle_table
+from app.sharing.backends.external_memory.lifetime import run_lifetime_demo
+from app.sharing.base import ProbeEnv
+from app.sharing.registry import Registry
+from app.sharing.sync import sync_modes
+from app.window import open_surface
 
 
 def _device_entry(choice) -> dict:
@@ -20,14 +28,6 @@ def _device_entry(choice) -> dict:
 
 def gather(selector: str | None) -> dict:
     """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe."""
-    from app.gl.context import gl_info
-    from app.sharing.backends.external_memory import import_handle_types
-    from app.sharing.backends.external_memory.handles import handle_table
-    from app.sharing.base import ProbeEnv
-    from app.sharing.registry import Registry
-    from app.sharing.sync import sync_modes
-    from app.window import open_surface
-
     choice = select_device(selector)
     surface = open_surface(True, (64, 64))
     try:
@@ -39,9 +39,7 @@ def gather(selector: str | None) -> dict:
                 for mode in sync_modes()]
         import_types = import_handle_types(choice.device)
         lifetime = None
-        if registry.probes["external_memory"].available:
-            from app.sharing.backends.external_memory.lifetime import run_lifetime_demo
-
+        if registry.probes[ExternalMemory.name].available:
             try:
                 lifetime = run_lifetime_demo(registry.env)
             except Exception as exc:  # noqa: BLE001 - shown, not fatal

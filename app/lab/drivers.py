@@ -27,6 +27,10 @@ from typing import Protocol
 
 import pyopencl as cl
 
+from app.cl.ext import libopencl
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.gl_sharing import KhrGlSharing
+
 FAMILIES = ("gl_sharing", "external_memory", "semaphore")
 EXTENSIONS = {"gl_sharing": ("cl_khr_gl_sharing", "cl_APPLE_gl_sharing"),
               "external_memory": ("cl_khr_external_memory",), "semaphore": ("cl_khr_semaphore",)}
@@ -37,7 +41,7 @@ ENTRY_POINTS = {
     "semaphore": {"wait": "clEnqueueWaitSemaphoresKHR", "signal": "clEnqueueSignalSemaphoresKHR"},
 }
 # the objects a family's calls take must have been made by the backend the lab runs on
-BACKEND_FOR = {"gl_sharing": "gl_sharing", "external_memory": "external_memory"}
+BACKEND_FOR = {"gl_sharing": KhrGlSharing.name, "external_memory": ExternalMemory.name}
 CL_SEMAPHORE_TYPE_KHR = 0x203D
 CL_SEMAPHORE_TYPE_BINARY_KHR = 1
 
@@ -166,8 +170,6 @@ class RawEntryPoints:
     """
 
     def __init__(self, platform: cl.Platform, families: tuple[str, ...]) -> None:
-        from app.cl.ext import libopencl
-
         self.families = frozenset(families)
         lib = libopencl()
         self._fns: dict[tuple[str, str], object] = {}

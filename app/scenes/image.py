@@ -21,7 +21,7 @@ import pyopencl as cl
 from app.cl.ext import NDRangeCall, prepared_scalar_arg
 from app.cl.programs import KernelProgram
 from app.gl.quad import ImageQuad
-from app.scenes.base import Scene
+from app.scenes.base import Scene, SceneOption
 
 
 def julia_constant(frame: int) -> tuple[float, float]:
@@ -237,8 +237,6 @@ class ImageScene(Scene):
         return [self.kernel]
 
     def scene_options(self):
-        from app.scenes.base import SceneOption
-
         cr, ci = self.steered_c if self.steered_c is not None else self._last_c
         how = "steered" if self.steered_c is not None else "animated"
         return (SceneOption("julia_c", "Julia constant c", "text", f"{cr:+.3f} {ci:+.3f}i ({how})",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import logging
 import os
 import signal
@@ -16,7 +17,10 @@ import sys
 from pathlib import Path
 
 from app import __version__
+from app.config import cl_device_selector
 from app.errors import GlshareError, UsageError
+from app.scenes import scene_module_names
+from app.sharing.backends import backend_module_names
 
 log = logging.getLogger("glshare")
 
@@ -91,7 +95,7 @@ def _output(text: str) -> Path | str:
 
 
 def _fault(text: str):
-    from app.schedule.faults import parse_fault
+    from app.schedule.faults import parse_fault  # start-up: the frame's modules only once --inject is given
 
     try:
         return parse_fault(text)
@@ -104,9 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"glshare {__version__}")
     p.add_argument("--debug", action="store_true", help="log at debug level and show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    from app.scenes import scene_module_names
-    from app.sharing.backends import backend_module_names
 
     r = sub.add_parser("run", help="run a scene in a window (or headless)")
     r.add_argument("--scene", choices=scene_module_names(), default="particles")
@@ -188,17 +189,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _info(args) -> int:
-    from app.window import select_platform
+def _headless(headless: bool = True) -> None:
+    """PyOpenGL on EGL for a command that draws nothing (info, bench, errors, convert); GLX where
+    ``headless`` is False (info and errors with --window: NVIDIA shares with GLX contexts only)."""
+    from app.window import select_platform  # start-up: numpy only once the arguments are good
 
-    select_platform(not args.window)
-    from app.commands.info import gather, render_text
-    from app.config import cl_device_selector
+    select_platform(headless)
+
+
+def _info(args) -> int:
+    _headless(not args.window)
+    from app.commands.info import gather, render_text  # start-up: each command imports its own modules
 
     data = gather(cl_device_selector(args.cl_device), window=args.window)
     if args.json:
-        import json
-
         print(json.dumps(data, indent=2))
     else:
         print(render_text(data))
@@ -212,30 +216,24 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "run":
-            from app.commands.run import main as run_main
+            from app.commands.run import main as run_main  # start-up: each command imports its own modules
 
             return run_main(args)
         if args.command == "info":
             return _info(args)
         if args.command == "bench":
-            from app.window import select_platform
-
-            select_platform(True)
-            from app.bench import main as bench_main
+            _headless()
+            from app.bench import main as bench_main  # start-up: each command imports its own modules
 
             return bench_main(args)
         if args.command == "errors":
-            from app.window import select_platform
-
-            select_platform(not args.window)
-            from app.lab.lab import main as lab_main
+            _headless(not args.window)
+            from app.lab.lab import main as lab_main  # start-up: each command imports its own modules
 
             return lab_main(args)
         if args.command == "convert":
-            from app.window import select_platform
-
-            select_platform(True)
-            from app.commands.convert import main as convert_main
+            _headless()
+            from app.commands.convert import main as convert_main  # start-up: each command imports its own modules
 
             return convert_main(args)
         raise UsageError(f"unknown command {args.command!r}")

@@ -64,6 +64,24 @@ def parse_local_size(text: str | None, *, what: str = "--local-size") -> tuple[i
     return (w, h)
 
 
+STRICT_MODES = ("off", "spec", "all")  # what --strict stops on: nothing, spec violations, advice too
+
+
+def normalize_strict(value: object) -> str:
+    """``"off"``, ``"spec"`` or ``"all"`` from a mode name, a bool (True: "all") or None ("off").
+
+    Raises:
+        ValueError: any other value.
+    """
+    if value is None or value is False:
+        return "off"
+    if value is True:
+        return "all"
+    if isinstance(value, str) and value in STRICT_MODES:
+        return value
+    raise ValueError(f"strict must be one of {', '.join(STRICT_MODES)} (or a bool), not {value!r}")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything one ``glshare run`` needs, fixed at start (runtime switches make a new copy)."""
@@ -102,8 +120,6 @@ class RunConfig:
     inject: tuple = ()  # faults made on purpose (app/schedule/faults.py Fault), in frame order
 
     def __post_init__(self) -> None:
-        from app.validate.findings import normalize_strict
-
         object.__setattr__(self, "strict", normalize_strict(self.strict))
 
     @property

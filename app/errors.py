@@ -7,6 +7,8 @@ section 5.5.15 (../shared/spec/gl-acquire-release.txt).
 """
 from __future__ import annotations
 
+import sys
+
 # code -> (name, generic meaning). Names are the Khronos headers' (tests/test_error_codes.py checks
 # every one against Debian's opencl-headers); no meaning names one call's arguments.
 CL_ERRORS: dict[int, tuple[str, str]] = {
@@ -173,8 +175,6 @@ def as_glshare_error(exc: BaseException, where: str) -> BaseException:
     checked call's GlCallError as GlError, each naming ``where`` (the phase or call); a GlshareError or any other exception is
     returned as it is. Neither library is imported here: an exception of one that was never
     imported cannot occur."""
-    import sys
-
     if isinstance(exc, GlCallError):  # a checked GL call's error: named by the phase, the call in its text
         wrapped: GlshareError = GlError(exc.code, where=where, detail=f"{exc.call} failed")
         wrapped.__cause__ = exc

@@ -53,7 +53,7 @@ def test_the_report_names_what_was_done(gl):
     """A headless run's report says what the allocator was told, in its GL facts."""
     from app.config import RunConfig
     from app.gl.context import gl_info
-    from app.session.loop import Run
+    from app.run import Run
     from app.trace.report import build_report
 
     with Run(RunConfig(scene="image", size=(64, 64), headless=True, overlay=False, frames=2)) as rt:

@@ -449,7 +449,7 @@ def test_tiny_run_has_race_rows(tiny_run):
 
 def _live_run(scene="particles", size=2048, backend="host_mapped"):
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     return Run(RunConfig(scene=scene, size=size, backend=backend, headless=True, overlay=False, frames=10_000))
 
@@ -690,7 +690,7 @@ def test_a_cell_with_frames_timed_one_in_a_few_takes_its_device_limit_from_timed
     from app.bench.cells import LIMIT_FRAMES, _cell
     from app.bench.loops import glshare_frame
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="image", size=(64, 64), backend="host_mapped", headless=True, overlay=False,
                     frames=10_000, stamps_ms=1000.0)  # one frame timed per second of frame time: the first

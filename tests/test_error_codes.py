@@ -84,9 +84,9 @@ def test_the_codes_the_spec_texts_name_are_known():
 def test_every_constant_glshare_names(defines):
     """Module-level CL_* constants of the modules that call extension entry points by number."""
     import app.cl.ext as ext
-    import app.cl.planar as planar
     import app.lab.drivers as drivers
     import app.sharing.backends.external_memory as external_memory
+    import app.yuv.planar as planar
 
     seen = 0
     for module in (ext, planar, drivers, external_memory):

@@ -68,7 +68,7 @@ def test_parse():
 
 @pytest.mark.parametrize("scene, size", [("particles", 2048), ("image", (64, 64)), ("yuv", (64, 36))])
 def test_every_scene_hands_back_after_a_failed_compute_and_shows_it(gl, scene, size):
-    from app.session.loop import Run
+    from app.run import Run
 
     faults = (Fault(1, "enqueue"), Fault(2, "stall"), Fault(3, "gl_error"), Fault(4, "out_of_resources"))
     cfg = RunConfig(scene=scene, size=size, headless=True, frames=10_000, inject=faults)
@@ -89,7 +89,7 @@ def test_every_scene_hands_back_after_a_failed_compute_and_shows_it(gl, scene, s
 def test_a_stall_left_open_is_let_go_at_teardown(gl):
     """Teaching mode stops after the compute phase of a stalled frame; the run ends there: the
     queue is let go before it is waited for (no hang)."""
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, overlay=False, frames=10_000,
                     inject=(Fault(1, "stall"),))

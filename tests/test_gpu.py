@@ -48,7 +48,7 @@ def _run_pixels(surface, scene, size, backend, sync, frames=20, frames_in_flight
     """Run ``frames`` frames; returns (pixels, CPU waits, what GL showed: each shared object's
     display_path and the live GL texture counts of the backend). ``every``: a list that gets each
     frame's pixels, read after the frame."""
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene=scene, size=size, backend=backend, sync=sync, headless=True, overlay=False,
                     frames=10_000, seed=7, cl_device="NVIDIA", strict=True, frames_in_flight=frames_in_flight)
@@ -236,7 +236,7 @@ def test_lifetime_exporter_released_payload_lives(extmem):
 
 def test_no_fd_leak_across_backend_switches(gl):
     from app.cl.ext import open_fds
-    from app.session.loop import Run
+    from app.run import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((128, 96))

@@ -61,7 +61,7 @@ def test_ending_the_skip_release_demo_hands_back_what_cl_kept(gl, tmp_path):
     """host_copy's own hand-over does not nest: one release call (one copy) hands back four frames'
     acquisitions, and the next frame is an ordinary one."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
     with Run(cfg, surface=gl) as rt:
@@ -101,7 +101,7 @@ def test_a_driver_that_nests_gets_one_release_per_acquisition(gl):
     import pyopencl as cl
 
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
     with Run(cfg, surface=gl) as rt:
@@ -143,7 +143,7 @@ def _held(gl, scene: str, size, skipped: int):
     """A host_copy run made to nest acquisitions as NVIDIA's driver does, its release skipped for
     ``skipped`` frames: yields the run, its backend and the release calls made from then on."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene=scene, size=size, headless=True, frames=10_000, overlay=False, backend="host_copy")
     with Run(cfg, surface=gl) as rt:

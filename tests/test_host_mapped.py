@@ -12,7 +12,7 @@ import pytest
 
 from app.config import RunConfig
 from app.diagnostics import live
-from app.session.loop import Run
+from app.run import Run
 from app.sharing.backends.host_mapped import (
     BUFFER_TEXTURE,
     READ_ONLY_TEXTURE,

@@ -98,8 +98,8 @@ def test_yuv_reads_the_uv_plane_as_the_extension_lays_it_out(cl_impl):
     says; PoCL has none and stores the same bytes as CL_R pairs."""
     import pyopencl as cl
 
-    from app.cl.planar import plane_layout
     from app.yuv.formats import NV12, P010
+    from app.yuv.planar import plane_layout
 
     ctx = cl.Context([cl_impl.device])
     for fmt in (NV12, P010):

@@ -329,7 +329,8 @@ def external_lab(host_copy, monkeypatch):
     from app.validate.ownership import OwnershipTracker
     from app.validate.spec import SpecValidator
 
-    host_copy.validator = SpecValidator(host_copy.context, host_copy._is_shared, rule_set="external_memory")
+    host_copy.validator = SpecValidator(host_copy.context, host_copy._is_shared, rule_set="external_memory",
+                                        events=host_copy.validator.events)
     host_copy.tracker = OwnershipTracker(strict=True, family="external_memory")
     nvidia = next(i for i in drivers.IMPLEMENTATIONS if i.key == "nvidia")
     monkeypatch.setattr(drivers, "identify", lambda platform: nvidia)

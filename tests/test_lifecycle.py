@@ -5,7 +5,7 @@ import numpy as np
 
 from app.config import RunConfig
 from app.diagnostics import live
-from app.session.loop import Run
+from app.run import Run
 from app.window.egl_headless import EglSurface
 
 

@@ -112,7 +112,7 @@ def test_the_scheduler_records_the_same_profiles_either_way(gl):
     every frame gets stamps (or is unstamped) the same way, in frame order."""
     from app.cl.ext import event_info
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     info = event_info()
     kept = info._batch

@@ -85,7 +85,7 @@ def test_phase_history_stats_match_numpy_percentile():
 @pytest.fixture
 def small_runtime(gl, tmp_path):
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, trace=tmp_path / "t.json",
                     backend="host_copy")
@@ -190,7 +190,8 @@ def _crop(px: np.ndarray, rect) -> np.ndarray:
 @pytest.mark.window
 @pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="no DISPLAY: run under Xvfb (make test / xvfb-run -a)")
 def test_window_panel_screenshot(glshare, tmp_path):
-    from app.ui import layout, legend
+    from app.ui import legend
+    from app.window import layout
 
     shots = {}
     for name, extra in (("panel", ()), ("plain", ("--no-panel",))):
@@ -320,7 +321,7 @@ def test_a_strict_stop_is_shown_on_its_frame(gl):
     """--strict in a window: the loop pauses on the offending frame and hands the view its reason;
     the panel describes that frame, marks the hazard on the object's lane and opens the Hazards tab."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.ui.panel import draw_panel
     from app.window.egl_headless import EglSurface
 
@@ -574,7 +575,7 @@ def test_every_scenes_options_are_drawn_in_the_panel(small_runtime):
 def test_tab_titles_keep_their_width_as_counts_grow(gl):
     """The Errors and Hazards tabs show their counts in a fixed width: no tab moves under the cursor."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((800, 600))
@@ -599,7 +600,7 @@ def test_tab_titles_keep_their_width_as_counts_grow(gl):
 def test_overlay_shows_hazards_and_the_status(gl):
     """--no-panel: the minimal overlay names the last hazard and the last command's status."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.ui import legend
     from app.window.egl_headless import EglSurface
 
@@ -639,7 +640,7 @@ def test_phase_and_owner_legends_are_distinct():
 
 def test_windows_open_with_room_for_the_panel_beside_the_scene():
     from app.scenes import scene_class
-    from app.ui import layout
+    from app.window import layout
 
     image = scene_class("image")
     assert image.window_size(None) == (512, 512)  # headless, or no panel: as before
@@ -672,7 +673,7 @@ def test_timeline_steps_and_labels_have_units():
 def test_the_caps_tab_says_which_frames_are_timed(gl, stamps_ms, says):
     """The Caps tab names the GL timer's sampling and which frames are timed at all (--stamps-ms)."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, backend="host_copy",
                     stamps_ms=stamps_ms)

@@ -7,8 +7,11 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from app.cl import planar
-from app.cl.planar import (
+from app.errors import ClError
+from app.yuv import planar
+from app.yuv.formats import FORMATS, NV12, P010
+from app.yuv.pattern import pattern_frame
+from app.yuv.planar import (
     CL_YUV_IMAGE_UV_PLANE_AMD,
     CL_YUV_IMAGE_Y_PLANE_AMD,
     PlaneLayout,
@@ -16,9 +19,6 @@ from app.cl.planar import (
     plane_image,
     plane_layout,
 )
-from app.errors import ClError
-from app.yuv.formats import FORMATS, NV12, P010
-from app.yuv.pattern import pattern_frame
 
 W, H = 16, 10
 TYPES = {"nv12": cl.channel_type.UNSIGNED_INT8, "p010": cl.channel_type.UNSIGNED_INT16}

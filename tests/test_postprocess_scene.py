@@ -299,7 +299,7 @@ def test_external_memory_copies_nothing_the_caller_wrote_into_the_buffer(probe_e
 
 # -- in a run: the controls -------------------------------------------------------------------------
 def test_commands_and_keys_in_a_run(gl):
-    from app.session.loop import Run
+    from app.run import Run
     from app.window import MouseEvent
 
     cfg = RunConfig(scene="postprocess", size=(W, H), headless=True, overlay=False, frames=10_000)

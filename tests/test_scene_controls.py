@@ -233,8 +233,8 @@ def test_image_local_size_that_does_not_divide_the_image(host_copy, gl):
 
 # -- the controls table in a run ------------------------------------------------------------------
 def test_keys_and_commands_in_a_run(gl):
+    from app.run import Run
     from app.session.controls import BY_KEY, COMMANDS
-    from app.session.loop import Run
     from app.window import MouseEvent
 
     keys = [k for c in COMMANDS for k in c.keys]
@@ -289,7 +289,7 @@ def test_the_panel_rows_carry_each_scenes_options_and_drive_them(gl):
     from support import panel_snapshot
 
     from app.postprocess import reference
-    from app.session.loop import Run
+    from app.run import Run
     from app.window import MouseEvent
 
     def rows(rt):

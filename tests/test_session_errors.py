@@ -21,8 +21,8 @@ from support import ROOT
 from app.config import RunConfig
 from app.diagnostics import live
 from app.errors import ClError, GlError, HazardError, OutputError, UsageError
+from app.run import Run
 from app.schedule.faults import Fault
-from app.session.loop import Run
 
 ns = time.perf_counter_ns
 needs_display = pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="no DISPLAY: run under Xvfb (make test does)")
@@ -362,7 +362,7 @@ def test_a_panel_that_fails_under_strict_is_recorded_and_the_loop_goes_on(gl, mo
 # -- the loop's timing ---------------------------------------------------------------------------------
 def test_the_present_phase_starts_after_the_controls_the_reload_poll_and_the_screenshot(gl, tmp_path,
                                                                                         monkeypatch):
-    import app.session.loop as loop_mod
+    import app.run as loop_mod
 
     marks: dict[str, int] = {}
     with Run(_cfg(scene="particles", size=256, frames=1, screenshot=tmp_path / "s.png"), surface=gl) as rt:
@@ -392,8 +392,7 @@ def test_the_present_phase_starts_after_the_controls_the_reload_poll_and_the_scr
 
 # -- outputs ---------------------------------------------------------------------------------------------
 def test_every_output_is_attempted_and_the_loop_s_error_is_kept(gl, tmp_path, monkeypatch):
-    import app.session.loop as loop_mod
-    import app.trace.png as png
+    import app.run as loop_mod
 
     def no_png(path, pixels):
         raise OutputError(f"cannot write {path}: no space left on device (test)")
@@ -403,7 +402,7 @@ def test_every_output_is_attempted_and_the_loop_s_error_is_kept(gl, tmp_path, mo
             self.tick()
         raise RuntimeError("the loop broke")
 
-    monkeypatch.setattr(png, "write_png", no_png)
+    monkeypatch.setattr(loop_mod, "write_png", no_png)
     monkeypatch.setattr(loop_mod.Run, "loop", loop_then_break)
     report, shot, trace = tmp_path / "r.json", tmp_path / "s.png", tmp_path / "t.json"
     said = []
@@ -494,7 +493,7 @@ def test_a_window_run_ended_by_q_shoots_the_frame_presented_not_the_back_buffer_
             "select_platform(False)\n"
             "from OpenGL import GL\n"
             "from app.config import RunConfig\n"
-            "from app.session.loop import Run\n"
+            "from app.run import Run\n"
             f"cfg = RunConfig(scene='image', size=({W}, {H}), headless=False, overlay=False, fps_lines=False, "
             "screenshot=sys.argv[1])\n"
             "with Run(cfg) as rt:\n"

@@ -76,7 +76,7 @@ def test_soak(tmp_path):
     from OpenGL import GL
 
     from app.diagnostics import live
-    from app.session.loop import Run
+    from app.run import Run
     from app.trace.report import build_report, write_report
 
     before = live.snapshot()

@@ -225,7 +225,7 @@ def _solid(px: np.ndarray, rgb) -> bool:
 
 
 def test_kernel_and_shader_reload_keep_the_last_good_build(gl, kernels, shaders, watch):
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="image", size=(64, 64), headless=True, overlay=False, frames=10_000,
                     backend="host_copy")  # host_copy: CL writes an image, julia() (the line replaced)
@@ -274,7 +274,7 @@ def test_kernel_and_shader_reload_keep_the_last_good_build(gl, kernels, shaders,
 
 def test_reload_sets_the_arguments_set_once_again(gl, kernels, watch):
     """particles sets all seven kernel arguments once, at build: the rebuilt kernel gets them all."""
-    from app.session.loop import Run
+    from app.run import Run
 
     n = 1024
     cfg = RunConfig(scene="particles", size=n, headless=True, overlay=False, frames=10_000)
@@ -291,7 +291,7 @@ def test_reload_sets_the_arguments_set_once_again(gl, kernels, watch):
 
 
 def test_renamed_or_deleted_kernel_at_reload(gl, kernels, watch):
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="image", size=(32, 32), headless=True, overlay=False, frames=10_000,
                     backend="host_copy")
@@ -353,7 +353,7 @@ import numpy as np
 from app.window import select_platform
 select_platform(False)
 from app.config import KERNELS_DIR, RunConfig
-from app.session.loop import Run
+from app.run import Run
 
 julia = KERNELS_DIR / "julia.cl"
 original = julia.read_text()

@@ -86,7 +86,7 @@ def test_a_phase_that_raises_abandons_the_frame(host_copy, surface):
 
 
 def test_runtime_keys_drive_teaching_and_hazard_demos(gl):
-    from app.session.loop import Run
+    from app.run import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((96, 72))
@@ -240,7 +240,7 @@ def test_strict_run_stops_on_the_first_hazard(gl, tmp_path):
     report of what was recorded is written and says how and where it stopped (exit status 1)."""
     import json
 
-    from app.session.loop import Run
+    from app.run import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((64, 48))
@@ -265,7 +265,7 @@ def test_strict_run_stops_on_the_first_hazard(gl, tmp_path):
 
 
 def test_strict_demo_command_stops_too(gl):
-    from app.session.loop import Run
+    from app.run import Run
     from app.window.egl_headless import EglSurface
 
     surface = EglSurface((64, 48))

@@ -13,9 +13,9 @@ import json
 import numpy as np
 import pytest
 
+from app.schedule.clock import ClockMap, OffsetEstimate
 from app.schedule.frame import FrameRecord
 from app.trace.chrome import build_trace
-from app.trace.clock import ClockMap, OffsetEstimate
 
 FRAMES = 40
 
@@ -268,7 +268,7 @@ def test_build_trace_links_release_to_gl_and_waits():
 
 def test_trace_across_a_switch_has_one_queue_track_per_backend(gl, tmp_path):
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy",
                     stamps_ms=0)  # every frame timed
@@ -518,7 +518,7 @@ def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
     track has its owners, the hazards are instant events on it, the counters have one value per
     frame, and the slices carry the legend's names and colours."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.ui import legend
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
@@ -575,7 +575,7 @@ def test_report_statistics_are_per_set_up(gl):
     is the last set-up's (named), every figure is over the same frames (stepped ones left out), and
     the period of the frame whose present waited for the switch is in no segment's frame time."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.trace.report import build_report
     from app.trace.stats import summary
 
@@ -631,7 +631,7 @@ def test_every_harvested_record_tightens_the_clock_once(gl, tmp_path):
     """The CL clock is observed once per frame, when its profiles are read, whether the panel
     redraws or not; writing the trace (twice) observes nothing more."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel=False, backend="host_copy",
                     stamps_ms=0)  # every frame's CL stamps read

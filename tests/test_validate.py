@@ -301,7 +301,7 @@ def external(objs):
     from app.validate.spec import SpecValidator
 
     b = objs.backend
-    return objs, SpecValidator(b.context, b._is_shared, rule_set="external_memory")
+    return objs, SpecValidator(b.context, b._is_shared, rule_set="external_memory", events=b.validator.events)
 
 
 @pytest.mark.parametrize("call", ["acquire", "release"])
@@ -338,7 +338,7 @@ def test_semaphore_rules(objs):
     from app.validate.semaphores import SemaphoreValidator
 
     b = objs.backend
-    v = SemaphoreValidator(b.context)
+    v = SemaphoreValidator(b.context, events=b.validator.events)
     sem = REGISTRY.created(Sem(0x1234), b.context, kind="semaphore")
     gone = REGISTRY.created(Sem(0x1235), b.context, kind="semaphore")
     gone.release()
@@ -384,7 +384,7 @@ def test_semaphore_check_python_remembers_one_accepted_semaphore(objs):
     from app.validate.semaphores import SemaphoreValidator
 
     b = objs.backend
-    v = SemaphoreValidator(b.context)
+    v = SemaphoreValidator(b.context, events=b.validator.events)
     sem = REGISTRY.created(Sem(0x2234), b.context, kind="semaphore")
     q = b.queue
     calls = []

@@ -24,7 +24,7 @@ def test_window_60_frames(glshare, tmp_path):
     assert r["headless"] is False and r["frames"] == 60 and r["errors"] == []
     assert r["counts"] == {"acquire": 60, "compute": 60, "release": 60}
     px = read_png(shot)
-    from app.ui.layout import PANEL_ROOM
+    from app.window.layout import PANEL_ROOM
 
     # the window's framebuffer, scene and panel as the user saw it: the scene's 800x600 beside the panel
     assert px.shape[:2] == (600, 800 + PANEL_ROOM)
@@ -126,3 +126,74 @@ def test_window_panel_measurement_needs_a_display(tmp_path):
     res = _window_panel("--json", str(tmp_path / "w.json"), env={"DISPLAY": "", "WAYLAND_DISPLAY": ""})
     assert res.returncode == 2 and "needs a display" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "w.json").exists()
+
+
+# imgui_bundle refused at every import, as where it is not installed (the GPU machine's bundle):
+# a finder ahead of every other one says no module of that name exists
+WITHOUT_IMGUI_BUNDLE = """
+import sys
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name == "imgui_bundle" or name.startswith("imgui_bundle."):
+            raise ModuleNotFoundError(f"No module named {name!r} (refused by the test)", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+from app.cli import main
+
+code = main(sys.argv[1:])
+assert not any(m == "imgui_bundle" or m.startswith("imgui_bundle.") for m in sys.modules), "imported"
+sys.exit(code)
+"""
+
+
+@pytest.mark.window
+@needs_display
+def test_window_opens_without_imgui_bundle_when_panel_and_overlay_are_off(tmp_path):
+    """The window needs no imgui_bundle: only the panel and the overlay do."""
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    report, shot = tmp_path / "r.json", tmp_path / "w.png"
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
+    res = subprocess.run([sys.executable, "-c", WITHOUT_IMGUI_BUNDLE, "run", "--no-panel", "--no-overlay",
+                          "--frames", "10", "--size", "1024", "--quiet", "--report", str(report),
+                          "--screenshot", str(shot)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert res.returncode == 0, res.stderr
+    r = json.loads(report.read_text())
+    assert r["headless"] is False and r["frames"] == 10 and r["errors"] == []
+    assert read_png(shot).std() > 5  # the fountain was drawn
+
+
+def test_a_run_with_its_overlay_meets_the_refused_imgui_bundle(tmp_path):
+    """The finder above does refuse imgui_bundle (so the test before can fail): the overlay needs it."""
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
+    res = subprocess.run([sys.executable, "-c", WITHOUT_IMGUI_BUNDLE, "run", "--headless", "--frames", "2",
+                          "--size", "1024", "--quiet", "--report", str(tmp_path / "r.json")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert res.returncode != 0 and "imgui_bundle" in res.stderr
+
+
+def test_headless_run_without_imgui_bundle_when_the_overlay_is_off(tmp_path):
+    """The GPU machine's run: headless, --no-overlay, imgui_bundle refused."""
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    report = tmp_path / "r.json"
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
+    res = subprocess.run([sys.executable, "-c", WITHOUT_IMGUI_BUNDLE, "run", "--headless", "--no-overlay",
+                          "--frames", "3", "--size", "1024", "--quiet", "--report", str(report)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert res.returncode == 0, res.stderr
+    r = json.loads(report.read_text())
+    assert r["headless"] is True and r["frames"] == 3 and r["errors"] == []

@@ -112,8 +112,8 @@ def test_kernel_matches_reference(cl_ctx, name, matrix, range_):
 @pytest.mark.parametrize("name,matrix,range_", CASES[::3])
 def test_buffer_kernel_matches_reference(cl_ctx, name, matrix, range_):
     """The variant for textures that CL sees as pitched buffers (padded rows here)."""
-    from app.cl.planar import PlaneLayout
     from app.yuv.converter import YuvConverter
+    from app.yuv.planar import PlaneLayout
 
     context, queue = cl_ctx
     fmt = FORMATS[name]

@@ -112,7 +112,7 @@ def test_scene_plays_the_video_and_loops(host_copy, gl, tmp_path, pix_fmt, matri
 
 
 def test_pause_keeps_the_frame_and_step_moves_one(gl, tmp_path):
-    from app.session.loop import Run
+    from app.run import Run
 
     path = _clip(tmp_path / "p.mkv", "yuv420p", "bt709", "limited")
     refs = _ffmpeg_rgb(path, "bt709", "limited")

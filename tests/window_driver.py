@@ -35,7 +35,7 @@ def main(scenario_path: str, out_dir: str) -> int:
 
     from app.config import RunConfig
     from app.diagnostics import live
-    from app.session.loop import Run
+    from app.run import Run
     from app.trace.png import write_png
 
     scenario = json.loads(Path(scenario_path).read_text())

@@ -102,7 +102,7 @@ def measure_backend(scene: str, size, backend: str, sweep: Sweep, cl_device: str
     Returns {"cells": [...], "baselines": [...], "panel": {...} or None, "sync": {mode: reason},
     "gl": {...}, "cl": {...}}.
     """
-    from app.session.loop import Run
+    from app.run import Run
     from app.session.session import window_size_for
 
     cfg = RunConfig(scene=scene, backend=backend, sync="finish", headless=True, size=size, cl_device=cl_device,

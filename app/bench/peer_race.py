@@ -48,8 +48,8 @@ def frames(argv: list[str]) -> int:
 
     select_platform(False)
     from app.config import RunConfig
+    from app.run import Run
     from app.scenes import scene_class
-    from app.session.loop import Run
 
     cfg = RunConfig(scene=args.scene, size=scene_class(args.scene).parse_size(args.size), backend=args.backend,
                     sync=args.sync, headless=False, panel=not args.no_panel, overlay=not args.no_overlay,

@@ -109,7 +109,7 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
     rotating from one to the next, after ``sweep.race_warmup`` untimed frames of each session. Each
     round's ratio: median zero-copy frame / median host_copy frame without its copies; beside it
     (``ratio_minus_copy_calls``) the zero-copy frame / (median host_copy frame - median copy time)."""
-    from app.session.loop import Run
+    from app.run import Run
     from app.session.session import window_size_for
 
     def cfg(backend: str) -> RunConfig:

@@ -99,7 +99,7 @@ def _block(rt, frames: int, scene_rect, loop_frame_ms: float) -> dict:
 def measure(frames: int = 60, size: int = PARTICLES) -> dict:
     """The two blocks (under, beside) in one window, and the run's own frame time."""
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     cfg = RunConfig(scene="particles", size=size, headless=False, panel=True, frames=10**9)
     with Run(cfg) as rt:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ctypes
 import os
 import re
 from dataclasses import dataclass
@@ -78,8 +79,6 @@ def load_drivers() -> bool:
     imports (app/commands/run.py). pyopencl's own clGetPlatformIDs then gets the platforms the
     loader keeps, already loaded. Returns whether the loader was found and asked; errors are not
     raised here (``select_device`` meets them again and reports them)."""
-    import ctypes
-
     path = _mapped_library("libOpenCL")  # the loader pyopencl's module was linked with
     if path is None:
         return False

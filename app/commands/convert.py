@@ -116,7 +116,7 @@ def _raw_frame(args, src: Path, device) -> tuple[YuvFormat, np.ndarray, np.ndarr
 def _video_frame(args, src: Path, device) -> tuple[YuvFormat, np.ndarray, np.ndarray, str, str, str]:
     """(format, Y, UV, matrix, range, what) of frame ``--frame`` of a video file; UsageError on bad input.
     ``device()`` gives the DeviceChoice, asked for once the stream's size is known."""
-    from app.yuv.video import NotMediaError, VideoSource
+    from app.yuv.video import NotMediaError, VideoSource  # start-up: only where a video plays (decimal)
 
     index = args.frame or 0
     try:

@@ -6,7 +6,17 @@ import os
 import pyopencl as cl
 
 from app import __version__, native
-from app.cl.device import CL_SHARING_EXTENSIONS, all_devices, select_device
+from app.cl.device import CL_SHARING_EXTENSIONS, all_devices, cl_device_uuid, gl_device_uuids, select_device, uuid_text
+from app.errors import GlshareError
+from app.gl.context import gl_info
+from app.sharing.backends.external_memory import ExternalMemory, import_handle_types
+from app.sharing.backends.external_memory.handles import handle_table
+from app.sharing.backends.external_memory.lifetime import run_lifetime_demo
+from app.sharing.backends.gl_sharing import KhrGlSharing, gl_context_properties, gl_event_release_order
+from app.sharing.base import ProbeEnv
+from app.sharing.registry import Registry
+from app.sharing.sync import sync_modes
+from app.window import open_surface
 
 
 def _device_entry(choice) -> dict:
@@ -21,15 +31,11 @@ def _device_entry(choice) -> dict:
 def gl_device_entry(registry, env) -> dict:
     """Which CL device drives the GL context (clGetGLContextInfoKHR, asked only where gl_sharing's
     trial saw the entry points work), GL's device UUIDs, and how gl_event orders the release."""
-    from app.cl.device import cl_device_uuid, gl_device_uuids, uuid_text
-    from app.errors import GlshareError
-    from app.sharing.backends.gl_sharing import KhrGlSharing, gl_context_properties, gl_event_release_order
-
     out = {"gl_device_uuids": [uuid_text(u) for u in (gl_device_uuids() if env.gl_info.has("GL_EXT_memory_object")
                                                       else [])],
            "cl_device_uuid": uuid_text(cl_device_uuid(env.choice.device)),
            "gl_event_release": gl_event_release_order(env.gl_info)}
-    if registry.probes["gl_sharing"].available:
+    if registry.probes[KhrGlSharing.name].available:
         try:
             dev = KhrGlSharing.gl_device(env, gl_context_properties(env))
             out["cl_device_for_gl_context"] = f"{dev.platform.name.strip()}: {dev.name.strip()}"
@@ -44,14 +50,6 @@ def gl_device_entry(registry, env) -> dict:
 def gather(selector: str | None, window: bool = False) -> dict:
     """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe (``window``:
     a GLFW window's GLX context, where GL sharing may work when EGL's does not: NVIDIA)."""
-    from app.gl.context import gl_info
-    from app.sharing.backends.external_memory import import_handle_types
-    from app.sharing.backends.external_memory.handles import handle_table
-    from app.sharing.base import ProbeEnv
-    from app.sharing.registry import Registry
-    from app.sharing.sync import sync_modes
-    from app.window import open_surface
-
     choice = select_device(selector)
     surface = open_surface(not window, (64, 64), title="glshare info")
     try:
@@ -63,9 +61,7 @@ def gather(selector: str | None, window: bool = False) -> dict:
                 for mode in sync_modes()]
         import_types = import_handle_types(choice.device)
         lifetime = None
-        if registry.probes["external_memory"].available:
-            from app.sharing.backends.external_memory.lifetime import run_lifetime_demo
-
+        if registry.probes[ExternalMemory.name].available:
             try:
                 lifetime = run_lifetime_demo(registry.env)
             except Exception as exc:  # noqa: BLE001 - shown, not fatal

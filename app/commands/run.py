@@ -6,11 +6,12 @@ the CL device selector (and that it names a device), every output path.
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 from app.collector import collector_off
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector, parse_local_size
-from app.errors import UsageError
+from app.errors import GlshareError, UsageError
 from app.outputs import check_outputs
 
 
@@ -30,7 +31,7 @@ def _start_up_collector():
 def main(args) -> int:
     with _start_up_collector():
         cfg = _config(args)
-    from app.session.loop import run
+    from app.run import run  # start-up: imported by _config, under the start-up collector
 
     _, stop, failed = run(cfg, said=_say_outputs)  # said also when the loop raised, before its error
     if stop.exit_code:
@@ -42,7 +43,7 @@ def main(args) -> int:
 def _config(args) -> RunConfig:
     """The run's configuration, every option and output checked; the modules of the run's first
     frame imported (headless, the panel's too) and the OpenCL drivers loaded."""
-    from app.window import has_display, select_platform
+    from app.window import has_display, select_platform  # start-up: imported under the start-up collector
 
     headless = args.headless
     if not headless and not has_display():
@@ -54,7 +55,7 @@ def _config(args) -> RunConfig:
     video = getattr(args, "video", None)
     if video is not None and args.scene == "yuv" and args.size is not None:
         raise UsageError("--size with --video: the yuv scene plays the video at its own size; leave --size out")
-    from app.postprocess.reference import check_radius
+    from app.postprocess.reference import check_radius  # start-up: imported under the start-up collector
 
     blur_radius = check_radius(getattr(args, "blur_radius", 2))
     outputs = {"screenshot": screenshot, "report": report, "trace": args.trace}
@@ -65,7 +66,7 @@ def _config(args) -> RunConfig:
             screenshot = outputs["the default screenshot"] = out / f"glshare-{args.scene}.png"
         if not report:
             report = outputs["the default report"] = out / f"glshare-{args.scene}.json"
-    from app.schedule.faults import check_faults
+    from app.schedule.faults import check_faults  # start-up: imported under the start-up collector
 
     try:
         inject = check_faults(getattr(args, "inject", None) or (), frames)
@@ -73,17 +74,17 @@ def _config(args) -> RunConfig:
         raise UsageError(f"--inject: {exc}") from None
     check_outputs(outputs)
     selector = cl_device_selector(args.cl_device)
-    from app.cl.device import parse_selector, select_device
+    from app.cl.device import parse_selector, select_device  # start-up: imported under the start-up collector
 
     parse_selector(selector)  # the syntax, before anything else is looked at
     select_platform(headless)
-    from app.scenes import scene_class
-    from app.sharing.registry import backend_classes
-    from app.sharing.sync import sync_modes
+    from app.scenes import scene_class  # start-up: imported under the start-up collector
+    from app.sharing.registry import backend_classes  # start-up: imported under the start-up collector
+    from app.sharing.sync import sync_modes  # start-up: imported under the start-up collector
 
     scene = scene_class(args.scene)
     if video is not None:
-        from app.scenes.yuv import video_size
+        from app.scenes.yuv import video_size  # start-up: imported under the start-up collector
 
         video_size(video)  # a file FFmpeg cannot read as video: one line, exit 2, before any window
     if args.backend != "auto" and args.backend not in backend_classes():
@@ -100,7 +101,7 @@ def _config(args) -> RunConfig:
                     blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
                     stamps_ms=args.stamps_ms,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
-    import app.session.loop  # noqa: F401 - imported here, under the start-up collector's rule
+    import app.run  # noqa: F401 - start-up: imported here, under the start-up collector
 
     if cfg.overlay and headless:
         # in a window the panel's modules are imported after the window exists (UiHost), as they
@@ -119,11 +120,9 @@ def _import_panel_beside_drivers() -> None:
     runtime where it is installed, and LLVM; Mesa's driver) of CPU work, which overlap. ImGui's library is mapped before the thread starts (``map_native``): its import then waits on
     no ``dlopen`` of the drivers' libraries. Whatever the thread met, ``select_device`` (after
     this) meets again and reports: the ICD loader keeps the platforms it found."""
-    import threading
-
-    from app.cl.device import load_drivers
-    from app.ui.bundle import map_native
-    from app.window.egl_headless import EglSurface, initialize_display
+    from app.cl.device import load_drivers  # start-up: imported under the start-up collector
+    from app.ui.bundle import map_native  # start-up: imported under the start-up collector
+    from app.window.egl_headless import EglSurface, initialize_display  # PyOpenGL's EGL: after select_platform
 
     display = EglSurface._candidates()[0]
 
@@ -135,9 +134,9 @@ def _import_panel_beside_drivers() -> None:
     thread = threading.Thread(target=drivers, name="glshare drivers", daemon=True)
     thread.start()
     try:
-        import app.ui.host  # noqa: F401 - ImGui's native module, app.ui.bundle, the layer
-        import app.ui.model  # noqa: F401
-        import app.ui.panel  # noqa: F401
+        import app.ui.host  # noqa: F401 - optional (imgui_bundle) and start-up: beside the drivers' thread
+        import app.ui.model  # noqa: F401 - the same
+        import app.ui.panel  # noqa: F401 - the same
     finally:
         thread.join()
 
@@ -145,8 +144,6 @@ def _import_panel_beside_drivers() -> None:
 def _say_outputs(written: dict, failed: list) -> None:
     """One line per output written (stdout, or stderr where an output is stdout), then one line on
     stderr per output that could not be written."""
-    from app.errors import GlshareError
-
     to_stdout = "standard output" in written.values()
     for kind, where in written.items():
         print(f"glshare: wrote {kind} {where}", file=sys.stderr if to_stdout else sys.stdout)

@@ -1,6 +1,7 @@
 """Facts about the current GL context and the glGetError guard every GL step runs under."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from app.errors import GlError
@@ -34,8 +35,6 @@ class GlInfo:
     @property
     def version_tuple(self) -> tuple[int, int]:
         """(major, minor) from the version string ("4.5 (Core Profile) Mesa ...", "4.6.0 NVIDIA ...")."""
-        import re
-
         m = re.match(r"(\d+)\.(\d+)", self.version)
         return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 

@@ -54,7 +54,7 @@ def gl_function(name: str):
     Raises:
         GlError: the GL implementation does not export it.
     """
-    from OpenGL import platform
+    from OpenGL import platform  # PyOpenGL binds its platform at its first import: after select_platform
 
     address = platform.PLATFORM.getExtensionProcedure(name.encode())
     if not address:

@@ -8,7 +8,7 @@ and appends ``(name, start, end)`` in GL time to ``FrameRecord.gl_passes``. When
 ring is still in flight, the pass goes untimed (``dropped`` counts it) instead of waiting for the
 GPU. ``harvest(wait=True)`` (end of a run) waits for all of them. Timer queries are core in GL 3.3
 (ARB_timer_query). A GL error in here turns the timer off with one warning: timing never stops the
-loop. ``live`` counts each ring as one ``gl_query`` object. ``app/trace/clock.py`` maps GL time
+loop. ``live`` counts each ring as one ``gl_query`` object. ``app/schedule/clock.py`` maps GL time
 onto the host clock.
 
 What the stamps mean depends on the driver: on a GPU, when the GPU reached the command; Mesa
@@ -24,7 +24,11 @@ import contextlib
 import ctypes
 import logging
 
+from app import native
 from app.diagnostics import live
+from app.gl import api as GL
+from app.gl.context import is_software_renderer
+from app.gl.raw import gl_function
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +47,6 @@ SOFTWARE_EVERY = 8
 def default_every(renderer: str) -> int:
     """1 on a GPU; ``SOFTWARE_EVERY`` on a software rasterizer, where a pass's stamps say little
     (see the module text) and the queries cost the frame more than anything else glshare adds."""
-    from app.gl.context import is_software_renderer
-
     return SOFTWARE_EVERY if is_software_renderer(renderer) else 1
 
 
@@ -75,8 +77,6 @@ class GlTimer:
         self._batch = None
         self._batch_pairs = self._batch_stamps = None  # (made at the first batch: the ring's size)
         try:
-            from app.gl import api as GL
-
             self._gl = GL
             major, minor = int(GL.glGetIntegerv(GL.GL_MAJOR_VERSION)), int(GL.glGetIntegerv(GL.GL_MINOR_VERSION))
             if (major, minor) < (3, 3):
@@ -87,15 +87,11 @@ class GlTimer:
             # if it is available and leaves params unchanged otherwise, so the end stamp says by
             # itself whether it is there
             self._no_wait = USE_NO_WAIT and (major, minor) >= (4, 4)
-            from app.gl.raw import gl_function
-
             # a timed pass's stamps and reads, every frame on a GPU: straight through ctypes
             self._query_counter = gl_function("glQueryCounter")
             self._get_iv, self._get_ui64v = gl_function("glGetQueryObjectiv"), gl_function("glGetQueryObjectui64v")
             self._ival_ref, self._uval_ref = ctypes.byref(self._ival), ctypes.byref(self._uval)
             # the passes in flight read in one call where app/native is built (stamps.c)
-            from app import native
-
             try:
                 self._batch = native.load().glshare_read_query_pairs
                 self._get_ui64v_addr = ctypes.cast(self._get_ui64v, ctypes.c_void_p).value

@@ -24,6 +24,7 @@ from typing import Protocol
 
 import pyopencl as cl
 
+from app.cl.ext import libopencl
 from app.validate import families as _registry
 
 CL_SEMAPHORE_TYPE_KHR = 0x203D
@@ -160,8 +161,6 @@ class RawEntryPoints:
     """
 
     def __init__(self, platform: cl.Platform, families: tuple[str, ...]) -> None:
-        from app.cl.ext import libopencl
-
         self.families = frozenset(families)
         lib = libopencl()
         self._fns: dict[tuple[str, str], object] = {}

@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import json
 import logging
+import os
 import sys
 import time
 import tomllib
@@ -37,8 +38,18 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from app.errors import ClError, HazardError, SpecViolation, ValidationError, cl_error_name
+from app.cl.device import select_device
+from app.cl.ext import Semaphore
+from app.config import cl_device_selector
+from app.errors import ClError, HazardError, SpecViolation, UsageError, ValidationError, cl_error_name
+from app.gl.context import gl_info
 from app.lab import drivers
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.external_memory.vulkan import close_fd
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_copy import HostCopy
+from app.sharing.base import ProbeEnv
+from app.sharing.registry import Registry
 from app.validate import families as registry
 from app.validate.findings import SPEC
 from app.validate.liveness import REGISTRY, handle_of
@@ -197,7 +208,7 @@ class LabObjects:
 
     def make_planar(self) -> None:
         """The planar family's objects: an NV12 and a P010 image, a released one, a plain image."""
-        from app.cl.planar import YuvImage
+        from app.yuv.planar import YuvImage
         from app.yuv.formats import FORMATS
 
         ctx = self.backend.context
@@ -293,11 +304,6 @@ class LabObjects:
         exporter, ext = getattr(b, "exporter", None), getattr(b, "ext", None)
         if exporter is None or ext is None:
             raise LabSetupError(f"{refused}, and the backend exports no semaphores")
-        import os
-
-        from app.cl.ext import Semaphore
-        from app.sharing.backends.external_memory.vulkan import close_fd
-
         vk_sem, fd = exporter.semaphore()
         cl_fd = os.dup(fd)
         try:
@@ -621,7 +627,7 @@ def _plane_size(expr: str, w: int, h: int) -> tuple[int, int]:
 
 def _planar_call(lab: LabObjects, changes: dict):
     """(the answer's code name, the image returned or None, a note) of glshare's plane_image."""
-    from app.cl.planar import plane_image
+    from app.yuv.planar import plane_image
 
     try:
         img = plane_image(changes.get("context", lab.backend.context), changes.get("mem", lab.yuv),
@@ -877,14 +883,9 @@ def format_text(results: dict, color: bool = False) -> str:
 def open_lab_backend(choice, surface, name: str = "auto"):
     """The backend to run the lab on: ``name``, or the first of gl_sharing, external_memory,
     host_copy that the probe accepts (so the driver can be asked wherever it may be)."""
-    from app.errors import UsageError
-    from app.gl.context import gl_info
-    from app.sharing.base import ProbeEnv
-    from app.sharing.registry import Registry
-
     registry = Registry(ProbeEnv(choice, surface, gl_info()))
     if name == "auto":
-        name = next(n for n in ("gl_sharing", "external_memory", "host_copy") if n in registry.available)
+        name = next(n for n in (KhrGlSharing.name, ExternalMemory.name, HostCopy.name) if n in registry.available)
     elif name not in registry.available:
         raise UsageError(f"--backend {name}: not available here: {registry.probes[name].reason}")
     return registry.open(name)
@@ -893,9 +894,7 @@ def open_lab_backend(choice, surface, name: str = "auto"):
 def main(args) -> int:
     """``glshare errors [--json] [--backend NAME]``: exit 0 when the validator agrees with the
     spec everywhere (deliberate deviations aside) and every hazard behaves as its kind says."""
-    from app.cl.device import select_device
-    from app.config import cl_device_selector
-    from app.window import open_surface
+    from app.window import open_surface  # a window's GLX context with --window, else headless EGL
 
     choice = select_device(cl_device_selector(getattr(args, "cl_device", None)))
     with contextlib.ExitStack() as stack:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import zlib
 from functools import lru_cache
+
+from app.native import calls  # (it imports this package: only its functions use it)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(_HERE, "stamps.c")  # (os.path, not pathlib: this is imported on glshare's start-up path)
@@ -30,8 +33,8 @@ class NativeUnavailable(Exception):
 def compiler() -> list[str] | None:
     """The C compiler's command: $CC (split as a shell would: "ccache gcc"), else cc, gcc or clang;
     None where none is found on PATH."""
-    import shlex  # (build-time only: not imported on glshare's start-up path)
-    import shutil
+    import shlex  # start-up: build-time only, not on glshare's start-up path
+    import shutil  # start-up: build-time only
 
     if os.environ.get("CC", "").strip():
         cmd = shlex.split(os.environ["CC"])
@@ -43,8 +46,6 @@ def compiler() -> list[str] | None:
 def source_crc() -> int:
     """CRC-32 of stamps.c, compiled into the library (``glshare_stamps_source``): a library built
     from other source is stale, whatever the files' times (a copy to another machine changes them)."""
-    import zlib
-
     try:
         with open(SOURCE, "rb") as f:
             return zlib.crc32(f.read())
@@ -75,8 +76,8 @@ def build(force: bool = False) -> str:
     if not force and up_to_date():
         os.utime(LIBRARY)  # newer than its sources for make, which asked
         return f"{_NAME} is up to date"
-    import subprocess
-    import tempfile
+    import subprocess  # start-up: build-time only
+    import tempfile  # start-up: build-time only
 
     cc = compiler()
     if cc is None:
@@ -146,8 +147,6 @@ def describe() -> str:
     if why:
         return f"CL profiling and GL timer stamps read through ctypes call by call, the frame's hand-over " \
                f"in Python: {why}"
-    from app.native.calls import reason as calls_reason
-
-    calls = calls_reason()
+    why_not_calls = calls.reason()
     return (f"CL profiling and GL timer stamps read in C, a batch per call ({_NAME}); the steady frame's "
-            f"hand-over " + (f"in Python: {calls}" if calls else "made in one native call where its pieces prepare it"))
+            f"hand-over " + (f"in Python: {why_not_calls}" if why_not_calls else "made in one native call where its pieces prepare it"))

@@ -21,6 +21,8 @@ import os
 import sys
 from dataclasses import dataclass
 
+from app import native
+
 ARGS = 10  # GLSHARE_CALL_ARGS in stamps.c
 _MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
 
@@ -62,8 +64,6 @@ class Call:
 
 def reason() -> str:
     """"" where a frame's calls can be made natively here, else why not (one line)."""
-    from app import native
-
     why = native.reason()
     if why:
         return why
@@ -80,8 +80,6 @@ class CallList:
     __slots__ = ("calls", "n", "stamps", "run_all", "_array", "_keep", "_failed", "_failed_ref", "_run", "__weakref__")
 
     def __init__(self, calls) -> None:
-        from app import native
-
         self.calls = tuple(calls)
         self.n = n = len(self.calls)
         self._array = (_Call * max(1, n))()

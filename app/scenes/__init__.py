@@ -7,6 +7,8 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
+from app.errors import UsageError
+
 NOT_SCENES = ("base", "camera")  # helpers, not scenes
 
 
@@ -24,15 +26,13 @@ def _import_all() -> None:
 
 def scene_classes() -> dict:
     """{name: Scene subclass} in their ``order``."""
-    from app.scenes.base import Scene
+    from app.scenes.base import Scene  # start-up: the parser lists the scenes' names without GL or CL
 
     _import_all()
     return dict(sorted(Scene.registry.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
 def scene_class(name: str):
-    from app.errors import UsageError
-
     classes = scene_classes()
     if name not in classes:
         raise UsageError(f"unknown scene {name!r}; choose one of {', '.join(classes)}")

@@ -7,7 +7,7 @@ and an RGBA8 texture CL writes (shared write_only), drawn on a full-window quad.
 because cl_amd_planar_yuv's table gives the planes CL_UNSIGNED_INT8 / CL_UNSIGNED_INT16, which is
 what cl_khr_gl_sharing maps GL_R8UI / GL_RG8UI / GL_R16UI / GL_RG16UI to. On a device without
 two-channel images (PoCL 3.1) the UV texture is GL_R8UI / GL_R16UI of width x height/2 with the
-same interleaved bytes (app/cl/planar.py says why). Where the backend gives textures to CL
+same interleaved bytes (app/yuv/planar.py says why). Where the backend gives textures to CL
 as pitched buffers (external_memory without cl_khr_image2d_from_buffer, NVIDIA), there are no
 plane images to take: the scene runs the buffer variant of the same kernel on the Y, UV and RGBA
 buffers (``buffer_planes``).
@@ -39,16 +39,16 @@ from pathlib import Path
 
 import numpy as np
 
-from app.cl.planar import YuvImage, plane_layout
 from app.gl import api as GL
 from app.gl.formats import unsigned_integer
 from app.gl.objects import GlBuffer
 from app.gl.quad import ImageQuad
 from app.gl.upload import stream_into, texture_from_unpack_buffer
-from app.scenes.base import Scene
+from app.scenes.base import Scene, SceneOption
 from app.yuv.converter import YuvConverter, planes_of
 from app.yuv.formats import yuv_format
 from app.yuv.pattern import pattern_frame
+from app.yuv.planar import YuvImage, plane_layout
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ _video_sizes: dict[tuple[str, int], tuple[int, int]] = {}  # (path, mtime) -> (W
 def video_size(path: Path) -> tuple[int, int]:
     """The (even) frame size of the video at ``path``, opened once per file version. Raises
     UsageError with one line where it is no video FFmpeg can read."""
-    from app.yuv.video import VideoSource
+    from app.yuv.video import VideoSource  # start-up: only where a video plays (decimal)
 
     try:
         key = (str(Path(path).resolve()), os.stat(path).st_mtime_ns)
@@ -106,7 +106,7 @@ class YuvScene(Scene):
     def _build(self, backend) -> None:
         self.video = None
         if self.cfg.video is not None:
-            from app.yuv.video import VideoSource
+            from app.yuv.video import VideoSource  # start-up: only where a video plays (decimal)
 
             self.video = VideoSource(self.cfg.video, label=f"yuv video {Path(self.cfg.video).name}",
                                      owner=backend.name)
@@ -258,8 +258,6 @@ class YuvScene(Scene):
         return f"frame {(shown or 0) + 1}/{count if count else '?'}"
 
     def scene_options(self):
-        from app.scenes.base import SceneOption
-
         rows = [SceneOption("colour", "matrix, range", "text", f"{MATRIX_NAMES[self.matrix]} {self.range_}")]
         if self.video is not None:
             v = self.video

@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 import time
 
+from app.cl.programs import live_programs as cl_programs
+from app.gl.shaders import live_programs as gl_programs
 from app.source_files import shown, signature
 
 log = logging.getLogger(__name__)
@@ -47,9 +49,6 @@ class SourceWatch:
 
     def check(self, session) -> list[str]:
         """Look at every source now (``poll`` without the interval)."""
-        from app.cl.programs import live_programs as cl_programs
-        from app.gl.shaders import live_programs as gl_programs
-
         lines = []
         seen = set()
         for program in [*cl_programs(), *gl_programs()]:

@@ -27,19 +27,22 @@ from app.gl.context import check_gl, gl_info
 from app.gl.raw import gl_function as raw_gl
 from app.gl.timer import default_every
 from app.scenes import scene_class, scene_classes
+from app.schedule.clock import ClockMap
 from app.schedule.faults import FaultPlan
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
 from app.schedule.scheduler import FrameScheduler, error_record
 from app.schedule.teach import TeachingStepper, teaching_view
 from app.session import views
+from app.sharing.backends.external_memory import ExternalMemory, import_handle_types
+from app.sharing.backends.external_memory.handles import handle_table
+from app.sharing.backends.external_memory.lifetime import KMT_NOTE
 from app.sharing.base import ProbeEnv
 from app.sharing.registry import Registry, backend_class
 from app.sharing.sync import sync_modes
-from app.trace.clock import ClockMap
-from app.ui.layout import fit
 from app.validate.findings import stops_on
 from app.window import open_surface
+from app.window.layout import PANEL_ROOM, fit
 
 log = logging.getLogger(__name__)
 _KEEP = object()  # Session._switch: the scene's size stays as it is
@@ -61,8 +64,6 @@ def _one_line(exc: BaseException) -> str:
 def window_size_for(cfg: RunConfig) -> tuple[int, int]:
     """The window a run of ``cfg`` opens (image scenes show their image 1:1 up to 2048 pixels, beside
     the panel in a window that shows it)."""
-    from app.ui.layout import PANEL_ROOM
-
     cls = scene_class(cfg.scene)
     room = PANEL_ROOM if not cfg.headless and cfg.overlay and cfg.panel else 0
     return cls.window_size(cls.size_of(cfg), cfg.window_size, panel_room=room)
@@ -475,15 +476,11 @@ class Session:
         key = (self.backend_name, self.cfg.sync, self.cfg.scene)
         if self._caps is not None and key == self._caps_key:
             return self._caps
-        from app.sharing.backends.external_memory import import_handle_types
-        from app.sharing.backends.external_memory.handles import handle_table
-        from app.sharing.backends.external_memory.lifetime import KMT_NOTE
-
         choice = self.choice
         cl_exts = set(choice.device.extensions.split()) | set(choice.platform.extensions.split())
         info = self.gl_info.as_dict()
         types = import_handle_types(choice.device)
-        ext_probe = self.registry.probes.get("external_memory")
+        ext_probe = self.registry.probes.get(ExternalMemory.name)
         memory = {"handle_types": handle_table(types), "import_types": [f"0x{t:04X}" for t in types or []],
                   "lifetime": None, "kmt_note": KMT_NOTE,  # the lifetime: read at each caps()
                   "unavailable": ext_probe.reason if ext_probe is not None and not ext_probe.available else ""}

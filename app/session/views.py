@@ -126,7 +126,7 @@ class SessionView:
     demos: tuple[DemoView, ...]
     hazard_counts: dict
     clock: dict
-    clock_map: Any  # app.trace.clock.ClockMap: CL and GL time on the host clock
+    clock_map: Any  # app.schedule.clock.ClockMap: CL and GL time on the host clock
     caps: CapsView
     controls: ControlsView
     gl_timer: GlTimerView

@@ -21,6 +21,7 @@ from typing import Any, Callable, ClassVar, Iterator, Mapping
 import pyopencl as cl
 
 from app.cl.device import ComputeQueue, DeviceChoice
+from app.cl.ext import event_info
 from app.diagnostics import live
 from app.errors import ClError, GlshareError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
@@ -241,7 +242,7 @@ class SharingBackend(abc.ABC):
         self._steady: dict[tuple, SteadyHandOver] = {}
         # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
         self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
-        self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set)
+        self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set, events=event_info())
         self.bypass_validation = False  # the hazard lab turns it off to let a mistake through
         self._closed = False
         self.bytes_copied = 0

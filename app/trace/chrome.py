@@ -38,7 +38,7 @@ without nesting): times are rounded to the nanosecond at both ends, and a slice'
 difference of its rounded ends.
 
 Slices are complete events (``ph: "X"``, ``ts``/``dur`` in microseconds from the first frame's
-start, on the host clock: CL and GL time are mapped there by app/trace/clock.py, whose calibration
+start, on the host clock: CL and GL time are mapped there by app/schedule/clock.py, whose calibration
 is written in ``otherData.clock``). Every event's ``args`` holds its ``frame``. Flow events
 (``ph`` s/f, ``bp: "e"``) draw the hand-overs: a CL release to the GL pass that uses the released
 objects, a CPU wait before acquire (glFinish: GL's work done) to the CL acquire it orders, and a
@@ -52,7 +52,7 @@ import logging
 from app.outputs import write_text
 from app.schedule.owners import CL, GL, TO_CL, TO_GL, WHERE_PHASE, owner_timeline
 from app.schedule.races import RaceFlag
-from app.trace.clock import ClockMap
+from app.schedule.clock import ClockMap
 from app.trace.names import CPU_NAMES, cpu_name, device_name
 
 log = logging.getLogger(__name__)

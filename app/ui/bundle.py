@@ -16,12 +16,14 @@ imported, or the light path fails (a version laid out differently), ``load()`` i
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import importlib.util
 import logging
 import os
 import sys
 import threading
+from importlib.machinery import EXTENSION_SUFFIXES
 from types import ModuleType
 
 log = logging.getLogger(__name__)
@@ -44,9 +46,6 @@ def map_native() -> bool:
     a thread starts loading the OpenCL drivers, whose ``dlopen`` calls would hold the dynamic
     loader's lock while the import needs it. Returns whether it was mapped (False: not found,
     or the package already imported; the import does everything then, as it would anyway)."""
-    import ctypes
-    from importlib.machinery import EXTENSION_SUFFIXES
-
     if f"{NAME}._imgui_bundle" in sys.modules:
         return False
     spec = importlib.util.find_spec(NAME) if NAME not in sys.modules else None
@@ -142,7 +141,9 @@ PUBLISHED = ("imgui", "imgui_ctx", "implot", "implot_ctx")
 
 
 def __getattr__(name: str):
-    """``from app.ui.bundle import imgui`` (and the other three): ``load()``, then the module."""
+    """``from app.ui.bundle import imgui`` (and the other three): ``load()``, then the module. A
+    module ``__getattr__`` (PEP 562), so that importing this module loads nothing of imgui_bundle
+    (app/run.py, app/commands/run.py import it in runs without a UI, where it may not be installed)."""
     if name in PUBLISHED:
         return getattr(load(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

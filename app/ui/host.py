@@ -10,8 +10,8 @@ import logging
 import statistics
 from typing import Callable
 
-from app.ui import layout
 from app.ui.imgui_layer import ImGuiLayer, default_panel_hz
+from app.window import layout
 
 log = logging.getLogger(__name__)
 

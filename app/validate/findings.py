@@ -7,7 +7,7 @@
   (an acquire of an object CL already holds under cl_khr_gl_sharing, a release on another queue).
   Each piece of advice carries its reasoning and, where one exists, the real sentence it rests on.
 
-Strict modes (``OwnershipTracker.strict``, ``FrameScheduler``): ``"off"`` records everything and
+Strict modes (``OwnershipTracker.strict``, ``FrameScheduler``; ``normalize_strict`` in app/config.py): ``"off"`` records everything and
 raises nothing; ``"spec"`` (the CLI's ``--strict``) raises spec violations only; ``"all"``
 (``--strict=all``) raises advice too. ``True`` means ``"all"`` and ``False`` ``"off"``: the
 Python API's boolean always raised every flag, and tests written against it keep that meaning.
@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.config import normalize_strict
+from app.errors import HazardError, SpecViolation, ValidationError
+
 SPEC, ADVICE = "spec", "advice"
-STRICT_MODES = ("off", "spec", "all")
 
 # what breaking a rule leads to, in the words the texts use
 ERROR_CODE = "the call fails with this code"
@@ -70,21 +72,6 @@ class Source:
         return f"\"{self.text}\" ({self.section} {self.title}; {self.document})"
 
 
-def normalize_strict(value: object) -> str:
-    """``"off"``, ``"spec"`` or ``"all"`` from a mode name, a bool (True: "all") or None ("off").
-
-    Raises:
-        ValueError: any other value.
-    """
-    if value is None or value is False:
-        return "off"
-    if value is True:
-        return "all"
-    if isinstance(value, str) and value in STRICT_MODES:
-        return value
-    raise ValueError(f"strict must be one of {', '.join(STRICT_MODES)} (or a bool), not {value!r}")
-
-
 def raises(strict: object, kind: str) -> bool:
     """Whether a finding of ``kind`` is raised under ``strict`` (any form ``normalize_strict`` takes)."""
     mode = normalize_strict(strict)
@@ -94,8 +81,6 @@ def raises(strict: object, kind: str) -> bool:
 def is_finding(exc: BaseException) -> bool:
     """Whether ``exc`` is a finding of the validator or the tracker (ValidationError, SpecViolation,
     HazardError), as opposed to a failure (a CL or GL error, a failed build, a fault made on purpose)."""
-    from app.errors import HazardError, SpecViolation, ValidationError
-
     return isinstance(exc, (ValidationError, SpecViolation, HazardError))
 
 

@@ -35,7 +35,7 @@ from app.memo import keep
 from app.validate import families
 from app.validate.findings import KHR_RUNTIME, UNDEFINED, Source
 from app.validate.liveness import REGISTRY, ObjectRegistry, handle_of
-from app.validate.spec import NULL, Rule, check_wait_list, rule_error
+from app.validate.spec import NULL, EventFacts, Rule, check_wait_list, rule_error
 
 SECTION = ("5.13.6", "Waiting On and Signaling Semaphores")
 ENTRY_POINTS = {"wait": "clEnqueueWaitSemaphoresKHR", "signal": "clEnqueueSignalSemaphoresKHR"}
@@ -87,8 +87,10 @@ class SemaphoreValidator:
     rules = RULES
     entry_points = ENTRY_POINTS
 
-    def __init__(self, sharing_context: cl.Context, registry: ObjectRegistry = REGISTRY) -> None:
+    def __init__(self, sharing_context: cl.Context, registry: ObjectRegistry = REGISTRY, *,
+                 events: EventFacts) -> None:
         self.sharing_context = sharing_context
+        self.events = events
         self.registry = registry
         self.checked = 0
         self.refused = 0

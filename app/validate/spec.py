@@ -46,11 +46,10 @@ at most one event: a few attribute reads and dict lookups plus one event-context
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import pyopencl as cl
 
-from app.cl.ext import event_info
 from app.errors import CL_CODES, SpecViolation, ValidationError
 from app.memo import keep
 from app.validate import families
@@ -96,20 +95,29 @@ GENERAL_EVENT_CONTEXT = (
 )
 
 
+class EventFacts(Protocol):
+    """What the wait-list rules ask of an event, by its handle (the backend passes app/cl/ext.py's
+    ``event_info()``: clGetEventInfo through prepared calls). None: the driver refused the query."""
+
+    def context(self, event_ptr: int) -> int | None: ...
+    def status(self, event_ptr: int) -> int | None: ...
+
+
 class SpecValidator:
     """Checks one acquire or release call against the backend's rule set.
 
     ``sharing_context`` is the context that plays the part of the GL-created context (for
     gl_sharing it is one; host_copy and external_memory designate their own); ``is_shared(mem)``
     tells whether a live memory object is one this backend shares (made from a GL object, or
-    imported from external memory).
+    imported from external memory). ``events`` answers the wait-list rules' questions about events.
     """
 
     def __init__(self, sharing_context: cl.Context, is_shared: Callable[[Any], bool],
-                 rule_set: str = "gl_sharing", registry: ObjectRegistry = REGISTRY) -> None:
+                 rule_set: str = "gl_sharing", registry: ObjectRegistry = REGISTRY, *, events: EventFacts) -> None:
         if rule_set not in families.rule_sets():
             raise ValueError(f"unknown rule set {rule_set!r} (one of {', '.join(families.rule_sets())})")
         self.sharing_context = sharing_context
+        self.events = events
         self.is_shared = is_shared
         self.rule_set = rule_set
         self.registry = registry
@@ -129,7 +137,7 @@ class SpecValidator:
             if families.get(name).validator == "semaphore":
                 from app.validate.semaphores import SemaphoreValidator
 
-                self.semaphores = SemaphoreValidator(sharing_context, registry)
+                self.semaphores = SemaphoreValidator(sharing_context, registry, events=events)
 
     # -- the C form ------------------------------------------------------------------------------
     def check(self, call: str, queue: Any, num_objects: int, mem_objects: list | None,
@@ -258,7 +266,7 @@ def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | 
         if not (isinstance(e, cl.Event) and e.int_ptr):
             v._fail("wait_list_invalid_event", call, "a NULL event" if e is None else f"not an event: {type(e).__name__}")
     ctx = context_ptr if context_ptr is not None else v.sharing_context.int_ptr
-    info = event_info()  # clGetEventInfo through prepared ctypes calls: asked of every event, every frame
+    info = v.events  # asked of every event, every frame
     for e in events:
         got = info.context(e.int_ptr)
         if got is None:

@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from app.errors import GlshareError
+from app.gl import api as GL
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def preserve_current_context():
     log, extension entry points looked absent). Vulkan work is wrapped in this.
     """
     if os.environ.get("PYOPENGL_PLATFORM") == "egl":
-        from OpenGL import EGL
+        from OpenGL import EGL  # PyOpenGL binds its platform at its first import: after select_platform
 
         saved = (EGL.eglGetCurrentDisplay(), EGL.eglGetCurrentSurface(EGL.EGL_DRAW),
                  EGL.eglGetCurrentSurface(EGL.EGL_READ), EGL.eglGetCurrentContext())
@@ -84,7 +85,7 @@ def preserve_current_context():
             if EGL.eglGetCurrentContext() != saved[3] and saved[3]:
                 EGL.eglMakeCurrent(*saved)
     else:
-        from OpenGL import GLX
+        from OpenGL import GLX  # PyOpenGL binds its platform at its first import: after select_platform
 
         saved = (GLX.glXGetCurrentDisplay(), GLX.glXGetCurrentDrawable(), GLX.glXGetCurrentContext())
         try:
@@ -98,8 +99,6 @@ def gl_max_framebuffer(limit: int | None = None) -> tuple[int, int]:
     """The largest framebuffer GL draws on the current context: GL_MAX_VIEWPORT_DIMS,
     GL_MAX_RENDERBUFFER_SIZE and GL_MAX_TEXTURE_SIZE (the panel's layer is a texture of the
     framebuffer's size), and ``limit`` (a window system's own, such as X's) where given."""
-    from app.gl import api as GL
-
     vw, vh = (int(v) for v in GL.glGetIntegerv(GL.GL_MAX_VIEWPORT_DIMS))
     side = min(int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE)), int(GL.glGetIntegerv(GL.GL_MAX_TEXTURE_SIZE)))
     if limit is not None:
@@ -132,9 +131,9 @@ def open_surface(headless: bool, size: tuple[int, int], title: str = "glshare", 
     """Open the window or the headless surface, with a current GL 3.3+ core context."""
     select_platform(headless)
     if headless:
-        from app.window.egl_headless import EglSurface
+        from app.window.egl_headless import EglSurface  # PyOpenGL's EGL: after select_platform
 
         return EglSurface(size)
-    from app.window.glfw_window import GlfwWindow
+    from app.window.glfw_window import GlfwWindow  # optional: GLFW only for a window
 
     return GlfwWindow(size, title=title, vsync=vsync)

@@ -11,12 +11,14 @@ import logging
 import os
 
 import numpy as np
-from OpenGL import EGL
+from OpenGL import EGL, platform
+from OpenGL.EGL.EXT.device_base import eglQueryDevicesEXT
+from OpenGL.EGL.EXT.platform_base import eglGetPlatformDisplayEXT
 
 from app.errors import GlshareError
 from app.gl import api as GL
 from app.gl.raw import gl_function
-from app.window import KeyEvent
+from app.window import KeyEvent, gl_max_framebuffer
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +41,6 @@ def initialize_display(name: str) -> bool:
     (app/commands/run.py). Mesa loads its driver there; ``EglSurface`` gets the same display later
     and finds it initialized (EGL: initializing an initialized display does nothing more). Errors
     are not raised (the surface meets them again and says so); returns whether it was initialized."""
-    from OpenGL import platform
-
     lib = platform.PLATFORM.EGL
     vp = ctypes.c_void_p
     try:
@@ -115,12 +115,8 @@ class EglSurface:
     def _get_display(self, name: str):
         if name == "default":
             return EGL.eglGetDisplay(EGL.EGL_DEFAULT_DISPLAY)
-        from OpenGL.EGL.EXT.platform_base import eglGetPlatformDisplayEXT
-
         if name == "surfaceless":
             return eglGetPlatformDisplayEXT(EGL_PLATFORM_SURFACELESS_MESA, None, None)
-        from OpenGL.EGL.EXT.device_base import eglQueryDevicesEXT
-
         devices = (EGL.EGLDeviceEXT * 8)()
         count = EGL.EGLint()
         if not eglQueryDevicesEXT(8, devices, ctypes.pointer(count)) or count.value == 0:
@@ -218,8 +214,6 @@ class EglSurface:
     def max_size(self) -> tuple[int, int]:
         """The largest FBO GL draws here, the panel's layer included (cached: the context does not change)."""
         if self._max_size is None:
-            from app.window import gl_max_framebuffer
-
             self._max_size = gl_max_framebuffer()
         return self._max_size
 

@@ -1,4 +1,9 @@
-"""The interactive window: GLFW (the library imgui-bundle ships) with an OpenGL 3.3+ core context.
+"""The interactive window: GLFW with an OpenGL 3.3+ core context.
+
+pyGLFW loads the GLFW library at its import: imgui-bundle's where a UI is drawn (app/run.py
+completes imgui_bundle's import before the window opens, which points pyGLFW at it, so that the
+window and ImGui's GLFW backend share one GLFW), pyGLFW's own otherwise: the window itself never
+needs imgui_bundle.
 
 Input: keys become ``KeyEvent``s (``poll_events``); mouse drags with the left button held and
 wheel steps become ``MouseEvent``s, summed over one poll (``mouse_events``), for the scene's camera.
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 
 import glfw
 import numpy as np
@@ -19,12 +25,8 @@ from app.errors import GlshareError
 from app.gl import api as GL
 from app.gl.raw import gl_function
 from app.source_files import capturing_stderr
-from app.ui.bundle import complete as _complete_imgui_bundle
 from app.window import KeyEvent, MouseEvent
-
-# the whole imgui_bundle package, as ``import imgui_bundle`` gave here before the panel's light
-# import (app/ui/bundle.py): its __init__ sets PYGLFW_LIBRARY for pyglfw
-_complete_imgui_bundle()
+from app.window import gl_max_framebuffer as gl_limit
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +38,11 @@ X_MAX_SIDE = 16384
 
 def gl_max_framebuffer() -> tuple[int, int]:
     """The largest framebuffer GL and X draw here (``app.window.gl_max_framebuffer`` within X's limit)."""
-    from app.window import gl_max_framebuffer as gl_limit
-
     return gl_limit(X_MAX_SIDE)
 
 
 def _no_display_message(error, said: str) -> str:
     """One line: what GLFW said, what libX11 printed, and the way out."""
-    import os
-
     code, desc = error if isinstance(error, tuple) else (None, error)
     desc = desc.decode(errors="replace") if isinstance(desc, bytes) else (desc or "no reason given")
     display = os.environ.get("DISPLAY", "")
@@ -230,7 +228,7 @@ class GlfwWindow:
         glfw.swap_interval(1 if on else 0)
 
     def gl_sharing_properties(self) -> list[tuple[str, int]]:
-        from OpenGL import GLX
+        from OpenGL import GLX  # start-up: PyOpenGL only where a CL context shares this one
 
         ctx = GLX.glXGetCurrentContext()
         dpy = GLX.glXGetCurrentDisplay()

@@ -11,10 +11,10 @@ import numpy as np
 import pyopencl as cl
 
 from app.cl.formats import RGBA8_IMAGE as RGBA8
-from app.cl.planar import CL_YUV_IMAGE_UV_PLANE_AMD, CL_YUV_IMAGE_Y_PLANE_AMD, PlaneLayout, YuvImage, plane_image
 from app.cl.programs import KernelProgram
 from app.cl.worksize import launch_sizes
 from app.yuv.formats import MATRICES, YuvFormat, check_choice, range_params
+from app.yuv.planar import CL_YUV_IMAGE_UV_PLANE_AMD, CL_YUV_IMAGE_Y_PLANE_AMD, PlaneLayout, YuvImage, plane_image
 
 
 class YuvConverter:

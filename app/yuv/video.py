@@ -106,7 +106,7 @@ def _native_layout(name: str) -> _Layout | None:
 
 
 def _open_container(path: Path):
-    import av
+    import av  # start-up: PyAV loads FFmpeg, only where a video is opened
 
     if not path.exists():
         raise UsageError(f"{path}: no such file")
@@ -269,7 +269,7 @@ class VideoSource:
 
     def _decode_next(self):
         """The next decoded av.VideoFrame, or None at the end of the stream (the count is then known)."""
-        import av
+        import av  # start-up: PyAV loads FFmpeg, only where a video is opened
 
         try:
             frame = next(self._decoder)
@@ -296,7 +296,7 @@ class VideoSource:
 
     def _seek(self, index: int) -> None:
         """Put the decoder on the key frame at or before ``index``."""
-        import av
+        import av  # start-up: PyAV loads FFmpeg, only where a video is opened
 
         base = self._pts0 or 0
         target = base + round(Fraction(index) / (self.rate * self._time_base)) if index else base
@@ -390,7 +390,7 @@ class VideoSource:
         return words.reshape(plane.height, plane.line_size // dtype.itemsize)[:rows, :cols]
 
     def _to_frame(self, raw, index: int) -> VideoFrame:
-        import av
+        import av  # start-up: PyAV loads FFmpeg, only where a video is opened
 
         if self.resampled_from is not None:
             full = av.video.reformatter.ColorRange.JPEG if self.range_ == "full" else \

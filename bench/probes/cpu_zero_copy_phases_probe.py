@@ -15,7 +15,7 @@ from app.window import select_platform  # noqa: E402
 select_platform(True)
 from app.bench.loops import glshare_finished_frame  # noqa: E402
 from app.config import RunConfig  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 from app.window.egl_headless import EglSurface  # noqa: E402
 
 PHASES = ("acquire", "compute", "release", "render")

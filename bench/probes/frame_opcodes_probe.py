@@ -23,7 +23,7 @@ sys.path.insert(0, os.getcwd())
 from app.bench import python_reference_us  # noqa: E402
 from app.bench.loops import BareLoop, glshare_frame  # noqa: E402
 from app.config import RunConfig  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 from bench.probes._args import scene_args  # noqa: E402
 
 scene, size_arg, size, backend, frames = scene_args("1024", "host_mapped", 300)

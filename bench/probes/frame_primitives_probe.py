@@ -26,7 +26,7 @@ from app.cl.ext import event_info, flush  # noqa: E402
 from app.config import RunConfig  # noqa: E402
 from app.gl import api as GL  # noqa: E402
 from app.gl.raw import gl_function  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 from bench.probes._args import scene_args  # noqa: E402
 
 scene, size_arg, size, backend_name, reps = scene_args("16384", "external_memory", 2000)

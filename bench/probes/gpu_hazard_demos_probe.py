@@ -33,7 +33,7 @@ def child(scene: str, backend: str, sync: str, demo: str, frames: int) -> None:
 
     faulthandler.dump_traceback_later(WATCHDOG_S - 5, exit=True)
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
 
     t0 = time.perf_counter()
 

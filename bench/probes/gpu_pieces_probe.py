@@ -22,7 +22,7 @@ sys.path.insert(0, ROOT)
 from OpenGL import GL  # noqa: E402
 
 from app.config import RunConfig  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 
 ns = time.perf_counter_ns
 size = tuple(int(x) for x in (sys.argv[1] if len(sys.argv) > 1 else "4096x4096").split("x"))

@@ -26,7 +26,7 @@ from app.cl.ext import PROFILING_PARAMS, event_info  # noqa: E402
 from app.config import RunConfig  # noqa: E402
 from app.gl import api as GL  # noqa: E402
 from app.gl.raw import gl_function  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 cpu = time.thread_time_ns

@@ -22,7 +22,7 @@ from OpenGL import GL  # noqa: E402
 
 from app.bench.loops import BareLoop  # noqa: E402
 from app.config import RunConfig  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 
 ns = time.perf_counter_ns
 way = sys.argv[1]

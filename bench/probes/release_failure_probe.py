@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from app.config import RunConfig  # noqa: E402
 from app.errors import ClError  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 from app.window.egl_headless import EglSurface  # noqa: E402
 
 STATUS = {0: "complete", 1: "running", 2: "submitted", 3: "queued"}

@@ -20,7 +20,7 @@ sys.path.insert(0, os.getcwd())
 from app.bench.loops import BareLoop, glshare_frame  # noqa: E402
 from app.config import RunConfig  # noqa: E402
 from app.gl import api as GL  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 
 size = tuple(int(x) for x in (sys.argv[1] if len(sys.argv) > 1 else "4096x4096").split("x"))
 depth = int(sys.argv[2]) if len(sys.argv) > 2 else 8

@@ -52,7 +52,7 @@ scene, size_arg, size, backend, frames = scene_args("16384", "external_memory", 
 print(f"# before any GL or CL: {busy_while(lambda: python_reference_us(60000))}", flush=True)
 from app.bench.loops import glshare_frame  # noqa: E402
 from app.config import RunConfig  # noqa: E402
-from app.session.loop import Run  # noqa: E402
+from app.run import Run  # noqa: E402
 
 cfg = RunConfig(scene=scene, backend=backend, sync="finish", headless=True, size=size, panel=False, overlay=False)
 with Run(cfg) as rt:

@@ -13,8 +13,8 @@ from references import BEFORE, CHECKS, SIZES
 from app.cl.ext import open_fds
 from app.config import RunConfig
 from app.diagnostics import live
+from app.run import Run
 from app.scenes import scene_classes
-from app.session.loop import Run
 from app.validate.ownership import CL, GL
 from app.window.egl_headless import EglSurface
 

@@ -15,10 +15,10 @@ from app.cl.ext import _error
 from app.config import RunConfig
 from app.errors import ClError
 from app.native.calls import ARGS
+from app.run import Run
 from app.schedule.native import ACQUIRE, COMPUTE, RELEASE
 from app.schedule.races import RaceFlag
 from app.schedule.scheduler import FrameScheduler
-from app.session.loop import Run
 from app.session.session import Session
 from app.window.egl_headless import EglSurface
 

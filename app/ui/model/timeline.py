@@ -2,7 +2,7 @@
 start (``build_timeline``), as the panel draws it.
 
 Times: host phases and CPU waits are ``perf_counter_ns``; CL profiling (device ns) and GL timer
-queries (GL ns) are put on that clock by the offsets of ``app/trace/clock.py``.
+queries (GL ns) are put on that clock by the offsets of ``app/schedule/clock.py``.
 """
 from __future__ import annotations
 

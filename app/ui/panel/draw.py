@@ -5,7 +5,7 @@ Drawn with imgui-bundle (ImGui + ImPlot) from the panel model (``app/ui/model/``
 CL call in here, and no reference to the session. Controls never act in the middle of the ImGui
 frame: they ``request`` a command of ``app/session/controls.py``, run after the frame.
 
-The panel is a column at the window's left (``app/ui/layout.py``): as tall as the window, as wide
+The panel is a column at the window's left (``app/window/layout.py``): as tall as the window, as wide
 as the user makes it (drag its right edge; collapse it with its title bar's arrow), scrolling when
 the window is too short for it. The timeline is the instrument: one frame (the newest complete
 one, or the one chosen by clicking the timing plot or with the slider while paused) on one clock,
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 
-from app.ui import layout, tabs
+from app.ui import tabs
+from app.window import layout
 from app.ui.bundle import imgui, imgui_ctx
 from app.ui.model import PanelModel
 from app.ui.panel.controls import draw_controls

@@ -25,6 +25,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -32,12 +33,17 @@ from app import native
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig
 from app.errors import GlshareError
 from app.gl.context import check_gl
+from app.outputs import check_output
 from app.schedule.faults import stop_reason
 from app.schedule.frame import FrameRecord
 from app.session.controls import Controls
 from app.session.reload import poll_sources
 from app.session.session import Session
 from app.session.views import StopView
+from app.trace.chrome import write_trace
+from app.trace.png import write_png
+from app.trace.report import RunFacts, build_report, write_report
+from app.ui.bundle import complete as complete_imgui_bundle
 from app.validate.findings import stops_on
 
 log = logging.getLogger(__name__)
@@ -111,10 +117,14 @@ class Run:
     def __enter__(self) -> "Run":
         try:
             self._mark("run_started")
+            if self.cfg.overlay and not self.cfg.headless and self.session.surface is None:
+                # imgui_bundle's whole import before the window's: it points pyGLFW at its own GLFW
+                # library, so that the window and ImGui's GLFW backend share one (app/window/glfw_window.py)
+                complete_imgui_bundle()
             self._stack.enter_context(self.session)
             self._mark("session_built")
             if self.cfg.overlay:
-                from app.ui.host import UiHost
+                from app.ui.host import UiHost  # optional: imgui_bundle, only with the panel or overlay
 
                 self.ui = UiHost(self.session.surface, self.session.gl_info, show_panel=self.cfg.panel,
                                  panel_hz=self.cfg.panel_hz)
@@ -328,10 +338,6 @@ class Run:
     # -- commands that write or run something ---------------------------------------------------
     def write_trace(self, path=None) -> str:
         """The panel's "write trace": to ``path``, ``--trace`` or out/glshare-trace-<time>.json."""
-        from pathlib import Path
-
-        from app.outputs import check_output
-
         target = Path(path or self.cfg.trace or f"out/glshare-trace-{time.strftime('%Y%m%d-%H%M%S')}.json")
         try:
             check_output("trace", target)
@@ -344,7 +350,7 @@ class Run:
             return f"trace not written: {exc}"
 
     def run_lab(self) -> str:
-        from app.lab.lab import run_lab
+        from app.lab.lab import run_lab  # start-up: the error lab's modules only when it runs
 
         results = run_lab(self.session.backend)
         if self.ui is not None:
@@ -354,8 +360,6 @@ class Run:
 
     # -- outputs -------------------------------------------------------------------------------
     def facts(self):
-        from app.trace.report import RunFacts
-
         s = self.session
         scene = s.scene
         choice = s.choice
@@ -374,8 +378,6 @@ class Run:
             backends=s.registry.as_list())
 
     def _write_trace(self, path) -> str:
-        from app.trace.chrome import write_trace
-
         s = self.session
         if s.scheduler is not None:
             s.scheduler.harvest()  # the CL profiles of the frames since the last batch, and GL results in
@@ -389,9 +391,6 @@ class Run:
         it went}. Runs however the loop ended (an error too), while the GL context is still current.
         Every output is attempted: one that cannot be written costs none of the others and raises
         nothing; it is listed in ``failed_outputs`` as (kind, the error)."""
-        from app.trace.png import write_png
-        from app.trace.report import build_report, write_report
-
         out = {}
         cfg, s = self.cfg, self.session
         with contextlib.suppress(Exception):

@@ -38,7 +38,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pyopencl as cl
 
+from app.cl.ext import libopencl
+from app.gl import api as GL
 from app.gl.timer import GL_TIMESTAMP
 
 log = logging.getLogger(__name__)
@@ -132,8 +135,6 @@ class ClockMap:
             return False
         if resolution <= 0:
             return False
-        from app.cl.ext import libopencl
-
         fn = getattr(libopencl(), "clGetDeviceAndHostTimer", None)
         if fn is None:
             return False
@@ -151,8 +152,6 @@ class ClockMap:
         return True
 
     def _calibrate_marker(self, queue, samples: int) -> None:
-        import pyopencl as cl
-
         for _ in range(samples):
             t0 = ns()
             ev = cl.enqueue_marker(queue)
@@ -163,8 +162,6 @@ class ClockMap:
 
     def calibrate_gl(self, samples: int = 5) -> None:
         """Bracket ``glGetInteger64v(GL_TIMESTAMP)`` (needs a current GL 3.3 context)."""
-        from app.gl import api as GL
-
         value = ctypes.c_int64()
         for _ in range(samples):
             t0 = ns()

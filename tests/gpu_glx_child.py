@@ -27,7 +27,7 @@ def main(scene: str, sync: str, in_flight: int, out: str, backends: list[str]) -
     from references import BEFORE, CHECKS, SIZES
 
     from app.config import RunConfig
-    from app.session.loop import Run
+    from app.run import Run
     from app.window.glfw_window import GlfwWindow
 
     window = GlfwWindow((64, 48), title=f"glshare gpu test {scene}")  # the references read it 1:1

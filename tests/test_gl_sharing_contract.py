@@ -123,8 +123,8 @@ def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, 
     a fence is deleted only once that event completed, and without GL_ARB_cl_event (Mesa here) the
     release's completion is waited for on the CPU before GL's use: the picture is the reference's."""
     from app.config import RunConfig
+    from app.run import Run
     from app.scenes.particles import initial_state, reference_steps
-    from app.session.loop import Run
 
     _, emulated = driver
     emulated.install(monkeypatch, gl_event=True)

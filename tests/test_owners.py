@@ -12,6 +12,7 @@ import collections
 import json
 
 import pytest
+from app.trace.clock import ClockMap
 from support import panel_snapshot, run_glshare
 
 from app.config import RunConfig
@@ -19,7 +20,6 @@ from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
 from app.schedule.owners import BATCH, CL, CPU, DEVICE, GL, TO_CL, TO_GL, owner_intervals, owner_timeline
 from app.schedule.races import CL_BEFORE_GL, GL_BEFORE_RELEASE, find_races
-from app.trace.clock import ClockMap
 from app.trace.report import RunFacts, build_report
 
 RACES = (GL_BEFORE_RELEASE, CL_BEFORE_GL)
@@ -236,8 +236,8 @@ def test_every_track_of_the_trace_is_nested_or_disjoint(runs):
 def test_the_reports_totals_are_the_panels_counts(gl):
     """Hazard demonstration 2 (the release skipped) and an injected error: the panel's counts and
     the report's totals are the same numbers."""
+    from app.run import Run
     from app.schedule.faults import Fault
-    from app.session.loop import Run
 
     cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, backend="host_copy",
                     inject=(Fault(2, "enqueue"),))

@@ -30,8 +30,8 @@ def template_scene(monkeypatch):
 
 @pytest.mark.parametrize("backend", ["host_copy", "gl_sharing", "host_mapped", "external_memory"])
 def test_the_template_scene_runs_and_draws_its_colour(template_scene, gl, backend):
+    from app.run import Run
     from app.session.controls import CORE_COMMANDS, Controls, scene_commands
-    from app.session.loop import Run
 
     cfg = RunConfig(scene="template", backend=backend, headless=True, overlay=False, frames=10_000)
     with contextlib.ExitStack() as stack:
@@ -60,7 +60,7 @@ def test_the_template_tab_is_built_and_drawn_from_its_module_alone(gl, monkeypat
     part built from the described frame while it is shown (not before), its body drawn."""
     from support import panel_snapshot
 
-    from app.session.loop import Run
+    from app.run import Run
     from app.ui import tabs
 
     module = importlib.import_module("app.ui.tabs._template")

@@ -1,6 +1,6 @@
 """Measure one scene x size x backend: every sync mode's cell, with its baselines interleaved.
 
-A cell is built exactly as ``glshare run --headless`` builds it (app/session/loop.Run: EGL surface,
+A cell is built exactly as ``glshare run --headless`` builds it (app/run.Run: EGL surface,
 device, Registry, backend, scene, FrameScheduler, ImGui layer). The finish cell's timed frames
 alternate, frame by frame, with the bare loop's; for host_copy each round adds glshare copy frames
 alternating with memcpy-floor frames; at the default particle count a block of frames with the

@@ -43,7 +43,7 @@ def race(scene: str, size, surface, cl_device: str | None, available: dict, fram
     """The rows of one scene and size (see the module docstring)."""
     from app.bench.loops import BareLoop, glshare_frame
     from app.bench.sweep import size_label
-    from app.session.loop import Run
+    from app.run import Run
     from app.session.session import window_size_for
 
     where = f"{scene} {size_label(scene, size)}"

@@ -1,8 +1,8 @@
 """Choose the OpenCL device (``--cl-device PLATFORM_SUBSTRING[:INDEX]`` or ``GLSHARE_CL_DEVICE``)."""
 from __future__ import annotations
 
-import dataclasses
 import ctypes
+import dataclasses
 import os
 import re
 from dataclasses import dataclass

@@ -208,8 +208,8 @@ class LabObjects:
 
     def make_planar(self) -> None:
         """The planar family's objects: an NV12 and a P010 image, a released one, a plain image."""
-        from app.yuv.planar import YuvImage
         from app.yuv.formats import FORMATS
+        from app.yuv.planar import YuvImage
 
         ctx = self.backend.context
         self.yuv = YuvImage.create(ctx, FORMATS["nv12"], 64, 32, label="lab.nv12")

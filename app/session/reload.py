@@ -96,5 +96,5 @@ _watch = SourceWatch()
 
 
 def poll_sources(session) -> list[str]:
-    """The loop's one call (app/session/loop.py, each iteration at the frame boundary)."""
+    """The loop's one call (app/run.py, each iteration at the frame boundary)."""
     return _watch.poll(session)

@@ -50,9 +50,9 @@ import json
 import logging
 
 from app.outputs import write_text
+from app.schedule.clock import ClockMap
 from app.schedule.owners import CL, GL, TO_CL, TO_GL, WHERE_PHASE, owner_timeline
 from app.schedule.races import RaceFlag
-from app.schedule.clock import ClockMap
 from app.trace.names import CPU_NAMES, cpu_name, device_name
 
 log = logging.getLogger(__name__)

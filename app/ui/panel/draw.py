@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 
 from app.ui import tabs
-from app.window import layout
 from app.ui.bundle import imgui, imgui_ctx
 from app.ui.model import PanelModel
 from app.ui.panel.controls import draw_controls
@@ -40,6 +39,7 @@ from app.ui.panel.widgets import (
     tab_count,
 )
 from app.ui.teaching import draw_teaching
+from app.window import layout
 
 log = logging.getLogger(__name__)
 

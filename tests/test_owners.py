@@ -12,10 +12,10 @@ import collections
 import json
 
 import pytest
-from app.trace.clock import ClockMap
 from support import panel_snapshot, run_glshare
 
 from app.config import RunConfig
+from app.schedule.clock import ClockMap
 from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
 from app.schedule.owners import BATCH, CL, CPU, DEVICE, GL, TO_CL, TO_GL, owner_intervals, owner_timeline

@@ -171,10 +171,33 @@ class SteadyHandOver:
         self.backend.tracker.acquired_states(self.states, self.queue)
         return event
 
-    def release(self, out: bool) -> cl.Event | None:
+    def release(self, after, out: bool) -> cl.Event | None:
+        """``after``: the kernel's event, which the in-order queue needs in no wait list."""
         event = self._enqueue(self.backend._enqueue_release, "release", out)
         self.backend.tracker.released_states(self.states)
         return event
+
+    def acquired(self, error: BaseException | None = None) -> None:
+        """The acquire made elsewhere (a native call list: app/schedule/executors.py): counted as
+        checked, then its transition, or ``error`` (the driver's) raised as ``acquire`` raises it."""
+        self._made("acquire", error)
+        self.backend.tracker.acquired_states(self.states, self.queue)
+
+    def released(self, error: BaseException | None = None) -> None:
+        """The release made elsewhere, as ``acquired``."""
+        self._made("release", error)
+        self.backend.tracker.released_states(self.states)
+
+    def handed_over(self) -> None:
+        """The acquire and the release both made elsewhere, both gone through, nothing of glshare's
+        between them: both counted as checked, both transitions in one (the objects GL's again)."""
+        self.backend.validator.checked += 2
+        self.backend.tracker.handed_over_states(self.states)
+
+    def _made(self, call: str, error: BaseException | None) -> None:
+        self.backend.validator.checked += 1
+        if error is not None:
+            raise ClError.from_pyopencl(error, f"{self.backend.name}.{call}") from error
 
     def _enqueue(self, enqueue, call: str, out: bool) -> cl.Event | None:
         be = self.backend

@@ -586,7 +586,7 @@ class SemaphoreSync(SyncMode):
         queue = self.backend.queue
         slot = self.slot
         # cl_khr_semaphore's rules, before the driver and before GL's signal: a refused wait leaves no
-        # signal behind that the next frame's would repeat (FrameScheduler._sync_after)
+        # signal behind that the next frame's would repeat (the plan's failure rules: app/schedule/plan.py)
         self._check("wait", queue, self._gl_done_list, None)
         if self._pending[slot]:
             # GL signalled this copy's gl_done after its last draw (``after_gl_use``), slots frames ago

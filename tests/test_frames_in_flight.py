@@ -110,8 +110,8 @@ def test_slots_only_where_the_mode_runs_ahead_on_copies_and_the_scene_allows(hos
     each copy on its own (semaphores) and the scene allows copies; one set of objects otherwise."""
     from app.scenes.image import ImageScene
     from app.session.session import Session
-    from app.sharing.backends.external_memory import SemaphoreSync
     from app.sharing.backends.gl_sharing import GlEventSync
+    from app.sharing.sync.semaphore import SemaphoreSync
 
     class OrdersCopies(NoWaitSync):
         orders_copies = True

@@ -544,7 +544,7 @@ class _FakeClSemaphore:
 def _fake_semaphore_env(monkeypatch, platform: str):
     from types import SimpleNamespace
 
-    import app.sharing.backends.external_memory as em
+    import app.sharing.sync.semaphore as em
 
     gl_fds: dict[int, int] = {}
     names = iter(range(7, 100))

@@ -19,6 +19,7 @@ from app.native.calls import ARGS
 from app.schedule.native import ACQUIRE, COMPUTE, RELEASE
 from app.session.loop import Run
 from app.session.session import Session
+from app.sharing.sync import sync_modes
 from app.window.egl_headless import EglSurface
 
 FRAMES = 10
@@ -133,7 +134,7 @@ def test_the_steady_frame_is_the_general_frame(contract_backend, probe_env, scen
     steady = _run(backend, scene, size, True, stamps_ms, sync=sync)
     in_python = _run(backend, scene, size, True, stamps_ms, sync=sync, native=False)
     general = _run(backend, scene, size, False, stamps_ms, sync=sync)
-    if sync == "none":  # (nothing orders GL's reads after CL's writes: the pictures may differ, not the records)
+    if not sync_modes()[sync].orders:  # (GL's reads not ordered after CL's writes: the pictures may differ)
         for run in (steady, in_python, general):
             run["data"], run["shot"] = [], None
     # every steady frame's hand-over native where the pieces prepare their calls, none with it off
@@ -162,7 +163,7 @@ def test_the_steady_frame_runs_on_every_copy_of_the_objects(contract_backend, pr
     assert [r["slot"] for r in steady["recs"]] == [i % 3 for i in range(FRAMES)]
     assert steady["steady"] == [False] * 3 + [True] * (FRAMES - 3)
     assert steady["native"] == [_native_expected(contract_backend, sync)] * (FRAMES - 3)
-    if sync == "none":
+    if not sync_modes()[sync].orders:
         for run in (steady, general):
             run["data"], run["shot"] = [], None
     _same(steady, general)

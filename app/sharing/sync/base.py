@@ -16,8 +16,9 @@ A mode with no CPU wait never calls it; the scheduler then does that work at the
 """
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Iterator
 
 import pyopencl as cl
 
@@ -105,6 +106,12 @@ class SyncMode:
         """A mode that waits on the CPU: what ``before_acquire`` (``before``) or ``after_release`` does
         with ``shadow`` ahead of its wait, right before the native list makes the wait."""
         return None
+
+    @contextlib.contextmanager
+    def unchecked(self) -> Iterator[None]:
+        """The mode's own validator checks left out inside the block (the bench's bare loop, which
+        validates nothing); a mode without checks of its own changes nothing."""
+        yield
 
     def set_slots(self, slots: int) -> None:
         """The scene keeps ``slots`` copies of its shared objects (``Scene.max_slots``), frame n using

@@ -4,8 +4,10 @@ and CL, the CPU never waits per frame. Offered only by a backend whose memory co
 semaphores (``Capabilities.semaphores``: external_memory)."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+from typing import Iterator
 
 import pyopencl as cl
 
@@ -104,6 +106,14 @@ class SemaphoreSync(SyncMode):
         self._names_array = uint_array(())
         self._names_version = -1
         self._check = backend.validator.semaphores.check_python
+
+    @contextlib.contextmanager
+    def unchecked(self) -> Iterator[None]:
+        checks, self._check = self._check, lambda *a: None
+        try:
+            yield
+        finally:
+            self._check = checks
 
     def _in_order(self, queue) -> bool:
         """Whether ``queue`` is the backend's queue and runs its commands in order (any other queue is

@@ -56,14 +56,14 @@ class FramePlan:
     __slots__ = ("key", "owned", "labels", "shared", "cl_uses", "gl_uses", "covered", "remembered", "gl_owns",
                  "cl_owns")
 
-    def __init__(self, key: tuple, scene, states: dict) -> None:
+    def __init__(self, key: tuple, scene, handover) -> None:
         self.key = key  # (the backend's objects_version, the ids of the shared objects): held with them
         self.shared = list(scene.shared)
-        self.owned = [states[id(o)] for o in self.shared if id(o) in states]
+        self.owned = handover.states_of(self.shared)
         self.labels = tuple(s.label for s in self.owned)
         # the owners' sample where the steady case holds: every object GL's, or every one CL's
         self.gl_owns, self.cl_owns = (GL,) * len(self.owned), (CL,) * len(self.owned)
         self.cl_uses, self.gl_uses = scene.cl_uses, scene.gl_uses
         ids = {id(o) for o in self.shared}
-        self.covered = all(id(o) in ids or id(o) not in states for o in (*self.cl_uses, *self.gl_uses))
+        self.covered = all(id(o) in ids or not handover.tracks(o) for o in (*self.cl_uses, *self.gl_uses))
         self.remembered = None

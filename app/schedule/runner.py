@@ -84,7 +84,7 @@ class FrameRunner:
                 if faults is not None:
                     faults("compute", rec)
                 if checks:
-                    backend.tracker.cl_use(scene.cl_uses, "kernel")
+                    backend.handover.kernel_uses(scene.cl_uses)
                 after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
                 compute = ex.compute or scene.compute
                 ev_c = compute(self._queue, frame, after) if kernel_event else \
@@ -117,11 +117,11 @@ class FrameRunner:
             scene.use_slot(slot)
             self.sync.use_slot(slot, scene.shared)
         self.current = self.profiles.rec = rec
-        backend.tracker.frame = frame
+        backend.handover.begin_frame(frame)
         key = (backend.objects_version, *map(id, scene.shared))
         plan = self._plans.get(key)
         if plan is None:  # (the key's objects are held with it: no id in it can be reused while it is kept)
-            plan = keep(self._plans, key, FramePlan(key, scene, backend.tracker.states))
+            plan = keep(self._plans, key, FramePlan(key, scene, backend.handover))
         rec.owner_labels = plan.labels
         rec.start_ns = t = ns()
         interval, last = self.stamps_interval_ns, self._sampled_ns
@@ -206,7 +206,7 @@ class FrameRunner:
                 self.gl_timer.harvest()  # the frames before (done once the sync waited), before this frame's pass
             if size is not None:
                 if owns is None or CL in owns:
-                    backend.tracker.gl_use(self.scene.gl_uses, "draw")
+                    backend.handover.draw_uses(self.scene.gl_uses)
                 if rec.sampled:
                     with self.gl_timer.span(rec, "gl render"):
                         self.scene.render(size)
@@ -229,12 +229,7 @@ class FrameRunner:
         rec.owners.append(("render", t, tuple(map(_OWNER, owned)) if owns is None else owns))
         rec.end_ns = t
         self._work_since += t - rec.start_ns
-        flags = backend.tracker.flags
-        if flags and flags[-1].frame == rec.index:  # flags are appended in frame order: this frame's are last
-            first = len(flags) - 1
-            while first > 0 and flags[first - 1].frame == rec.index:
-                first -= 1
-            rec.hazards = flags[first:]
+        rec.hazards = backend.handover.findings_of(rec.index)
         rec.bytes_moved = backend.bytes_copied - copied  # what the backend copied in this frame
         self.history.add(rec)
         profiles = self.profiles

@@ -26,6 +26,7 @@ from app.errors import ClError, GlshareError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
 from app.gl.upload import GL_PIXEL_PACK_BUFFER, GL_STREAM_COPY, copy_buffer, texture_to_pack_buffer
+from app.sharing.contract import check_backend
 from app.sharing.handover import HandOver, SteadyHandOver
 from app.sharing.objects import SharedObject
 from app.sharing.sync import SyncMode, sync_modes
@@ -129,6 +130,7 @@ class SharingBackend(abc.ABC):
     def __init_subclass__(cls, **kw) -> None:
         super().__init_subclass__(**kw)
         if "name" in cls.__dict__:
+            check_backend(cls)  # (a hook with another signature than the contract's fails here, at import)
             SharingBackend.registry[cls.name] = cls
 
     @property
@@ -200,10 +202,12 @@ class SharingBackend(abc.ABC):
         return obj
 
     @abc.abstractmethod
-    def _enqueue_acquire(self, queue, objects: list[SharedObject], wait_for) -> cl.Event | None: ...
+    def _enqueue_acquire(self, queue, objects: list[SharedObject], wait_for, event: bool = True) -> cl.Event | None:
+        ...
 
     @abc.abstractmethod
-    def _enqueue_release(self, queue, objects: list[SharedObject], wait_for) -> cl.Event | None: ...
+    def _enqueue_release(self, queue, objects: list[SharedObject], wait_for, event: bool = True) -> cl.Event | None:
+        ...
 
     def _upload(self, obj: SharedObject, data) -> None:
         obj.gl.upload(data)

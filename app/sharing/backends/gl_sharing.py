@@ -131,10 +131,10 @@ class KhrGlSharing(SharingBackend):
         GL.glFinish()
         return cl.GLTexture(self.context, ACCESS_FLAGS[access], GL.GL_TEXTURE_2D, 0, gl.name, 2)
 
-    def _enqueue_acquire(self, queue, objects, wait_for):
+    def _enqueue_acquire(self, queue, objects, wait_for, event=True):
         return cl.enqueue_acquire_gl_objects(queue, [o.mem for o in objects], wait_for=wait_for)
 
-    def _enqueue_release(self, queue, objects, wait_for):
+    def _enqueue_release(self, queue, objects, wait_for, event=True):
         return cl.enqueue_release_gl_objects(queue, [o.mem for o in objects], wait_for=wait_for)
 
 

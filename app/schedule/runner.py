@@ -5,7 +5,7 @@ waits and the errors, and applies the failure rules, the same for every executor
 A frame runs with the checked executor where it is stepped (the teaching mode), where faults are
 injected or calls skipped on purpose (the hazard demonstrations), and on the first frame on each
 copy of the objects; otherwise, on the backend's in-order queue, with the remembered one (both
-hand-over calls accepted before, every shared object GL's: ``SharingBackend.steady_hand_over``), or
+hand-over calls accepted before, every shared object GL's: ``HandOver.steady``), or
 the native one where the backend, the sync mode and the scene each prepare their calls. Every
 executor gives the same record, tracker states, validator counts and pictures
 (tests/contract/test_steady_frame.py, tests/test_runner.py).
@@ -117,7 +117,8 @@ class FrameRunner:
             scene.use_slot(slot)
             self.sync.use_slot(slot, scene.shared)
         self.current = self.profiles.rec = rec
-        backend.handover.begin_frame(frame)
+        handover = backend.handover
+        handover.begin_frame(frame)
         key = (backend.objects_version, *map(id, scene.shared))
         plan = self._plans.get(key)
         if plan is None:  # (the key's objects are held with it: no id in it can be reused while it is kept)
@@ -133,10 +134,10 @@ class FrameRunner:
             events, kernel_event = self._untimed_events, self._untimed_kernel_event
         ex = self._checked
         # the steady case: the in-order queue, no faults or skipped calls, the scene's uses those of the
-        # plan, both hand-over calls accepted before and every object GL's (``steady_hand_over``)
+        # plan, both hand-over calls accepted before and every object GL's (``HandOver.steady``)
         if not checked and self._steady_mode and self.steady and not self.skip and self.faults is None \
                 and plan.covered and scene.cl_uses is plan.cl_uses and scene.gl_uses is plan.gl_uses:
-            hand_over = backend.steady_hand_over(self._queue, key)
+            hand_over = handover.steady(self._queue, key)
             if hand_over is not None:
                 ex = (self.native and self._native_for(hand_over, events, kernel_event)) or plan.remembered
                 if ex is None or ex.hand_over is not hand_over:

@@ -68,7 +68,7 @@ class FrameRunner:
             synced, fast = True, ex.fast
             if "acquire" not in skip:
                 ev_a = ex.acquire(wait_for, events)
-                counts["acquire"] += 1
+                counts["acquire"] = 1  # (each step runs at most once a frame)
                 if ev_a is not None:
                     made["acquire"] = ev_a
         except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
@@ -91,7 +91,7 @@ class FrameRunner:
                     compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
                 if ev_c is not None:
                     made["compute"] = ev_c
-                counts["compute"] += 1
+                counts["compute"] = 1
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "compute")
         phases["compute"] = (t, t := ns() if fast is None else fast[1])
@@ -169,7 +169,7 @@ class FrameRunner:
                     self.faults("release", rec)
                 if "release" not in self.skip:
                     ev_r = ex.release(ev_c, events)
-                    rec.counts["release"] += 1
+                    rec.counts["release"] = 1
                     if ev_r is not None:
                         rec.events["release"] = ev_r
                 released = True

@@ -22,6 +22,7 @@ run-ahead bound, GL's wait on CL's event).
 """
 from __future__ import annotations
 
+import collections
 import os
 
 from app.gl.raw import gl_function
@@ -38,6 +39,7 @@ from app.sharing.sync import SyncMode
 from app.validate.findings import normalize_strict
 
 __all__ = ["FrameScheduler", "PROFILE_BATCH", "STAMPS_WALL_FACTOR", "error_record"]
+_drive = collections.deque  # deque(generator, 0): runs a generator to its end, keeping nothing
 
 
 class FrameScheduler(FrameRunner):
@@ -141,8 +143,7 @@ class FrameScheduler(FrameRunner):
     # -- one frame ---------------------------------------------------------------------------
     def run_frame(self, frame: int, render_target) -> FrameRecord:
         """``render_target()`` binds the framebuffer and returns its size, or None (minimized)."""
-        for _ in self._walk(frame, render_target):
-            pass
+        _drive(self._walk(frame, render_target), 0)  # (its phases walked through, C-side)
         return self.history.last
 
     def frame_phases(self, frame: int, render_target, stepped: bool = False):

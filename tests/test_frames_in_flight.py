@@ -28,7 +28,7 @@ def test_cpu_runs_at_most_n_frames_ahead(host_copy, surface, n):
     target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
     try:
         recs = [sched.run_frame(f, target) for f in range(8)]
-        assert len(sched._in_flight) == n  # the newest n frames may still be running
+        assert len(sched.in_flight.frames) == n  # the newest n frames may still be running
         waited = [any(name == f"{n} frames in flight" for name, _, _ in r.waits) for r in recs]
     finally:
         sched.finish()
@@ -36,7 +36,7 @@ def test_cpu_runs_at_most_n_frames_ahead(host_copy, surface, n):
         scene.teardown()
     assert waited == [False] * n + [True] * (8 - n)  # from frame n on, each waits for frame i - n
     assert all(r.errors == [] for r in recs)
-    assert sched._in_flight == type(sched._in_flight)()  # close() deleted every fence
+    assert sched.in_flight.frames == type(sched.in_flight.frames)()  # close() deleted every fence
 
 
 def test_modes_that_wait_are_not_bounded(host_copy, surface):
@@ -110,8 +110,8 @@ def test_slots_only_where_the_mode_runs_ahead_on_copies_and_the_scene_allows(hos
     each copy on its own (semaphores) and the scene allows copies; one set of objects otherwise."""
     from app.scenes.image import ImageScene
     from app.session.session import Session
-    from app.sharing.backends.external_memory import SemaphoreSync
     from app.sharing.backends.gl_sharing import GlEventSync
+    from app.sharing.sync.semaphore import SemaphoreSync
 
     class OrdersCopies(NoWaitSync):
         orders_copies = True
@@ -194,22 +194,22 @@ def test_stamps_are_read_a_batch_at_a_time_beside_the_frames_in_flight(host_copy
     sched = FrameScheduler(host_copy, scene, NoWaitSync(host_copy), strict=True, frames_in_flight=n)
     target = lambda: surface.framebuffer_size if surface.bind_target() else None  # noqa: E731
     reads, most = [], 0
-    real = sched.harvest
+    real = sched.profiles.harvest
 
     def counted(*a, **k):
-        reads.append(len(sched._pending))
+        reads.append(len(sched.profiles.pending))
         return real(*a, **k)
 
-    sched.harvest = counted
+    sched.profiles.harvest = counted
     frames = 6 * sched.profile_batch
     try:
         recs = []
         for f in range(frames):
             recs.append(sched.run_frame(f, target))
-            most = max(most, len(sched._pending))
+            most = max(most, len(sched.profiles.pending))
         end_reads = len(reads)
     finally:
-        del sched.harvest
+        del sched.profiles.harvest
         sched.finish()
         sched.close()
         scene.teardown()

@@ -283,7 +283,7 @@ def test_untimed_frames_make_no_events_and_compute_the_same(monkeypatch, native)
     steady frame's hand-over native (``native``) the calls are the native list's: its untimed form has
     no kernel event out and no release call; in Python they are the prepared calls', seen here."""
     from app.cl import ext
-    from app.schedule.scheduler import FrameScheduler
+    from app.schedule.executors import Native
 
     asked: list[tuple[str, bool]] = []
     nd_call, release = ext.NDRangeCall.__call__, HostMapped._enqueue_release
@@ -296,14 +296,15 @@ def test_untimed_frames_make_no_events_and_compute_the_same(monkeypatch, native)
         asked.append(("release", event))
         return release(self, queue, objects, wait_for, event)
 
-    def native_frame(self, nf, *args):  # a native frame's calls: its list's kernel event out, its release call
+    def native_frame(self, *args):  # a native frame's calls: its list's kernel event out, its release call
+        nf = self.nf
         asked.extend([("kernel", nf.kernel_out is not None), ("release", nf.ends[3] > nf.ends[2])])
-        return native_hand_over(self, nf, *args)
+        return native_sync_before(self, *args)
 
-    native_hand_over = FrameScheduler._native_hand_over
+    native_sync_before = Native._sync_before
     monkeypatch.setattr(ext.NDRangeCall, "__call__", kernel)
     monkeypatch.setattr(HostMapped, "_enqueue_release", released)
-    monkeypatch.setattr(FrameScheduler, "_native_hand_over", native_frame)
+    monkeypatch.setattr(Native, "_sync_before", native_frame)
     runs = {}
     for stamps_ms in (0.0, 1000.0):  # every frame timed; one timed frame in the run (the first)
         asked.clear()

@@ -266,7 +266,7 @@ def test_a_gl_fence_that_times_out_is_recorded_as_a_stall(host_copy, gl, monkeyp
     statuses = iter([GL.GL_ALREADY_SIGNALED, GL.GL_TIMEOUT_EXPIRED])
     scene, target = _scene_and_target(host_copy, gl)
     sched = scheduler_mod.FrameScheduler(host_copy, scene, NoWait(host_copy), strict="spec", frames_in_flight=1)
-    monkeypatch.setattr(sched, "_client_wait", lambda fence, flags, timeout: next(statuses))
+    monkeypatch.setattr(sched.in_flight, "_client_wait", lambda fence, flags, timeout: next(statuses))
     try:
         recs = [sched.run_frame(f, target) for f in range(3)]
     finally:
@@ -541,7 +541,7 @@ class _FakeClSemaphore:
 def _fake_semaphore_env(monkeypatch, platform: str):
     from types import SimpleNamespace
 
-    import app.sharing.backends.external_memory as em
+    import app.sharing.sync.semaphore as em
 
     gl_fds: dict[int, int] = {}
     names = iter(range(7, 100))

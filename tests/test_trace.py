@@ -336,11 +336,11 @@ def test_scheduler_reads_cl_profiles_in_batches(host_copy, surface):
         for f in range(3, 3 + PROFILE_BATCH):
             sched.run_frame(f, target)
         # a full batch waits for the next CPU wait for GL: not read by the frame that filled it
-        assert len(sched._pending) == PROFILE_BATCH and not sched.records[-1].cl_profile
+        assert len(sched.profiles.pending) == PROFILE_BATCH and not sched.records[-1].cl_profile
         sched.run_frame(3 + PROFILE_BATCH, target)
         # the next frame read it before its glFinish, without being asked, and says so on its record
         filler, reader = sched.records[-2], sched.records[-1]
-        assert list(sched._pending) == [reader] and all(r.cl_profile for r in list(sched.records)[:-1])
+        assert list(sched.profiles.pending) == [reader] and all(r.cl_profile for r in list(sched.records)[:-1])
         # (a GL timer harvest is on a record only where it read a pass: one frame in 8 is timed here)
         names = [name for name, _, _ in reader.bookkeeping]
         assert names[0] == "CL profiling harvest" and set(names[1:]) <= {"GL timer harvest"}
@@ -387,7 +387,10 @@ def test_the_cl_stamps_of_one_frame_per_interval_are_read(host_copy, surface, mo
         fake[0] += 40_000
         return fake[0]
 
-    monkeypatch.setattr(mod, "ns", clock)
+    from app.schedule import harvest, in_flight, runner
+
+    for module in (runner, harvest, in_flight):  # (every clock reading of the frame's)
+        monkeypatch.setattr(module, "ns", clock)
     interval = 1_000_000
     scene = ParticlesScene(RunConfig(size=1024, seed=2))
     scene.build(host_copy, surface.framebuffer_size)
@@ -468,16 +471,16 @@ def test_harvest_reads_up_to_the_newest_complete_event(host_copy, surface):
         q.finish()
         recs[1].events = {"compute": cl.enqueue_marker(q, wait_for=[gate])}  # held by the gate
         recs[2].events = {"compute": cl.enqueue_marker(q), "release": cl.enqueue_marker(q)}  # queued behind it
-        sched._pending.extend(recs)
+        sched.profiles.pending.extend(recs)
         sched.harvest(gl=False)
         assert set(recs[0].cl_profile) == {"compute", "release"} and not recs[0].events
         assert not recs[1].cl_profile and not recs[2].cl_profile  # not complete: not read
-        assert list(sched._pending) == recs[1:]
+        assert list(sched.profiles.pending) == recs[1:]
         gate.set_status(cl.command_execution_status.COMPLETE)
         q.finish()
         sched.harvest(gl=False)
         # read, or named unstamped where the driver gave a marker no stamps (NVIDIA's gated one)
-        assert not sched._pending and [sorted(set(r.cl_profile) | set(r.unstamped)) for r in recs] == [
+        assert not sched.profiles.pending and [sorted(set(r.cl_profile) | set(r.unstamped)) for r in recs] == [
             ["compute", "release"], ["compute"], ["compute", "release"]]
         ends = [r.cl_profile[n][3] for r in recs for n in ("compute", "release") if n in r.cl_profile]
         assert ends == sorted(ends)  # in-order completion, as the shortcut assumes
@@ -679,7 +682,7 @@ def test_a_command_the_driver_gave_no_stamps_has_no_device_time(host_copy, surfa
     host_copy acquire's): a zero stamp is no stamp. The harvest keeps no profile for such a command
     and names it on the record; the report counts it instead of a device time of zero, and the trace
     draws no CL slice for it."""
-    import app.schedule.scheduler as scheduler_module
+    import app.schedule.harvest as scheduler_module
     from app.config import RunConfig
     from app.scenes.particles import ParticlesScene
     from app.schedule.scheduler import FrameScheduler
@@ -746,7 +749,7 @@ def test_harvest_on_a_queue_out_of_order_reads_only_up_to_the_first_incomplete_e
     scene = ParticlesScene(RunConfig(size=256, seed=2))
     scene.build(host_copy, surface.framebuffer_size)
     sched = FrameScheduler(host_copy, scene, host_copy.make_sync("finish"), strict=True)
-    sched._in_order = False  # as for a backend whose queue runs out of order
+    sched.profiles.in_order = False  # as for a backend whose queue runs out of order
     gate = cl.UserEvent(host_copy.context)
     buf = cl.Buffer(host_copy.context, cl.mem_flags.READ_WRITE, 256)
     try:
@@ -761,14 +764,14 @@ def test_harvest_on_a_queue_out_of_order_reads_only_up_to_the_first_incomplete_e
             if time.monotonic() > deadline:
                 pytest.skip("this device runs an out-of-order queue's commands in order")
             time.sleep(0.01)
-        sched._pending.extend(recs)
+        sched.profiles.pending.extend(recs)
         sched.harvest(gl=False)
         assert not recs[0].events and recs[1].events and recs[2].events  # the later one waits its turn
-        assert list(sched._pending) == recs[1:] and not recs[1].cl_profile and not recs[2].cl_profile
+        assert list(sched.profiles.pending) == recs[1:] and not recs[1].cl_profile and not recs[2].cl_profile
         gate.set_status(cl.command_execution_status.COMPLETE)
         ooo.finish()
         sched.harvest(gl=False)
-        assert not sched._pending and all(not r.events for r in recs)
+        assert not sched.profiles.pending and all(not r.events for r in recs)
     finally:
         if gate.command_execution_status != cl.command_execution_status.COMPLETE:
             gate.set_status(cl.command_execution_status.COMPLETE)

@@ -4,6 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyopencl as cl
+
+from app.errors import ClError, GlshareError
+
 PHASES = ("acquire", "compute", "release", "render")  # the scheduler's phases, in order
 LOOP_PHASES = PHASES + ("panel", "present")  # and the loop's: the UI drawn, the buffer swapped
 BOUNDARIES = ("start",) + PHASES  # where owners are sampled: the frame's start, then after each phase
@@ -22,6 +26,23 @@ class ErrorRecord:
     def as_dict(self) -> dict:
         return {"frame": self.frame, "where": self.where, "code": self.code, "name": self.name,
                 "message": self.message, "meaning": self.meaning}
+
+
+def error_record(frame: int, exc: BaseException, where: str) -> ErrorRecord:
+    """The record of a failure of frame ``frame`` in ``where``: a raw CL error as glshare's ClError."""
+    if isinstance(exc, ClError):
+        return ErrorRecord(frame, exc.where or where, exc.code, exc.name, exc.one_line(), exc.meaning)
+    if isinstance(exc, cl.Error):
+        wrapped = ClError.from_pyopencl(exc, where)
+        return ErrorRecord(frame, where, wrapped.code, wrapped.name, wrapped.one_line(), wrapped.meaning)
+    if isinstance(exc, GlshareError):
+        code = getattr(exc, "code", None)
+        # ``details``: a compiler's log (a failed build or reload): the panel shows it under the error
+        details = getattr(exc, "details", "")
+        meaning = getattr(exc, "meaning", "") or (f"{exc.one_line()}\n{details}" if details else "")
+        return ErrorRecord(frame, exc.where or where, code if isinstance(code, int) else None,
+                           getattr(exc, "name", type(exc).__name__), exc.one_line(), meaning)
+    return ErrorRecord(frame, where, None, type(exc).__name__, str(exc))
 
 
 @dataclass(slots=True)

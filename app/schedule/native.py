@@ -1,22 +1,20 @@
-"""The native frame: the steady frame's hand-over made in one foreign call.
+"""The native frame: the steady frame's calls prepared for one foreign call (the native executor's).
 
-In the steady frame (``FrameScheduler._steady_frame``) everything between GL's last command on the
-shared objects and GL's first draw from them is a fixed list of foreign calls: the sync mode's part
-before the acquire (GL's semaphore signal, CL's wait; or glFinish), the backend's acquire, the
-scene's kernel (its changing scalars set first), the release, and the sync mode's part after it
-(CL's signal, GL's wait; or clFinish). Each piece prepares its calls once (``SyncMode.native_calls``,
-``SharingBackend.native_hand_over``, ``Scene.native_compute``); ``NativeFrame`` puts them in one
-``app.native.calls.CallList``, in five segments, and the scheduler makes the list with one ctypes
-call a frame instead of one per call, each with its Python wrapper. What the frame records is what
-the Python steady frame records (tests/contract/test_steady_frame.py): the counts, the tracker's
-transitions, the validator's counts, the events asked for, and a failed call as the same error on
-the same phase, after which the frame goes on as the Python frame does (the segments it skips and
-the ones it still makes: ``FrameScheduler._native_hand_over``). The phases end at the clock stamps
-the library takes after each call; the Python bookkeeping of the calls follows the list, so it
-counts in the release phase.
+In the steady frame everything between GL's last command on the shared objects and GL's first draw
+from them is a fixed list of foreign calls: the sync mode's part before the acquire (GL's semaphore
+signal, CL's wait; or glFinish), the backend's acquire, the scene's kernel (its changing scalars set
+first), the release, and the sync mode's part after it (CL's signal, GL's wait; or clFinish). Each
+piece prepares its calls once (``SyncMode.native_calls``, ``SharingBackend.native_hand_over``,
+``Scene.native_compute``); ``NativeFrame`` puts them in one ``app.native.calls.CallList``, in five
+segments, one per step of the plan (app/schedule/plan.py), and the native executor
+(app/schedule/executors.py) makes the list with one ctypes call a frame instead of one per call.
+The runner records what it records for any executor (tests/contract/test_steady_frame.py,
+tests/test_runner.py); a failed call is the same error on the same step, and the failure rules
+call the steps after it as for the Python executors: a step the list did not reach has its calls
+made from there on.
 
 A piece that cannot prepare its calls (a backend whose hand-over is Python, host_copy's copies; a
-sync mode with its own logic, gl_event's) says None, and the frame is the Python steady frame.
+sync mode with its own logic, gl_event's) says None, and the frame is the remembered executor's.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 import pyopencl as cl
@@ -27,11 +27,13 @@ from app.errors import ClError, GlshareError, SharingUnavailable
 from app.gl.formats import RGBA8, TexelFormat
 from app.gl.objects import GlBuffer, GlTexture
 from app.gl.upload import GL_PIXEL_PACK_BUFFER, GL_STREAM_COPY, copy_buffer, texture_to_pack_buffer
-from app.memo import keep
+from app.sharing.contract import check_backend
+from app.sharing.handover import HandOver, SteadyHandOver
+from app.sharing.objects import SharedObject
 from app.sharing.sync import SyncMode, sync_modes
 from app.validate.liveness import REGISTRY
 from app.validate.ownership import OwnershipTracker
-from app.validate.spec import EMPTY, SpecValidator
+from app.validate.spec import SpecValidator
 
 log = logging.getLogger(__name__)
 
@@ -103,91 +105,6 @@ class Capabilities:
     buffer_textures: bool = False  # a texture may live in a buffer CL writes, drawn from a buffer texture
 
 
-@dataclass(eq=False)
-class SharedObject:
-    """A GL object and the CL memory object kernels use for it, with the hand-over state."""
-
-    label: str
-    gl: Any  # GlBuffer, GlTexture or GlBufferTexture
-    mem: cl.MemoryObjectHolder  # what kernels take
-    access: str
-    backend: str
-    live_kind: str = "cl_buffer"  # its name in the live-object counters
-    handover: cl.MemoryObjectHolder | None = None  # what acquire/release name, when not ``mem``
-    storage: GlBuffer | None = None  # the GL buffer holding a texture's texels (imported memory)
-    row_pitch: int = 0  # bytes per row when a texture's texels lie in a buffer
-    display_path: str = ""  # how GL shows a texture ("2D texture", "buffer texture", "copy into texture: why")
-    owned: list = field(default_factory=list)  # GL objects released after ``gl`` (memory objects, storage)
-    gl_generation: int = 0  # bumped whenever GL writes the data
-    synced_generation: int = -1  # the GL generation CL's copy holds (copying backends)
-
-    @property
-    def is_image(self) -> bool:
-        """Whether kernels see a texture as an image (else as a pitched buffer of texels)."""
-        return isinstance(self.mem, cl.Image)
-
-    @property
-    def kind(self) -> str:
-        return self.gl.kind
-
-    @property
-    def nbytes(self) -> int:
-        return self.gl.nbytes
-
-    @property
-    def pitch(self) -> int:
-        """Bytes from one row of a texture's texels to the next, as CL sees them."""
-        return self.row_pitch or self.gl.width * self.gl.bytes_per_pixel
-
-    @property
-    def handover_mem(self) -> cl.MemoryObjectHolder:
-        return self.mem if self.handover is None else self.handover
-
-    @property
-    def gl_memory(self) -> int:
-        """The GL buffer or texture name that holds the data (what GL semaphore operations name)."""
-        return self.storage.name if self.storage is not None else self.gl.name
-
-    def gl_wrote(self) -> None:
-        """GL changed the data (upload, GL pass): a copying backend must bring it to CL at acquire."""
-        self.gl_generation += 1
-
-    def __repr__(self) -> str:
-        return f"<SharedObject {self.label!r} {self.kind} via {self.backend}>"
-
-
-class SteadyHandOver:
-    """The frame's two hand-over calls in their steady case (``SharingBackend.steady_hand_over``):
-    each what ``SharingBackend._hand_over`` does for a call the validator accepted before (counted
-    as checked, the backend's own enqueue, then the tracker's transition), on objects known to be
-    GL's before the acquire and CL's, acquired on this queue, before the release."""
-
-    __slots__ = ("backend", "queue", "generation", "objects", "states")
-
-    def __init__(self, backend: "SharingBackend", queue, generation: int, objects: list, states: list) -> None:
-        self.backend, self.queue, self.generation, self.objects, self.states = backend, queue, generation, objects, states
-
-    def acquire(self, out: bool) -> cl.Event | None:
-        event = self._enqueue(self.backend._enqueue_acquire, "acquire", out)
-        self.backend.tracker.acquired_states(self.states, self.queue)
-        return event
-
-    def release(self, out: bool) -> cl.Event | None:
-        event = self._enqueue(self.backend._enqueue_release, "release", out)
-        self.backend.tracker.released_states(self.states)
-        return event
-
-    def _enqueue(self, enqueue, call: str, out: bool) -> cl.Event | None:
-        be = self.backend
-        be.validator.checked += 1
-        try:
-            if out or not be.null_events:
-                return enqueue(self.queue, self.objects, None)
-            return enqueue(self.queue, self.objects, None, event=False)
-        except cl.Error as exc:
-            raise ClError.from_pyopencl(exc, f"{be.name}.{call}") from exc
-
-
 class SharingBackend(abc.ABC):
     """Base of every backend. Subclasses implement the ``_`` methods; the public ones validate,
     track ownership and count objects, with one signature for every backend."""
@@ -214,6 +131,7 @@ class SharingBackend(abc.ABC):
     def __init_subclass__(cls, **kw) -> None:
         super().__init_subclass__(**kw)
         if "name" in cls.__dict__:
+            check_backend(cls)  # (a hook with another signature than the contract's fails here, at import)
             SharingBackend.registry[cls.name] = cls
 
     @property
@@ -234,12 +152,6 @@ class SharingBackend(abc.ABC):
         self.queue_in_order = not props & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
         self.objects: list[SharedObject] = []
         self.objects_version = 0  # changes whenever ``objects`` does (what per-frame caches key on)
-        self._splits: dict[tuple, tuple] = {}  # _validated's lists of objects, split: (objects, mems, shared)
-        # _hand_over's accepted calls without a wait list: (call, *ids) -> (queue, generation, shared, given)
-        self._accepted: dict[tuple, tuple] = {}
-        self._remember = True  # (off while instrumented: each check then goes through the validator)
-        # the frame's steady hand-overs (``steady_hand_over``), per the scheduler's key of its objects
-        self._steady: dict[tuple, SteadyHandOver] = {}
         # [spec] strict: "off" | "spec" | "all" (True = "all"); both checked against the backend's own rule set
         self.tracker = OwnershipTracker(strict=strict, family=self.rule_set)
         self.validator = SpecValidator(self.context, self._is_shared, rule_set=self.rule_set, events=event_info())
@@ -250,6 +162,7 @@ class SharingBackend(abc.ABC):
         # told of every hand-back that made release calls: (calls, why); the session records them
         # (the report's counts.handed_back, the trace's instant events)
         self.on_hand_back: Callable[[int, str], None] | None = None
+        self.handover = HandOver(self)  # validate -> enqueue -> track (app/sharing/handover.py)
 
     # -- to implement ---------------------------------------------------------------------------
     @classmethod
@@ -290,10 +203,12 @@ class SharingBackend(abc.ABC):
         return obj
 
     @abc.abstractmethod
-    def _enqueue_acquire(self, queue, objects: list[SharedObject], wait_for) -> cl.Event | None: ...
+    def _enqueue_acquire(self, queue, objects: list[SharedObject], wait_for, event: bool = True) -> cl.Event | None:
+        ...
 
     @abc.abstractmethod
-    def _enqueue_release(self, queue, objects: list[SharedObject], wait_for) -> cl.Event | None: ...
+    def _enqueue_release(self, queue, objects: list[SharedObject], wait_for, event: bool = True) -> cl.Event | None:
+        ...
 
     def _upload(self, obj: SharedObject, data) -> None:
         obj.gl.upload(data)
@@ -452,28 +367,10 @@ class SharingBackend(abc.ABC):
                 log.warning("%s: handing back %s before unsharing it: %s", self.name, obj.label, exc.one_line())
         self.objects.remove(obj)
         self.objects_version += 1
-        self._splits.clear()  # no list kept there pins the object any longer
-        self._accepted.clear()
-        self._steady.clear()
+        self.handover.forget()  # no list kept there pins the object any longer
         self.tracker.remove(obj)
         self._unshare(obj)
         live.released(obj.live_kind, self.name)
-
-    def _validated(self, call: str, queue, objects, wait_for) -> tuple[list[SharedObject], str]:
-        """Check the call against its rule set (on the CL memory objects, as the driver would see
-        them); return the shared objects to hand over and the verdict (``spec.NOOP``: GL sharing's
-        (0, NULL) does nothing; ``spec.EMPTY``: external memory's still enqueues a command)."""
-        objects = list(objects or ())
-        key = tuple(map(id, objects))
-        split = self._splits.get(key)
-        if split is None:  # the memory objects and the shared ones among them, kept per list of objects
-            mems = [o.mem if isinstance(o, SharedObject) else o for o in objects]
-            # (the list is held with its key: no id in it can be reused while it is kept)
-            split = keep(self._splits, key, (objects, mems, [o for o in objects if isinstance(o, SharedObject)]))
-        verdict = "CL_SUCCESS"
-        if not self.bypass_validation:
-            verdict = self.validator.check_python(call, queue, split[1], wait_for)
-        return split[2], verdict
 
     def acquire(self, queue, objects, wait_for=None, *, event: bool = False, out: bool = True) -> cl.Event | None:
         """Enqueue the hand-over GL -> CL. Returns the acquire's event, or None when nothing was
@@ -487,7 +384,7 @@ class SharingBackend(abc.ABC):
 
         ``out=False``: the caller will not read the event (the C API's NULL ``event`` argument where
         the backend's calls take one, ``null_events``): None may come back."""
-        ev = self._hand_over("acquire", queue, objects, wait_for, out)
+        ev = self.handover.hand_over("acquire", queue, objects, wait_for, out)
         if ev is None and event:
             return completed_event(self.context)
         return ev
@@ -495,117 +392,15 @@ class SharingBackend(abc.ABC):
     def release(self, queue, objects, wait_for=None, *, out: bool = True) -> cl.Event | None:
         """Enqueue the hand-over CL -> GL. Returns the release's event (None for 0 objects; ``out``
         as in ``acquire``)."""
-        return self._hand_over("release", queue, objects, wait_for, out)
+        return self.handover.hand_over("release", queue, objects, wait_for, out)
 
-    def _hand_over(self, call: str, queue, objects, wait_for, out: bool = True) -> cl.Event | None:
-        """Validate, enqueue (the backend's own way), then record the new owner.
-
-        The frame's steady case, a call without a wait list that the validator accepted before on
-        the same queue and objects while no CL object was released since (the registry's
-        generation), is one lookup here (``_accepted``): its shared objects, and the validator's
-        remembered verdict, counted as checked as ``SpecValidator.check_python`` counts one, without
-        the two calls that find it there. Not while the validator is bypassed or instrumented."""
-        key = hit = None
-        if not wait_for and objects and self._remember and not self.bypass_validation:
-            key = (call, *map(id, objects))
-            hit = self._accepted.get(key)
-        if hit is not None and hit[0] is queue and hit[1] == self.validator.registry.generation:
-            self.validator.checked += 1
-            objects = hit[2]
-        else:
-            given = objects
-            objects, verdict = self._validated(call, queue, objects, wait_for)
-            if key is not None and objects and verdict == "CL_SUCCESS":
-                # (the caller's objects are held with it: no id in the key can be reused while it is kept)
-                keep(self._accepted, key, (queue, self.validator.registry.generation, objects, tuple(given)))
-            if not objects:
-                if verdict != EMPTY:
-                    return None  # GL sharing's (0, NULL): "the function does nothing"
-                # external memory's (0, NULL) "will trivially succeed after its event dependencies are
-                # satisfied and will update its completion event" (cl_khr_external_memory, 5.5.1.1): a
-                # marker with the same wait list is that command. Not forwarded: NVIDIA 580 refuses the
-                # empty call with CL_INVALID_VALUE (the H200's errors-nvidia.json, the driver column)
-                try:
-                    return cl.enqueue_marker(queue, wait_for=list(wait_for) if wait_for else None)
-                except cl.Error as exc:
-                    raise ClError.from_pyopencl(exc, f"{self.name}.{call} (no objects: a marker)") from exc
-        enqueue = self._enqueue_acquire if call == "acquire" else self._enqueue_release
-        waits = list(wait_for) if wait_for else None
-        try:
-            if out or not self.null_events:
-                event = enqueue(queue, objects, waits)
-            else:
-                event = enqueue(queue, objects, waits, event=False)
-        except cl.Error as exc:
-            raise ClError.from_pyopencl(exc, f"{self.name}.{call}") from exc
-        (self.tracker.acquired if call == "acquire" else self.tracker.released)(objects, queue)
-        return event
-
-    def steady_hand_over(self, queue, key: tuple) -> "SteadyHandOver | None":
-        """The frame's acquire and release of the objects whose ids follow ``objects_version`` in
-        ``key`` (the scheduler's key of its shared objects) in their steady case, or None: both calls
-        accepted before on ``queue`` without a wait list, no CL object released since (the registry's
-        generation), the validator neither bypassed nor instrumented (``_hand_over``'s lookup), and
-        every object GL's with no acquisition outstanding, so neither transition can flag anything.
-        ``SteadyHandOver`` then makes the two calls as ``_hand_over`` would, with nothing to look up."""
-        if not self._remember or self.bypass_validation:
-            return None
-        generation = self.validator.registry.generation
-        ho = self._steady.get(key)
-        if ho is None or ho.queue is not queue or ho.generation != generation:
-            ids = key[1:]
-            acq, rel = self._accepted.get(("acquire", *ids)), self._accepted.get(("release", *ids))
-            if acq is None or rel is None or acq[0] is not queue or rel[0] is not queue \
-                    or acq[1] != generation or rel[1] != generation or acq[2] != rel[2]:
-                return None  # (the general frame's hand-over puts them there once accepted)
-            states = [self.tracker.states[id(o)] for o in acq[2] if id(o) in self.tracker.states]
-            if len({id(o) for o in acq[2]}) != len(acq[2]):
-                return None  # an object twice in one call: the transitions count it twice
-            # (the objects are held with it, as in _accepted: no id in the key can be reused while it is kept)
-            ho = keep(self._steady, key, SteadyHandOver(self, queue, generation, acq[2], states))
-        return ho if self.tracker.gl_owns_all(ho.states) else None
+    def steady_hand_over(self, queue, key: tuple) -> SteadyHandOver | None:
+        """The frame's acquire and release in their steady case, or None (``HandOver.steady``)."""
+        return self.handover.steady(queue, key)
 
     def hand_back(self, queue=None, objects=None, *, gl: bool = False, why: str = "a skipped release") -> int:
-        """Release every shared object (of ``objects``, default all) that CL still holds, once for
-        each acquire call no release call matched where the driver nests acquisitions
-        (``nests_acquisitions``), else once; then wait for the queue. Returns how many release calls
-        that took (0: nothing was held). ``gl``: GL's side of each release follows (a texture's copy
-        from its buffer), for a picture that goes on.
-
-        What a skipped release (the hazard demonstration, a stopped frame) leaves behind. The
-        acquire/release text (../shared/spec/gl-acquire-release.txt) defines no nesting, and
-        cl_khr_external_memory leaves it to the implementation ("Acquiring a memory object multiple
-        times without releasing it results in implementation-defined behavior", 5.5.1.1). NVIDIA's
-        driver (580, H200) nests them, and destroying the context while its imported memory is still
-        acquired hangs there (bench/probes/gpu_hazard_demos_probe.py). The releases bypass the
-        validator and the tracker's findings: they repair the demonstration's state, they are not
-        the program's hand-over. Each call that reached the driver is counted at once
-        (``OwnershipTracker.handed_back``), so a failed call leaves no release to repeat; the calls
-        made are told to ``on_hand_back`` with ``why``, a failure's too."""
-        queue = queue if queue is not None else self.queue
-        tracker, calls, released = self.tracker, 0, []
-        pool = list(self.objects if objects is None else objects)
-        try:
-            while True:
-                held = [o for o in pool if tracker.unreleased(o)]
-                if not held:
-                    break
-                try:
-                    self._enqueue_release(queue, held, None)
-                except cl.Error as exc:
-                    raise ClError.from_pyopencl(exc, f"{self.name}.release (handing back)") from exc
-                calls += 1
-                released.extend(o for o in held if o not in released)
-                tracker.handed_back(held, all_of_them=not self.nests_acquisitions)
-        finally:
-            if calls and self.on_hand_back is not None:
-                self.on_hand_back(calls, why)
-        if calls:
-            queue.finish()
-            if gl:
-                self.gl_after_release(released)
-            log.info("%s: handed back %d unmatched acquisition(s) (%s)", self.name, calls, why)
-        return calls
+        """Release every shared object CL still holds (``HandOver.hand_back``); how many release calls."""
+        return self.handover.hand_back(queue, objects, gl=gl, why=why)
 
     def native_hand_over(self, queue, objects: list, event: bool):
         """(the acquire's calls, the release's calls, the acquire's event out slot, the release's) that
@@ -645,16 +440,16 @@ class SharingBackend(abc.ABC):
         returned undo is called: "validator" (both spec checks), "ownership tracker" (its four
         transitions), "acquire call" and "release call" (the backend's enqueue). ``wrap`` may return
         ``fn`` itself to leave a piece alone. Nothing is rebound, and nothing costs, otherwise.
-        Meanwhile every check goes through the validator (``_hand_over``'s lookup is off)."""
+        Meanwhile every check goes through the validator (``HandOver.hand_over``'s lookup is off)."""
         undo = instrument_attributes(
             [(self.validator, "check_python", "validator"), (self, "_enqueue_acquire", "acquire call"),
              (self, "_enqueue_release", "release call")]
             + [(self.tracker, m, "ownership tracker") for m in ("acquired", "released", "cl_use", "gl_use")], wrap)
-        self._remember = False
+        self.handover.remember = False
 
         def both() -> None:
             undo()
-            self._remember = True
+            self.handover.remember = True
 
         return both
 
@@ -663,9 +458,7 @@ class SharingBackend(abc.ABC):
         if self._closed:
             return
         self._closed = True
-        self._splits.clear()
-        self._accepted.clear()
-        self._steady.clear()
+        self.handover.forget()
         try:  # nothing may stay acquired when the memory objects and the context go (hand_back)
             self.hand_back(why="the backend closed")
         except Exception as exc:  # noqa: BLE001 - closing goes on; the driver said why

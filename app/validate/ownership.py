@@ -186,8 +186,8 @@ class OwnershipTracker:
 
     def handed_over_states(self, states) -> None:
         """``acquired_states`` then ``released_states`` in one pass, for a frame whose acquire and
-        release both went through with nothing of glshare's between them (the native frame's one
-        call, FrameScheduler._native_hand_over): the same end state of each, GL's again."""
+        release both went through with nothing of glshare's between them (the native executor's one
+        call, app/schedule/executors.py): the same end state of each, GL's again."""
         frame = self.frame
         for st in states:
             st.since_frame = frame  # (owner GL, queue None and depth 0 before, as after: gl_owns_all)

@@ -29,7 +29,7 @@ from app.config import RunConfig  # noqa: E402
 from app.gl.raw import GLenum, uint_array  # noqa: E402
 from app.scenes.image import ImageScene  # noqa: E402
 from app.run import Run  # noqa: E402
-from app.sharing.backends.external_memory import SemaphoreSync  # noqa: E402
+from app.sharing.sync.semaphore import SemaphoreSync  # noqa: E402
 
 ns = time.perf_counter_ns
 vp = ctypes.c_void_p

@@ -93,7 +93,7 @@ with Run(cfg) as rt:
                 out.append(getattr(loop(), attr) / 1e3)
             del records[:-100]
             if backend.queue is plain_queue:  # (events without stamps: never harvested)
-                sched._pending.clear()
+                sched.profiles.pending.clear()
         g, b, c = times
         q1, overhead, q3 = quartiles([x - y for x, y in zip(g, b)])
         return (f"{attr}: glshare {statistics.median(g):.1f} bare {statistics.median(b):.1f} "

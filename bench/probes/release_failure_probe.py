@@ -56,7 +56,7 @@ def main() -> None:
         if drain_each and not drains(be.queue):
             print(f"frame {i}: the CL queue does not drain in 5 s", flush=True)
             os._exit(3)
-    for rec in sched._pending:
+    for rec in sched.profiles.pending:
         for name, ev in rec.events.items():
             print(f"  frame {rec.index} {name}: {STATUS.get(ev.command_execution_status, ev.command_execution_status)}",
                   flush=True)

@@ -1,4 +1,5 @@
-"""FrameScheduler's steady frame (``_steady_frame``) against the general one (``frame_phases``):
+"""FrameScheduler's steady frame (the remembered and the native executors) against the general one
+(the checked executor, ``frame_phases``):
 the same records field by field (times aside), the same tracker states, validator counts, history
 totals and findings, and exactly the same particles, image and screen, on every backend this
 machine runs (``contract_backend``: gl_sharing through the emulated driver where no driver offers
@@ -18,8 +19,8 @@ from app.native.calls import ARGS
 from app.run import Run
 from app.schedule.native import ACQUIRE, COMPUTE, RELEASE
 from app.schedule.races import RaceFlag
-from app.schedule.scheduler import FrameScheduler
 from app.session.session import Session
+from app.sharing.sync import sync_modes
 from app.window.egl_headless import EglSurface
 
 FRAMES = 10
@@ -57,22 +58,8 @@ def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=No
     objects, whatever the sync mode (``Session._slots_for`` gives them only where it runs ahead on
     semaphores, which no CPU machine has). ``native`` False: the steady frame's hand-over in Python
     (``FrameScheduler.native``); ``native`` in the result: the frames whose hand-over was native."""
-    steady_frames, native_frames = [], []
-    original, slots_for = FrameScheduler._steady_frame, Session.__dict__["_slots_for"]  # (the staticmethod)
-    native_original = FrameScheduler._native_hand_over
-
-    def counted(self, frame, render_target):
-        n = len(native_frames)
-        rec = original(self, frame, render_target)
-        steady_frames.append(rec is not None)
-        if len(native_frames) == n:
-            native_frames.append(False)
-        return rec
-
-    def native_counted(self, *args):
-        native_frames.append(True)
-        return native_original(self, *args)
-
+    executed = []  # the executor of each frame (FrameScheduler.executed)
+    slots_for = Session.__dict__["_slots_for"]  # (the staticmethod)
     surface = EglSurface((96, 72))
     try:
         cfg = RunConfig(headless=True, overlay=False, frames=10_000, seed=7, scene=scene, size=size,
@@ -84,17 +71,12 @@ def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=No
             sched.steady = steady
             sched.native = sched.native and native
             assert copies is None or rt.session.scene.slots == copies
-            FrameScheduler._steady_frame = counted
-            FrameScheduler._native_hand_over = native_counted
-            try:
-                recs = []
-                for i in range(FRAMES):
-                    if fail is not None:
-                        fail(rt, i)
-                    recs.append(rt.tick())
-            finally:
-                FrameScheduler._steady_frame = original
-                FrameScheduler._native_hand_over = native_original
+            recs = []
+            for i in range(FRAMES):
+                if fail is not None:
+                    fail(rt, i)
+                recs.append(rt.tick())
+                executed.append(sched.executed)
             sched.finish()
             be = rt.session.backend
             states = [dataclasses.astuple(st)[:2] + dataclasses.astuple(st)[3:]  # (queue aside: an object)
@@ -103,8 +85,8 @@ def _run(backend: str, scene: str, size, steady: bool, stamps_ms: float, fail=No
             data = [o.gl.read().copy() for o in (getattr(scene_, "textures", None) or scene_.shared)]
             return dict(recs=[_comparable(r) for r in recs], states=states, checked=be.validator.checked,
                         totals=dict(rt.session.history.totals), flags=list(be.tracker.counts.items()),
-                        data=data, shot=surface.read_pixels(), steady=steady_frames,
-                        native=[n for n, st in zip(native_frames, steady_frames) if st])
+                        data=data, shot=surface.read_pixels(), steady=[e != "checked" for e in executed],
+                        native=[e == "native" for e in executed if e != "checked"])
     finally:
         Session._slots_for = slots_for
         surface.close()
@@ -154,7 +136,7 @@ def test_the_steady_frame_is_the_general_frame(contract_backend, probe_env, scen
     steady = _run(backend, scene, size, True, stamps_ms, sync=sync)
     in_python = _run(backend, scene, size, True, stamps_ms, sync=sync, native=False)
     general = _run(backend, scene, size, False, stamps_ms, sync=sync)
-    if sync == "none":  # (nothing orders GL's reads after CL's writes: the pictures may differ, not the records)
+    if not sync_modes()[sync].orders:  # (GL's reads not ordered after CL's writes: the pictures may differ)
         for run in (steady, in_python, general):
             run["data"], run["shot"] = [], None
     # every steady frame's hand-over native where the pieces prepare their calls, none with it off
@@ -166,7 +148,7 @@ def test_the_steady_frame_is_the_general_frame(contract_backend, probe_env, scen
     slots = [r["slot"] for r in steady["recs"]]
     assert steady["steady"] == [slot in slots[:i] for i, slot in enumerate(slots)]
     assert steady["steady"].count(True) >= FRAMES // 2
-    assert general["steady"] == []
+    assert not any(general["steady"])
     assert all(r["errors"] == [] and r["hazards"] == [] for r in steady["recs"])
     assert [r["owners"][1][1][0] for r in steady["recs"]] == ["cl"] * FRAMES  # (after the acquire)
     _same(steady, general)
@@ -183,7 +165,7 @@ def test_the_steady_frame_runs_on_every_copy_of_the_objects(contract_backend, pr
     assert [r["slot"] for r in steady["recs"]] == [i % 3 for i in range(FRAMES)]
     assert steady["steady"] == [False] * 3 + [True] * (FRAMES - 3)
     assert steady["native"] == [_native_expected(contract_backend, sync)] * (FRAMES - 3)
-    if sync == "none":
+    if not sync_modes()[sync].orders:
         for run in (steady, general):
             run["data"], run["shot"] = [], None
     _same(steady, general)
@@ -191,10 +173,18 @@ def test_the_steady_frame_runs_on_every_copy_of_the_objects(contract_backend, pr
 
 def _failing(where: str, error=None):
     """A failure of ``where`` ("acquire", "compute" or "release") on frame 4 alone, as the driver
-    would report one (``error()``: the exception raised, by default glshare's own)."""
+    would report one (``error()``: the exception raised, by default glshare's own), made by the
+    Python method that makes the call: that frame's calls are made in Python (``native`` off)."""
+    native = []
+
     def fail(rt, frame):
+        sched = rt.session.scheduler
+        if frame == 5:
+            sched.native = native[0]
         if frame != 4:
             return
+        native.append(sched.native)
+        sched.native = False
         target = rt.session.scene if where == "compute" else rt.session.backend
         name = "compute" if where == "compute" else f"_enqueue_{where}"
         real = getattr(target, name)
@@ -214,7 +204,7 @@ def test_a_failure_inside_the_steady_frame_is_the_general_frames(contract_backen
     """An acquire that fails skips the compute and the release; a compute that fails still hands the
     objects back; a release that fails leaves them CL's, the draw is flagged for using them
     (gl_use_while_acquired) and the next acquire for acquiring them again. Every frame still makes
-    its sync mode's pair whole (FrameScheduler._sync_after: with finish each frame has its clFinish;
+    its sync mode's pair whole (app/schedule/plan.py, STEPS: with finish each frame has its clFinish;
     with semaphores a frame without it hung the H200's queue). The same errors, findings and states
     either way, and the loop goes on."""
     _sync_here(probe_env, contract_backend, sync)
@@ -251,7 +241,7 @@ def _failing_native(where: str, seen: list):
         armed.clear()
         if frame != 4:
             return
-        for nf in [nf for nf in rt.session.scheduler._natives.values() if nf is not None]:
+        for nf in [ex.nf for ex in rt.session.scheduler.native_frames()]:
             seg = SEGMENT[where]
             start, end = (nf.ends[seg - 1] if seg else 0), nf.ends[seg]
             if start == end:

@@ -99,7 +99,7 @@ class HostCopy(SharingBackend):
         return pbo
 
     # -- GL -> CL ---------------------------------------------------------------------------------
-    def _enqueue_acquire(self, queue, objects, wait_for):
+    def _enqueue_acquire(self, queue, objects, wait_for, event=True):
         events = []
         for obj in objects:
             if obj.access == "write_only" or obj.synced_generation == obj.gl_generation:
@@ -132,7 +132,7 @@ class HostCopy(SharingBackend):
                                    wait_for=wait_for, is_blocking=True)
 
     # -- CL -> GL ---------------------------------------------------------------------------------
-    def _enqueue_release(self, queue, objects, wait_for):
+    def _enqueue_release(self, queue, objects, wait_for, event=True):
         events = []
         for obj in objects:
             if obj.access == "read_only":

@@ -1,6 +1,7 @@
-"""Sync modes: how GL's work is ordered before CL's (before the acquire) and CL's before GL's
-(after the release). Each mode is a class with its own probe (``refusal``) and registers itself
-by name; a backend offers a mode when the mode's probe accepts it.
+"""The sync mode's contract: how GL's work is ordered before CL's (before the acquire) and CL's
+before GL's (after the release). Each mode is a class in its own module of this package (or of the
+one backend whose capability it needs), with its own probe (``refusal``), and registers itself by
+name; a backend offers a mode when the mode's probe accepts it.
 
 ``waits`` collects (name, start_ns, end_ns) CPU waits for the frame record.
 
@@ -15,8 +16,9 @@ A mode with no CPU wait never calls it; the scheduler then does that work at the
 """
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Iterator
 
 import pyopencl as cl
 
@@ -47,6 +49,9 @@ class SyncMode:
     # returns, the frame's CL commands have completed, so on an in-order queue nothing needs their
     # events unless they are read (FrameScheduler leaves them out of untimed frames)
     waits_on_cpu: ClassVar[bool] = False
+    # GL's reads of the shared objects are ordered after CL's writes, and CL's after GL's: False for
+    # a mode that orders nothing (a hazard demonstration), whose pictures may differ run to run
+    orders: ClassVar[bool] = True
     registry: ClassVar[dict[str, type["SyncMode"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:
@@ -102,6 +107,12 @@ class SyncMode:
         with ``shadow`` ahead of its wait, right before the native list makes the wait."""
         return None
 
+    @contextlib.contextmanager
+    def unchecked(self) -> Iterator[None]:
+        """The mode's own validator checks left out inside the block (the bench's bare loop, which
+        validates nothing); a mode without checks of its own changes nothing."""
+        yield
+
     def set_slots(self, slots: int) -> None:
         """The scene keeps ``slots`` copies of its shared objects (``Scene.max_slots``), frame n using
         copy n % slots. A mode that orders each frame on the CPU needs nothing per copy."""
@@ -120,70 +131,3 @@ def timed_wait(waits: list, name: str, fn) -> None:
     t0 = time.perf_counter_ns()
     fn()
     waits.append((name, t0, time.perf_counter_ns()))
-
-
-class FinishSync(SyncMode):
-    """The portable rule of cl_khr_gl_sharing: glFinish before the acquire, clFinish after the release."""
-
-    name = "finish"
-    order = 10
-    waits_on_cpu = True
-    title = "glFinish / clFinish"
-    explanation = ("glFinish before the acquire waits until GL's commands are done; clFinish after the release "
-                   "waits until CL's are: the portable rule when no shared sync object exists.")
-
-    def __init__(self, backend: "SharingBackend") -> None:
-        super().__init__(backend)
-        from app.gl.raw import gl_function
-
-        # every frame: straight through ctypes (app/gl/raw.py)
-        self._gl_finish, self._gl_flush = gl_function("glFinish"), gl_function("glFlush")
-
-    def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
-        if shadow is not None:
-            self._gl_flush()  # GL runs the frame before's draw while glshare does its bookkeeping
-            shadow()
-        timed_wait(waits, "glFinish", self._gl_finish)
-        return []
-
-    def after_release(self, queue, release_event, waits, shadow=None) -> None:
-        if shadow is not None:
-            queue.flush()  # the acquire, the kernel and the release run while glshare does its bookkeeping
-            shadow()
-        timed_wait(waits, "clFinish", queue.finish)
-
-    def native_calls(self, queue, variant):
-        from app.cl.ext import prepared_core
-        from app.native.calls import Call
-
-        return ([Call(self._gl_finish, (), "glFinish", status=False, wait="glFinish")],
-                [prepared_core("clFinish", queue.int_ptr, wait="clFinish")])
-
-    def native_shadow(self, queue, shadow, before: bool) -> None:
-        if before:
-            self._gl_flush()
-        else:
-            queue.flush()
-        shadow()
-
-
-class NoSync(SyncMode):
-    """No wait at all: only for the hazard demonstrations."""
-
-    name = "none"
-    order = 90
-    title = "no sync (hazard demonstration)"
-    explanation = "Nothing orders GL and CL on the shared objects: only for the hazard demonstrations."
-
-    def native_calls(self, queue, variant):
-        from app.cl.ext import prepared_core
-
-        return [], [prepared_core("clFlush", queue.int_ptr)]  # (after_release: the base mode's flush)
-
-
-def sync_modes() -> dict[str, type[SyncMode]]:
-    """Every registered mode, in ``order`` (the backends' modules register theirs when imported)."""
-    from app.sharing.registry import backend_classes
-
-    backend_classes()
-    return dict(sorted(SyncMode.registry.items(), key=lambda kv: kv[1].order))

@@ -1,0 +1,169 @@
+"""The frame's executors: how the runner's steps make their calls (app/schedule/runner.py walks them).
+
+Every executor offers the same five calls, and nothing else differs between them: the runner
+stamps, samples the owners, records waits and errors and applies the failure rules, whichever
+executor made the calls.
+
+- ``sync_before(waits, shadow)``: the sync mode's part before the acquire (``SyncMode.before_acquire``);
+  returns the events the acquire waits on (raises where the mode's wait failed);
+- ``acquire(wait_for, out)``, ``compute(queue, frame, after[, event])`` (None: the scene's own),
+  ``release(ev_c, out)``: the hand-over and the kernel, each the event it made (None: none asked,
+  or nothing enqueued);
+- ``sync_after(queue, ev_r, waits, shadow)``: the sync mode's part after the release
+  (``SyncMode.after_release``).
+
+``Checked`` makes each hand-over call through the backend's validator and ownership tracker (the
+general frame, the one the teaching mode steps; ``checks_uses``: the tracker also checks the
+kernel's and the draw's uses). ``Remembered`` reuses the verdicts of calls accepted before
+(``SteadyHandOver``: the steady frame). ``Native`` makes the prepared calls of the sync mode, the
+hand-over and the kernel in one foreign call (``NativeFrame``), then tells each step what became
+of its calls; a step the list did not reach (a call before it failed, and the failure rules still
+call the step) has its calls made from there on.
+"""
+from __future__ import annotations
+
+import time
+
+import pyopencl as cl
+
+from app.cl.ext import call_error
+from app.schedule.native import ACQUIRE, BEFORE, COMPUTE, RELEASE, NativeFrame
+
+ns = time.perf_counter_ns
+
+
+class Checked:
+    """Each call validated and tracked (``SharingBackend.acquire`` / ``release``)."""
+
+    name = "checked"
+    checks_uses = True  # the kernel's and the draw's uses checked by the tracker, the owners sampled
+    fast = None  # (the acquire's end, the compute's end) where the calls' own clock stamps give them
+    compute = None  # the scene's own (looked up each frame: a test may replace it on the instance)
+
+    def __init__(self, backend, scene, sync) -> None:
+        self.backend, self.scene = backend, scene
+        self.queue = backend.queue
+        self.in_order = backend.queue_in_order
+        self.sync_before, self.sync_after = sync.before_acquire, sync.after_release
+
+    def acquire(self, wait_for, out: bool):
+        return self.backend.acquire(self.queue, self.scene.shared, wait_for or None, out=out)
+
+    def release(self, ev_c, out: bool):
+        after = [ev_c] if ev_c is not None and not self.in_order else None
+        return self.backend.release(self.queue, self.scene.shared, after, out=out)
+
+
+class Remembered(Checked):
+    """The steady frame's calls: the verdicts of the hand-over calls accepted before reused
+    (``SharingBackend.steady_hand_over``), on the in-order queue, every shared object GL's at the
+    start and the kernel and the draw using shared objects only (their uses cannot flag)."""
+
+    name = "remembered"
+    checks_uses = False
+
+    def __init__(self, backend, scene, sync, hand_over) -> None:
+        super().__init__(backend, scene, sync)
+        self.hand_over = hand_over
+        self.release = hand_over.release  # (ev_c, out): on the in-order queue no wait list
+
+    def acquire(self, wait_for, out: bool):
+        if wait_for:  # (an acquire that waits on the sync's events: the checked hand-over checks the list)
+            return self.backend.acquire(self.queue, self.scene.shared, wait_for, out=out)
+        return self.hand_over.acquire(out)
+
+
+class Native(Remembered):
+    """The steady frame's calls made by ``frame``'s one foreign call (``NativeFrame``): the list runs
+    at ``sync_before``, up to the release where the GL timer is read in the wait after it
+    (``Profiles.gl_due``), else to its end; each later step reads its segment's outcome."""
+
+    name = "native"
+
+    def __init__(self, backend, scene, sync, hand_over, frame: NativeFrame, profiles) -> None:
+        super().__init__(backend, scene, sync, hand_over)
+        self.nf, self.sync, self.profiles = frame, sync, profiles
+        self.sync_before, self.sync_after, self.release = self._sync_before, self._sync_after, self._release
+        self.compute = self._compute
+        self.ran = 0  # the first call not made (the failed one where ``status``), in the last run
+        self.status = 0
+        self.stop = frame.calls.n
+
+    def _run(self, first: int, stop: int) -> None:
+        calls = self.nf.calls
+        self.status = status = calls.run_all() if first == 0 and stop == calls.n else calls.run(first, stop)
+        self.ran = calls.failed if status else stop
+
+    def _went(self, lo: int, hi: int) -> bool:
+        """Whether the calls ``lo`` .. ``hi`` - 1 went through: made from ``lo`` on where the list
+        stopped before them; False where one of them failed (``_error``)."""
+        if self.ran < hi and not (self.status and self.ran >= lo):
+            self._run(lo, self.stop)
+        return self.ran >= hi
+
+    def _error(self) -> cl.Error:
+        return call_error(self.status, self.nf.calls.calls[self.ran])
+
+    def _sync_before(self, waits: list, shadow):
+        nf, sync, queue, calls, profiles = self.nf, self.sync, self.queue, self.nf.calls, self.profiles
+        read_gl = sync.waits_on_cpu and profiles.gl_due
+        self.fast = None
+        sync.native_before(queue, nf.variant)
+        if shadow is not None:  # the CL stamps of earlier frames, before the wait for GL
+            sync.native_shadow(queue, shadow, True)
+        if nf.stage is not None:
+            nf.stage(profiles.rec.index)
+        if read_gl:  # (the GL timer's read comes before the wait after the release: the list stops there)
+            self.stop = nf.ends[RELEASE]
+            self._run(0, self.stop)
+        else:
+            self.stop = n = calls.n
+            self.status = status = calls.run_all()
+            self.ran = calls.failed if status else n
+        stamps = calls.stamps
+        if not self.status and not read_gl:  # the common case: every call went through
+            self.fast = (stamps[nf.acquire_end], stamps[nf.compute_end])
+        elif self.ran < nf.ends[BEFORE]:
+            raise self._error()
+        for i, name in nf.waits_before:
+            waits.append((name, stamps[i], stamps[i + 1]))
+        return None
+
+    def acquire(self, wait_for, out: bool):
+        nf = self.nf
+        if self.fast is None:  # (where every call went through, both transitions are made at the release)
+            self.hand_over.acquired(None if self._went(nf.ends[BEFORE], nf.ends[ACQUIRE]) else self._error())
+        slot = nf.acquire_out
+        return None if slot is None else cl.Event.from_int_ptr(slot.value, retain=False)
+
+    def _compute(self, queue, frame: int, after, event: bool = True):
+        nf = self.nf
+        if self.fast is None and not self._went(nf.ends[ACQUIRE], nf.ends[COMPUTE]):
+            raise self._error()
+        slot = nf.kernel_out
+        return None if slot is None else cl.Event.from_int_ptr(slot.value, retain=False)
+
+    def _release(self, ev_c, out: bool):
+        nf = self.nf
+        if self.fast is not None:
+            self.hand_over.handed_over()
+        else:
+            self.hand_over.released(None if self._went(nf.ends[COMPUTE], nf.ends[RELEASE]) else self._error())
+        slot = nf.release_out
+        return None if slot is None else cl.Event.from_int_ptr(slot.value, retain=False)
+
+    def _sync_after(self, queue, ev_r, waits: list, shadow) -> None:
+        nf, sync = self.nf, self.sync
+        if self.fast is None:
+            lo, n = nf.ends[RELEASE], nf.calls.n
+            if self.ran < lo or self.stop < n:  # not reached yet: the GL timer's read ahead of the wait first
+                if shadow is not None:
+                    sync.native_shadow(queue, shadow, False)
+                self.stop = n
+            if not self._went(lo, n):
+                sync.native_after(queue)  # (after_release checks before its first call)
+                raise self._error()
+        stamps = nf.calls.stamps
+        for i, name in nf.waits_after:
+            waits.append((name, stamps[i], stamps[i + 1]))
+        sync.native_after(queue)

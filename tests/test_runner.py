@@ -8,12 +8,12 @@ import ctypes
 import dataclasses
 
 import pytest
-from app.session.loop import Run
 
 from app.cl.ext import _error
 from app.config import RunConfig
 from app.errors import ClError
 from app.native.calls import ARGS
+from app.run import Run
 from app.scenes.particles import ParticlesScene
 from app.schedule.native import AFTER, COMPUTE, RELEASE
 from app.schedule.plan import FAILING_STEPS, STEPS

@@ -618,7 +618,7 @@ def test_semaphores_and_queue_of_one_other_context_are_accepted(objs):
     """Item 2: 5.13.6 errs only when the queue's context and the semaphores' differ."""
     from app.validate.semaphores import SemaphoreValidator
 
-    v = SemaphoreValidator(objs.backend.context)
+    v = SemaphoreValidator(objs.backend.context, events=objs.backend.validator.events)
     sem = REGISTRY.created(Sem(0x3234), objs.other_context, kind="semaphore")
     try:
         for call in ("signal", "wait"):
@@ -639,7 +639,7 @@ def test_a_queue_whose_device_the_objects_context_lacks(external):
     assert _answer(v, "acquire", (q, 1, [objs.shared.mem], 0, NULL, NULL)) == "CL_INVALID_COMMAND_QUEUE"
     gl = objs.backend.validator  # 5.5.15 has no such rule: the queue's context was not made from GL
     assert _answer(gl, "acquire", (q, 1, [objs.shared.mem], 0, NULL, NULL)) == "CL_INVALID_CONTEXT"
-    sv = SemaphoreValidator(objs.backend.context)
+    sv = SemaphoreValidator(objs.backend.context, events=objs.backend.validator.events)
     sem = REGISTRY.created(Sem(0x4234), objs.backend.context, kind="semaphore")
     try:
         assert _answer(sv, "signal", (q, 1, [sem], 0, NULL)) == "CL_INVALID_COMMAND_QUEUE"
@@ -675,7 +675,7 @@ def test_a_double_signal_of_a_tracked_binary_semaphore(objs):
     from app.validate.semaphores import SemaphoreValidator
 
     b = objs.backend
-    v = SemaphoreValidator(b.context)
+    v = SemaphoreValidator(b.context, events=b.validator.events)
     sem = REGISTRY.created(Sem(0x5234), b.context, kind="semaphore")
     q = b.queue
     try:

@@ -457,3 +457,37 @@ def test_every_fault_at_one_frame_is_made_and_recorded(glshare, tmp_path):
         (3, "compute", "CL_INVALID_VALUE"), (3, "compute", "CL_OUT_OF_RESOURCES"),
         (3, "stall watchdog", "queue stalled"), (3, "render", "GL_INVALID_ENUM"), (3, "render", "GL_CONTEXT_LOST")]
     assert r["stopped"]["how"] == "fault" and r["stopped"]["frame"] == 3
+
+
+# -- a window taken away by another X client ------------------------------------------------------------------
+needs_xdotool = pytest.mark.skipif(not os.environ.get("DISPLAY") or not shutil.which("xdotool"),
+                                   reason="needs a display (Xvfb) and xdotool (make's system packages install it)")
+
+
+@pytest.mark.window
+@needs_xdotool
+@pytest.mark.parametrize("action", ["windowclose", "windowkill"])
+def test_a_window_taken_by_another_client_ends_with_the_outputs(tmp_path, action):
+    """windowclose: XDestroyWindow from another client (BadWindow / BadDrawable at the next request);
+    windowkill: XKillClient, glshare's X connection closed. Xlib's default handlers would exit(1)
+    there with every recorded frame lost (item 13)."""
+    args, paths = _outputs(tmp_path)
+    proc = _start("run", "--scene", "image", "--size", "160x120", "--no-overlay", "--frames", "100000000", *args)
+    try:
+        assert "fps" in proc.stdout.readline()
+        found = subprocess.run(["xdotool", "search", "--pid", str(proc.pid)], capture_output=True, text=True)
+        windows = found.stdout.split()
+        assert windows, found.stderr
+        subprocess.run(["xdotool", action, windows[-1]], check=True, timeout=30)
+    finally:
+        out, err = _finish(proc)
+    report = json.loads(paths["report"].read_text())
+    assert "wrote report" in out and "wrote trace" in out and json.loads(paths["trace"].read_text())
+    if action == "windowclose":
+        assert proc.returncode == 0, err
+        assert report["stopped"]["how"] == "window closed" and "destroyed by another X client" in err, err
+        assert "wrote screenshot" in out
+    else:
+        assert proc.returncode == 1, err
+        assert report["stopped"]["how"] == "error" and "the X connection was lost" in report["stopped"]["message"]
+        assert "screenshot not written: the display is gone" in err, err

@@ -98,6 +98,8 @@ class Run:
         self._fps_frames: list[float] = []
         self.fps_lines = cfg.fps_lines
         self.startup: dict = {}
+        self._gl_gone = False  # the display's connection lost: no GL call may be made (_connection_lost)
+        self.said = None  # run()'s ``said``: how the outputs are said
         # what a third signal would lose (app/signals.py), until finish() writes them
         signals.SIGNALS.pending[:] = [k for k in ("screenshot", "report", "trace") if getattr(cfg, k, None)]
         self._t0 = ns()
@@ -122,6 +124,9 @@ class Run:
                 if not self.session.surface.kind == "headless":
                     self.session.scene_viewport = self.ui.scene_viewport
             self.controls = Controls(self.session, self.ui, write_trace=self.write_trace, run_lab=self.run_lab)
+            lost = getattr(self.session.surface, "on_connection_lost", None)
+            if lost is not None:  # the display gone: the outputs that need no GL, then the end
+                lost(self._connection_lost)
             self._mark("ui_ready")
         except BaseException:
             self._stack.close()
@@ -363,12 +368,21 @@ class Run:
                 "stamps": native.describe()},
             backends=s.registry.as_list())
 
+    def _connection_lost(self, why: str) -> None:
+        """The display's connection is gone (app/window/x_errors.py): no GL call can be made; the
+        report and the trace are written and said (a screenshot only where its frame was read)."""
+        self.stop = Stop("error", self.session.frame, why)
+        self._gl_gone = True
+        written = self.finish()
+        if self.said is not None:
+            self.said(written, self.failed_outputs)
+
     def _write_trace(self, path) -> str:
         from app.trace.chrome import write_trace
 
         s = self.session
         if s.scheduler is not None:
-            s.scheduler.harvest()  # the CL profiles of the frames since the last batch, and GL results in
+            s.scheduler.harvest(gl=not self._gl_gone)  # the CL profiles since the last batch, and GL results in
         meta = {"glshare_scene": s.cfg.scene, "backend": s.backend_name, "sync": s.cfg.sync,
                 "switches": s.history.switches, "hand_backs": s.history.hand_backs, "cl_device": s.choice.label,
                 "gl_renderer": s.gl_info.renderer}
@@ -384,10 +398,13 @@ class Run:
 
         out = {}
         cfg, s = self.cfg, self.session
-        with contextlib.suppress(Exception):
-            s.finish()  # the queue drained, every profile read (already done where the loop ended well)
+        if not self._gl_gone:
+            with contextlib.suppress(Exception):
+                s.finish()  # the queue drained, every profile read (already done where the loop ended well)
 
         def screenshot():
+            if self._gl_gone and self.screenshot_pixels is None:
+                raise OutputError("the display is gone: no frame was read before it went")
             if self.screenshot_pixels is None and self.loop_count == 0:
                 raise OutputError(f"no frame was drawn before the run stopped ({self.stop.how if self.stop else 'error'} "
                                   "before the first frame)")
@@ -425,6 +442,7 @@ def run(cfg: RunConfig, said=None) -> tuple[dict, Stop, list[tuple[str, BaseExce
     however the loop ended: when the loop raised, before its error goes on up (that error, not an
     output's, is the one raised)."""
     with signals.SIGNALS.held(), Run(cfg) as r:
+        r.said = said
         try:
             stop = r.loop()
         except BaseException as exc:

@@ -171,6 +171,22 @@ def test_a_reader_that_stops_early_is_no_output_written(tmp_path):
 FSIZE = 2 << 20
 
 
+def test_convert_into_a_reader_that_stops_early_fails_loudly(tmp_path):
+    """convert IN - | head: the PNG cut short is said, exit 1, never "wrote standard output"."""
+    video = _video(tmp_path / "noise.mkv", 256, 192, noise=True)
+    r, w = os.pipe()
+    fcntl.fcntl(w, F_SETPIPE_SZ, 4096)
+    proc = _start("convert", str(video), "-", env=_env(PYTHONUNBUFFERED="1"), stdout=w)
+    os.close(w)
+    try:
+        assert os.read(r, 8) == b"\x89PNG\r\n\x1a\n"
+    finally:
+        os.close(r)
+        _, err = _finish(proc)
+    assert proc.returncode == 1 and "wrote" not in err, err
+    assert "cannot write standard output: the reader closed it after" in err, err
+
+
 def _file_limit():
     resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE, FSIZE))
 
@@ -209,7 +225,8 @@ def test_an_output_over_a_kernel_is_refused_before_the_run(tmp_path):
     assert (kernels / "julia.cl").read_bytes() == before
 
 
-def _video(path: Path, w: int = 64, h: int = 48) -> Path:
+def _video(path: Path, w: int = 64, h: int = 48, noise: bool = False) -> Path:
+    """A 3-frame FFV1 clip, flat or noise (which no PNG compresses)."""
     av = pytest.importorskip("av")
     import numpy as np
 
@@ -217,7 +234,9 @@ def _video(path: Path, w: int = 64, h: int = 48) -> Path:
         stream = out.add_stream("ffv1", rate=25)
         stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
         for i in range(3):
-            frame = av.VideoFrame.from_ndarray(np.full((h * 3 // 2, w), 16 + i, np.uint8), format="yuv420p")
+            planes = (np.random.default_rng(i).integers(16, 236, (h * 3 // 2, w), dtype=np.uint8) if noise
+                      else np.full((h * 3 // 2, w), 16 + i, np.uint8))
+            frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
             frame.pts = i
             for packet in stream.encode(frame):
                 out.mux(packet)

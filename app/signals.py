@@ -58,11 +58,12 @@ class Deferred:
         self.received: list[int] = []
         self.pending: list[str] = []
         self.writing = False  # the outputs are being written (the run has ended)
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, object] = {}  # the signals glshare handles -> their handlers before
+        self._installed = False
 
     @property
     def installed(self) -> bool:
-        return bool(self._previous)
+        return self._installed
 
     @property
     def how(self) -> str | None:
@@ -71,23 +72,27 @@ class Deferred:
 
     def install(self) -> bool:
         """glshare's handlers for the four signals (the main thread only: elsewhere Python cannot set
-        them; False then). A second call changes nothing."""
+        them; False then). A signal ignored when the process started stays ignored (``nohup``, a
+        background job of a shell without job control), as POSIX shells do. A second call changes
+        nothing."""
         if threading.current_thread() is not threading.main_thread():
             return False
-        if not self._previous:
+        if not self._installed:
             for signum in ENDING:
-                self._previous[signum] = signal.signal(signum, self._handler)
+                if signal.getsignal(signum) != signal.SIG_IGN:
+                    self._previous[signum] = signal.signal(signum, self._handler)
+            self._installed = True
         return True
 
     def reassert(self) -> None:
         """glshare's handlers again, in front of any a native library installed since."""
-        if self._previous and threading.current_thread() is threading.main_thread():
-            for signum in ENDING:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self._previous:
                 signal.signal(signum, self._handler)
 
     def restore(self) -> None:
         """The handlers that were there before ``install``; what was received is forgotten."""
-        previous, self._previous = self._previous, {}
+        previous, self._previous, self._installed = self._previous, {}, False
         for signum, old in previous.items():
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
         self.received.clear()
@@ -110,8 +115,8 @@ class Deferred:
         """The run's outputs are written and said: the ending signals are ignored to the exit (Python's
         finalization would otherwise put the default dispositions back, and a late signal would kill
         a process whose work is done)."""
-        if self._previous and threading.current_thread() is threading.main_thread():
-            for signum in ENDING:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self._previous:
                 signal.signal(signum, signal.SIG_IGN)
 
     def _handler(self, signum, _frame) -> None:

@@ -120,6 +120,21 @@ def test_a_third_signal_ends_at_once_and_names_what_it_lost(tmp_path):
         assert path.exists() or kind in lost[0], (kind, err)
 
 
+def test_a_signal_ignored_at_start_stays_ignored(tmp_path):
+    """nohup glshare run ...: the terminal's SIGHUP does not end the run; SIGTERM still does."""
+    args, paths = _outputs(tmp_path)
+    proc = _start(*RUN, "--frames", "100000000", *args, preexec=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        assert "fps" in proc.stdout.readline()
+        proc.send_signal(signal.SIGHUP)
+        assert "fps" in proc.stdout.readline()  # the next frame-rate line, 2 s on: still running
+        proc.send_signal(signal.SIGTERM)
+    finally:
+        out, err = _finish(proc)
+    assert proc.returncode == 143, err
+    assert json.loads(paths["report"].read_text())["stopped"]["how"] == "terminate"
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.3, 0.6, 1.0])
 def test_a_signal_during_start_up_ends_with_its_outputs_or_a_line(tmp_path, delay):
     """From the first line of main: no abort in a native import, no false build failure, no silent

@@ -62,7 +62,6 @@ class Stop:
         return {"how": self.how, "frame": self.frame, "message": self.message, "exit_code": self.exit_code}
 
 
-
 def process_age_ns() -> int | None:
     """Nanoseconds since this process started (Linux: /proc/self/stat against CLOCK_BOOTTIME)."""
     try:

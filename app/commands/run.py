@@ -12,7 +12,7 @@ from app.collector import collector_off
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector, parse_local_size
 from app.errors import UsageError
 from app.outputs import check_outputs
-from app.signals import exit_code as stop_status
+from app.signals import SIGNALS, exit_code, message
 
 
 def _start_up_collector():
@@ -29,14 +29,12 @@ def _start_up_collector():
 
 
 def main(args) -> int:
-    from app.signals import SIGNALS, message
-
     with _start_up_collector():
         cfg = _config(args)
     if SIGNALS.how is not None:  # a signal while the options were checked: no frame, nothing recorded yet
         print(f"glshare: {message(SIGNALS.how)} before the run started: nothing recorded, no output written",
               file=sys.stderr)
-        return stop_status(SIGNALS.how)
+        return exit_code(SIGNALS.how)
     from app.session.loop import run
 
     on_stdout = any(str(p) == "-" for p in (cfg.screenshot, cfg.report, cfg.trace))
@@ -127,8 +125,6 @@ def _config(args) -> RunConfig:
         from app.commands.convert import check_image_limits
 
         check_image_limits(choice.device, *video_size(video), f"{choice.label}, --video {video}")
-    from app.signals import SIGNALS
-
     SIGNALS.reassert()  # in front of the handlers the drivers' LLVM installed (app/signals.py)
     return cfg
 

@@ -459,20 +459,23 @@ def _(ctx):
 
 
 # -- a window ----------------------------------------------------------------------------------------------------
-@case("window: destroyed by another X client (item 13)", window=True)
-def _(ctx):
-    if not shutil.which("xdotool"):
-        raise Skip("xdotool is not installed")
-    args, paths = outputs(ctx)
-    proc = ctx.start("run", "--scene", "image", "--size", "160x120", "--frames", "100000000", *args)
-    expect("fps" in proc.stdout.readline(), "no frame-rate line")
-    wid = subprocess.run(["xdotool", "search", "--pid", str(proc.pid)], capture_output=True, text=True).stdout.split()
-    if not wid:
-        wid = subprocess.run(["xdotool", "search", "--name", "glshare"], capture_output=True, text=True).stdout.split()
-    expect(wid, "no window found")
-    subprocess.run(["xdotool", "windowkill", wid[-1]], capture_output=True)
-    out, err = finish(proc, 60)
-    expect(paths["report"].exists(), f"exit {proc.returncode}, report lost: {tail(err)}")
+def window_case(action: str, what: str):
+    @case(f"window: {what} by another X client, xdotool {action} (item 13)", window=True)
+    def _(ctx):
+        if not shutil.which("xdotool"):
+            raise Skip("xdotool is not installed")
+        args, paths = outputs(ctx)
+        proc = ctx.start("run", "--scene", "image", "--size", "160x120", "--frames", "100000000", *args)
+        expect("fps" in proc.stdout.readline(), "no frame-rate line")
+        wid = subprocess.run(["xdotool", "search", "--pid", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        expect(wid, "no window found")
+        subprocess.run(["xdotool", action, wid[-1]], capture_output=True)
+        out, err = finish(proc, 60)
+        expect(paths["report"].exists() and paths["trace"].exists(), f"exit {proc.returncode}, outputs lost: {tail(err)}")
+
+
+window_case("windowclose", "the window destroyed")
+window_case("windowkill", "the connection killed")
 
 
 class Skip(Exception):

@@ -226,7 +226,7 @@ def _info(args) -> int:
     return 0
 
 
-def _signals_for(command: str) -> None:
+def _signals_for(command: str | None) -> None:
     """``run`` keeps the ending signals as flags from here to its last output (app/signals.py);
     every other command gets the usual dispositions back, and a signal received meanwhile acts now."""
     from app.signals import SIGNALS
@@ -247,7 +247,11 @@ def _main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv or os.environ.get("GLSHARE_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except BaseException:  # a bad option, --help, --version: no run, the usual dispositions back
+            _signals_for(None)
+            raise
         _signals_for(args.command)
         if args.command == "run":
             from app.commands.run import main as run_main

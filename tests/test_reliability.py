@@ -525,3 +525,16 @@ def test_a_window_taken_by_another_client_ends_with_the_outputs(tmp_path, action
         assert proc.returncode == 1, err
         assert report["stopped"]["how"] == "error" and "the X connection was lost" in report["stopped"]["message"]
         assert "screenshot not written: the display is gone" in err, err
+
+
+def test_a_command_line_that_runs_nothing_leaves_the_dispositions_as_they_were():
+    """In a process that goes on (a test, a caller of app.cli.main), a bad option or another
+    command hands the ending signals back."""
+    from app.cli import main
+    from app.signals import ENDING, SIGNALS
+
+    before = {s: signal.getsignal(s) for s in ENDING}
+    assert main(["run", "--frames", "0"]) == 2
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert {s: signal.getsignal(s) for s in ENDING} == before and not SIGNALS.installed

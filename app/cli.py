@@ -336,7 +336,10 @@ def main(argv: list[str] | None = None) -> int:
     status = _main(argv)
     from app.signals import SIGNALS
 
-    SIGNALS.settle()  # the work is done: a signal from here cannot cost anything
+    if argv is None:  # the process ends next: a signal from here cannot cost anything
+        SIGNALS.settle()
+    else:  # a caller's process goes on: its dispositions back
+        SIGNALS.restore()
     try:
         sys.stdout.flush()
     except BrokenPipeError:

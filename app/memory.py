@@ -80,3 +80,14 @@ def check_memory(scene_cls, size, available: int | None = None) -> None:
                          f"{need / 1e9:.1f} GB of memory ({factor:g} x its {shared / 1e9:.2f} GB of shared objects, "
                          f"plus {BASE_BYTES / 1e9:.1f} GB for the process); this machine has {available / 1e9:.1f} GB "
                          "available: choose a smaller size")
+
+
+def check_device_memory(device, label: str, scene_cls, size) -> None:
+    """UsageError where the scene's shared objects alone exceed the OpenCL device's global memory
+    (CL_DEVICE_GLOBAL_MEM_SIZE): a GPU holds them in its own memory, apart from the host's."""
+    if size is None:
+        size = scene_cls.default_size
+    shared, limit = shared_bytes(scene_cls, size), int(device.global_mem_size)
+    if shared > limit:
+        raise UsageError(f"--size {scene_cls.size_label(size)}: the {scene_cls.name} scene shares {shared / 1e9:.2f} GB "
+                         f"of objects; {label} has {limit / 1e9:.2f} GB of global memory: choose a smaller size")

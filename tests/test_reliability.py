@@ -400,6 +400,21 @@ def test_a_size_the_machine_cannot_hold_is_refused_with_the_estimate():
     check_memory(scene_class("yuv"), (1920, 1080), available=8 * 10**9)
 
 
+def test_a_size_beyond_the_device_memory_is_refused():
+    import types
+
+    from app.errors import UsageError
+    from app.memory import check_device_memory
+    from app.scenes import scene_class
+
+    gpu = types.SimpleNamespace(global_mem_size=1 << 30)
+    with pytest.raises(UsageError, match=r"--size 4096x4096: the postprocess scene shares 0\.13 GB of objects; "
+                                         r"the GPU has 0\.10 GB"):
+        check_device_memory(types.SimpleNamespace(global_mem_size=100 << 20), "the GPU", scene_class("postprocess"),
+                            (4096, 4096))
+    check_device_memory(gpu, "the GPU", scene_class("postprocess"), (4096, 4096))
+
+
 def test_the_cli_refuses_a_size_beyond_the_memory_available(glshare, tmp_path):
     """The largest count there is, against what this machine says it has: refused before any work
     where it cannot be held (one line with the estimate), else not refused by this check."""

@@ -121,6 +121,10 @@ def _config(args) -> RunConfig:
         # were: imported before it, the panel was not drawn at all (Xvfb, test_window_panel_screenshot)
         _import_panel_beside_drivers()
     choice = select_device(cfg.cl_device)  # a device that exists, before the window opens
+    from app.memory import check_device_memory
+
+    check_device_memory(choice.device, choice.label, scene, video_size(video) if video is not None and
+                        args.scene == "yuv" else scene.size_of(cfg))
     if video is not None:
         from app.commands.convert import check_image_limits
 

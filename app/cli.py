@@ -30,9 +30,22 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _ascii_int(text: str) -> int:
+    """int() of ASCII digits only (int() takes other scripts' digits, such as '١٢')."""
+    if not text.isascii():
+        raise ValueError(text)
+    return int(text)
+
+
+def _ascii_float(text: str) -> float:
+    if not text.isascii():
+        raise ValueError(text)
+    return float(text)
+
+
 def _positive(text: str) -> int:
     try:
-        value = int(text)
+        value = _ascii_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
     if value < 1:
@@ -40,9 +53,19 @@ def _positive(text: str) -> int:
     return value
 
 
+MAX_FRAMES_IN_FLIGHT = 16  # beyond it the run-ahead only adds latency (and copies, app/session/session.py)
+
+
+def _in_flight(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_FRAMES_IN_FLIGHT:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_FRAMES_IN_FLIGHT}, got {value}")
+    return value
+
+
 def _index(text: str) -> int:
     try:
-        value = int(text)
+        value = _ascii_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a frame index (0 or more), got {text!r}")
     if value < 0:
@@ -56,7 +79,7 @@ MAX_SEED = 2**64 - 1  # numpy's generators take a non-negative seed; glshare kee
 
 def _rate(text: str) -> float:
     try:
-        value = float(text)
+        value = _ascii_float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of redraws per second, got {text!r}")
     if not value >= 0 or value == float("inf"):  # NaN fails the comparison
@@ -68,7 +91,7 @@ def _rate(text: str) -> float:
 
 def _interval_ms(text: str) -> float:
     try:
-        value = float(text)
+        value = _ascii_float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of milliseconds, got {text!r}")
     if not 0 <= value <= 1000:  # NaN fails the comparison
@@ -78,7 +101,7 @@ def _interval_ms(text: str) -> float:
 
 def _seed(text: str) -> int:
     try:
-        value = int(text)
+        value = _ascii_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**64-1, got {text!r}")
     if not 0 <= value <= MAX_SEED:
@@ -89,7 +112,7 @@ def _seed(text: str) -> int:
 def _output(text: str) -> Path | str:
     """An output path as typed: ``-`` (standard output), or a Path; a trailing ``/`` (a folder) is
     refused here, before ``Path`` would drop it and make a file named like the folder."""
-    if text.endswith(os.sep):
+    if text.endswith(os.sep) or os.path.basename(text) in (".", ".."):  # Path("d/x/.") would be d/x
         raise argparse.ArgumentTypeError(f"{text} names a folder; give a file name inside it (or - for standard output)")
     return text if text == "-" else Path(text)
 
@@ -131,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="panel redraws per second, at once after input (default 5, 2 on software GL; 0: every frame)")
     r.add_argument("--vsync", action="store_true")
     r.add_argument("--quiet", action="store_true", help="no frame-rate line on stdout every 2 s")
-    r.add_argument("--frames-in-flight", type=_positive, default=2, metavar="N",
+    r.add_argument("--frames-in-flight", type=_in_flight, default=2, metavar="N",
                    help="how many frames the CPU may run ahead of the GPU with semaphore or gl_event sync (1: none); "
                         "with semaphores the image scene keeps a copy of its texture per frame in flight (at most 8)")
     r.add_argument("--stamps-ms", type=_interval_ms, default=1.0, metavar="MS",
@@ -209,12 +232,33 @@ def _info(args) -> int:
     return 0
 
 
+def _signals_for(command: str | None) -> None:
+    """``run`` keeps the ending signals as flags from here to its last output (app/signals.py);
+    every other command gets the usual dispositions back, and a signal received meanwhile acts now."""
+    from app.signals import SIGNALS
+
+    if command == "run":
+        return
+    received = SIGNALS.received[:1]
+    SIGNALS.restore()
+    for signum in received:
+        signal.raise_signal(signum)
+
+
 def _main(argv: list[str] | None = None) -> int:
+    from app.signals import SIGNALS
+
+    SIGNALS.install()  # the first line: a signal from here on ends a run at a frame boundary
     argv = sys.argv[1:] if argv is None else argv
     debug = "--debug" in argv or os.environ.get("GLSHARE_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except BaseException:  # a bad option, --help, --version: no run, the usual dispositions back
+            _signals_for(None)
+            raise
+        _signals_for(args.command)
         if args.command == "run":
             from app.commands.run import main as run_main  # start-up: each command imports its own modules
 
@@ -286,7 +330,16 @@ def main(argv: list[str] | None = None) -> int:
     """The command line (the console script and ``python -m app``): runs the command, then flushes
     standard output here, so that a closed pipe or a full disk met by the last buffered lines ends
     like any other (quietly, or with one line)."""
+    from app.outputs import guard_standard_streams
+
+    guard_standard_streams()  # started with >&-: /dev/null in their place, and - refused as an output
     status = _main(argv)
+    from app.signals import SIGNALS
+
+    if argv is None:  # the process ends next: a signal from here cannot cost anything
+        SIGNALS.settle()
+    else:  # a caller's process goes on: its dispositions back
+        SIGNALS.restore()
     try:
         sys.stdout.flush()
     except BrokenPipeError:
@@ -296,3 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             return _stdout_full(exc)
         raise
     return status
+
+
+if __name__ == "__main__":  # python -m app.cli, as python -m app
+    raise SystemExit(main())

@@ -22,7 +22,7 @@ ASSETS_DIR = ROOT / "assets"
 def parse_count(text: str, *, what: str = "--size") -> int:
     """A count such as 65536, 64k or 1m. Raises UsageError with one line on bad input."""
     clean = text.strip().lower().replace("_", "")
-    m = re.fullmatch(r"(\d+)([km]?)", clean)
+    m = re.fullmatch(r"([0-9]+)([km]?)", clean)  # ASCII digits (\d takes any script's)
     if not m:
         raise UsageError(f"{what} takes a count such as 65536 or 64k, not {text!r}")
     n = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2)]
@@ -34,7 +34,7 @@ def parse_count(text: str, *, what: str = "--size") -> int:
 def parse_wxh(text: str, *, what: str = "--size", even: bool = False) -> tuple[int, int]:
     """``WxH`` (or one number for a square). Raises UsageError with one line on bad input."""
     clean = text.strip().lower().replace("_", "")
-    m = re.fullmatch(r"(\d+)(?:x(\d+))?", clean)
+    m = re.fullmatch(r"([0-9]+)(?:x([0-9]+))?", clean)
     if not m:
         raise UsageError(f"{what} takes WxH such as 512x512, not {text!r}")
     w = int(m.group(1))
@@ -55,7 +55,7 @@ def parse_local_size(text: str | None, *, what: str = "--local-size") -> tuple[i
     clean = text.strip().lower().replace("_", "")
     if clean in ("driver", "auto", "none", ""):
         return None
-    m = re.fullmatch(r"(\d+)(?:x(\d+))?", clean)
+    m = re.fullmatch(r"([0-9]+)(?:x([0-9]+))?", clean)
     if not m:
         raise UsageError(f"{what} takes WxH work-items such as 16x16 (or N, or driver), not {text!r}")
     w, h = int(m.group(1)), int(m.group(2) or 1)

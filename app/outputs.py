@@ -12,23 +12,62 @@ removed and the target is left as it was. Missing folders on the way are created
 ``check_outputs`` refuses, with one line (UsageError, exit 2), an output that cannot be written:
 a folder (or a path ending in ``/``), a path under a regular file, a name longer than the file
 system allows, a folder without write permission or on a read-only file system, a socket, a
-symlink loop, and two outputs that would write the same file (or both standard output; a
-character device such as /dev/null takes any number).
+symlink loop, two outputs that would write the same file (or both standard output; a
+character device such as /dev/null takes any number), ``-`` while standard output is closed, and
+an output that is one of the run's inputs (a video, a kernel, a shader: ``inputs``).
+
+Every write loops until all the bytes are taken (a pipe or a terminal may take part of them per
+call) or fails with the count written. A fifo is opened without blocking: a reader has
+``FIFO_WAIT_S`` to open it, then the output fails with one line saying so.
 """
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import sys
 import tempfile
-from typing import Mapping
+import time
+from typing import Iterable, Mapping
 
 from app.errors import OutputError, UsageError
 
 STDOUT = "-"
 _MAGIC = ("/proc/", "/dev/fd/", "/dev/stdout", "/dev/stderr")  # links the kernel resolves to open files
 _TMP_NAME_BYTES = 32  # of the target's name kept in the temporary file's name
+FIFO_WAIT_S = 10.0  # how long a fifo's reader has to open it before the output fails
+_FIFO_POLL_S = 0.02
+
+
+def stdout_open() -> bool:
+    """Whether standard output is an open file (``>&-`` closes it)."""
+    try:
+        os.fstat(1)
+    except OSError:
+        return False
+    return sys.stdout is not None and not getattr(sys.stdout, "_glshare_closed", False)
+
+
+def guard_standard_streams() -> None:
+    """Standard output or error closed at start (``>&-``): /dev/null takes their place, so that
+    prints cannot fail and no file opened later gets descriptor 1 or 2; ``stdout_open`` then says
+    False and ``-`` is refused as an output."""
+    import io
+
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            if getattr(sys, name) is not None:
+                continue
+        except OSError:
+            null = os.open(os.devnull, os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        stream = io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), line_buffering=True)
+        stream._glshare_closed = True
+        setattr(sys, name, stream)
 
 
 def is_stdout(path) -> bool:
@@ -165,6 +204,8 @@ def _check(kind: str, path) -> _Target:
             raise UsageError(f"{flag} {text}: the path is longer than this file system allows") from None
         raise UsageError(f"{flag} {text}: {exc.strerror or exc}") from None
     if target.how == "stdout":
+        if not stdout_open():
+            raise UsageError(f"{flag} {text}: standard output is closed; give a file name")
         return target
     st = target.st
     if st is not None:
@@ -211,14 +252,37 @@ def check_output(kind: str, path) -> None:
     _check(kind, path)
 
 
-def check_outputs(outputs: Mapping[str, object]) -> None:
-    """Check every output (``{kind: path or None}``) and that no two write the same file (or both
-    standard output); raises UsageError with one line."""
+def _input_keys(inputs: Iterable[tuple[str, object]]) -> dict[object, str]:
+    """{identity: the input's label and path} of the inputs that exist (the file, and its real path)."""
+    keys: dict[object, str] = {}
+    for label, path in inputs:
+        if path is None:
+            continue
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        keys[(st.st_dev, st.st_ino)] = f"{label} {path}"
+        keys[os.path.realpath(path)] = f"{label} {path}"
+    return keys
+
+
+def check_outputs(outputs: Mapping[str, object], inputs: Iterable[tuple[str, object]] = ()) -> None:
+    """Check every output (``{kind: path or None}``), that no two write the same file (or both
+    standard output) and that none is one of ``inputs`` ((label, path): a file the run reads);
+    raises UsageError with one line."""
     seen: dict[object, tuple[str, str]] = {}
+    read = _input_keys(inputs)
     for kind, path in outputs.items():
         if path is None:
             continue
-        key = _check(kind, path).key
+        target = _check(kind, path)
+        key = target.key
+        if read and target.how != "stdout":
+            hit = read.get(key) or read.get(target.final or os.path.realpath(str(path)))
+            if hit:
+                raise UsageError(f"{_flag(kind)} {path}: is the run's input ({hit}); writing it would replace "
+                                 "what the run reads: give another path")
         if key in seen:
             other, other_text = seen[key]
             where = "standard output" if key == STDOUT else (
@@ -234,10 +298,45 @@ def _mode_for_new() -> int:
 
 
 def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd``: a write may take part of it (a pipe, a terminal, a file reaching
+    its size limit). An error says how much was written (``written`` on the OSError)."""
     view = memoryview(data)
+    done = 0
     while view:
-        n = os.write(fd, view)
+        try:
+            n = os.write(fd, view)
+        except OSError as exc:
+            exc.written = done
+            raise
+        if n <= 0:  # (never for a blocking descriptor; kept so that the loop cannot spin)
+            err = OSError(errno.EIO, "the write took no bytes")
+            err.written = done
+            raise err
+        done += n
         view = view[n:]
+
+
+def _open_fifo(path: str) -> int:
+    """Open a fifo for writing without blocking forever: a reader has FIFO_WAIT_S to open it (no
+    reader: ENXIO, OSError); then the descriptor blocks again, for the writes."""
+    deadline = time.monotonic() + FIFO_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            if time.monotonic() >= deadline:
+                raise OSError(errno.ENXIO, f"a fifo no reader opened in {FIFO_WAIT_S:g} s") from None
+            time.sleep(_FIFO_POLL_S)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return fd
+
+
+def _how_much(exc: OSError, total: int) -> str:
+    written = getattr(exc, "written", None)
+    return f" after {written:,} of {total:,} bytes" if written else ""
 
 
 def _temp_prefix(name: str) -> str:
@@ -293,14 +392,22 @@ def write_bytes(path, data: bytes) -> str:
         target = _Target(path)
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    if target.how == "stdout":  # a closed pipe (BrokenPipeError) ends the command quietly (app/cli.py)
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+    if target.how == "stdout":
+        try:  # the stream's buffered text first, then the bytes straight to the descriptor, looping
+            sys.stdout.flush()
+            _write_all(sys.stdout.fileno(), data)
+        except (OSError, ValueError) as exc:
+            why = "the reader closed it" if isinstance(exc, BrokenPipeError) else (
+                getattr(exc, "strerror", None) or str(exc))
+            raise OutputError(f"cannot write standard output: {why}"
+                              f"{_how_much(exc, len(data)) if isinstance(exc, OSError) else ''}") from exc
         return "standard output"
     try:
         if target.how == "through":
-            fd = os.open(str(path), os.O_WRONLY | (os.O_TRUNC if stat.S_ISREG(target.st.st_mode) else 0))
+            if stat.S_ISFIFO(target.st.st_mode):
+                fd = _open_fifo(str(path))
+            else:
+                fd = os.open(str(path), os.O_WRONLY | (os.O_TRUNC if stat.S_ISREG(target.st.st_mode) else 0))
             try:
                 _write_all(fd, data)
             finally:
@@ -309,7 +416,7 @@ def write_bytes(path, data: bytes) -> str:
         _replace(target.final, data)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}{where}") from exc
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}{where}{_how_much(exc, len(data))}") from exc
     return str(path)
 
 

@@ -2,7 +2,8 @@
 controls and its UI host, and the outputs written from the run history when it ends.
 
 Every way a run ends goes through one door: its frames done, a quit command or the window
-closed, Ctrl-C (SIGINT), SIGTERM, and a ``--strict`` stop all end at a frame boundary; the
+closed, SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT (app/signals.py: a flag read at each frame
+boundary, the first one's included), and a ``--strict`` stop all end at a frame boundary; the
 session is torn down in reverse order of creation and the report, trace and screenshot of what was
 recorded are written (the report says how and at which frame the run stopped, ``Stop``: for a
 ``--strict`` stop and a fault, the frame that failed). Under ``--strict`` in a window the run
@@ -20,18 +21,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import statistics
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from app import native
+from app import native, signals
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig
-from app.errors import GlshareError
+from app.errors import GlshareError, OutputError
 from app.gl.context import check_gl
 from app.outputs import check_output
 from app.schedule.faults import stop_reason
@@ -55,19 +54,18 @@ FPS_EVERY_S = 2.0
 class Stop:
     """How and where a run ended."""
 
-    how: str  # "frames", "quit", "window closed", "interrupt", "terminate", "strict", "fault", "error"
+    how: str  # "frames", "quit", "window closed", a signal's (signals.HOWS), "strict", "fault", "error"
     frame: int
     message: str = ""
 
     @property
     def exit_code(self) -> int:
-        return {"interrupt": 130, "terminate": 143, "strict": 1, "fault": 1, "error": 1}.get(self.how, 0)
+        if self.how in signals.HOWS:
+            return signals.exit_code(self.how)
+        return {"strict": 1, "fault": 1, "error": 1}.get(self.how, 0)
 
     def as_dict(self) -> dict:
         return {"how": self.how, "frame": self.frame, "message": self.message, "exit_code": self.exit_code}
-
-
-SIGNALS = {signal.SIGINT: "interrupt", signal.SIGTERM: "terminate"}
 
 
 def process_age_ns() -> int | None:
@@ -99,13 +97,16 @@ class Run:
         self.stop: Stop | None = None  # set when the run ends (or, in a window, when --strict paused it)
         self.strict_stop: Stop | None = None
         self.stop_view: StopView | None = None  # what the panel shows of a --strict stop
-        self._signal: str | None = None
         self._stack = contextlib.ExitStack()
         self._last_present = 0  # the last present that ended a frame run right after the one before
         self._fps_at = 0
         self._fps_frames: list[float] = []
         self.fps_lines = cfg.fps_lines
         self.startup: dict = {}
+        self._gl_gone = False  # the display's connection lost: no GL call may be made (_connection_lost)
+        self.said = None  # run()'s ``said``: how the outputs are said
+        # what a third signal would lose (app/signals.py), until finish() writes them
+        signals.SIGNALS.pending[:] = [k for k in ("screenshot", "report", "trace") if getattr(cfg, k, None)]
         self._t0 = ns()
         self._age0 = process_age_ns()
 
@@ -132,6 +133,9 @@ class Run:
                 if not self.session.surface.kind == "headless":
                     self.session.scene_viewport = self.ui.scene_viewport
             self.controls = Controls(self.session, self.ui, write_trace=self.write_trace, run_lab=self.run_lab)
+            lost = getattr(self.session.surface, "on_connection_lost", None)
+            if lost is not None:  # the display gone: the outputs that need no GL, then the end
+                lost(self._connection_lost)
             self._mark("ui_ready")
         except BaseException:
             self._stack.close()
@@ -142,33 +146,24 @@ class Run:
         self._stack.close()
 
     # -- the loop ------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _signals(self):
-        """SIGINT and SIGTERM set a flag the loop reads at the next frame boundary (main thread only)."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {}
-
-        def handler(signum, _frame):
-            self._signal = SIGNALS[signum]
-
-        for signum in SIGNALS:
-            previous[signum] = signal.signal(signum, handler)
-        try:
-            yield
-        finally:
-            for signum, old in previous.items():
-                signal.signal(signum, old)
+    @property
+    def _signal(self) -> str | None:
+        """How the first ending signal received names the stop (app/signals.py), or None."""
+        return signals.SIGNALS.how
 
     def loop(self) -> Stop:
         """Until the frames are done, a quit, the window closing, a signal or a strict stop."""
         session = self.session
-        with self._signals():
+        held = signals.SIGNALS
+        with held.held():
+            reasserted = ns()
             while self.stop is None:
                 self.stop = self._should_stop()
                 if self.stop is None:
                     self.tick()
+                    if ns() - reasserted > 1e9:  # a driver's handlers put in front since (app/signals.py)
+                        held.reassert()
+                        reasserted = ns()
         session.finish()
         return self.stop
 
@@ -178,7 +173,7 @@ class Run:
             return stop
         if self._shot_at == self.loop_count or self._extra_for_shot or self.session.scheduler is None:
             return stop
-        if stop.how in ("quit", "window closed", "interrupt", "terminate"):
+        if stop.how in ("quit", "window closed", *signals.HOWS):
             # the last frame presented was not read before its present (a signal after it, a quit
             # from outside an iteration): one more iteration, read before its present, then the stop
             self._extra_for_shot = True
@@ -197,8 +192,7 @@ class Run:
     def _stop_now(self) -> Stop | None:
         frame = self.session.frame
         if self._signal:
-            return Stop(self._signal, frame, {"interrupt": "interrupted (Ctrl-C)",
-                                              "terminate": "terminated (SIGTERM)"}[self._signal])
+            return Stop(self._signal, frame, signals.message(self._signal))
         if self.session.scheduler is None:  # a failed switch whose old set-up could not be rebuilt either
             return Stop("error", frame, f"no set-up left to run: {self.session.lost or 'it was torn down'}")
         if self.controls.close_requested:
@@ -377,10 +371,19 @@ class Run:
                 "stamps": native.describe()},
             backends=s.registry.as_list())
 
+    def _connection_lost(self, why: str) -> None:
+        """The display's connection is gone (app/window/x_errors.py): no GL call can be made; the
+        report and the trace are written and said (a screenshot only where its frame was read)."""
+        self.stop = Stop("error", self.session.frame, why)
+        self._gl_gone = True
+        written = self.finish()
+        if self.said is not None:
+            self.said(written, self.failed_outputs)
+
     def _write_trace(self, path) -> str:
         s = self.session
         if s.scheduler is not None:
-            s.scheduler.harvest()  # the CL profiles of the frames since the last batch, and GL results in
+            s.scheduler.harvest(gl=not self._gl_gone)  # the CL profiles since the last batch, and GL results in
         meta = {"glshare_scene": s.cfg.scene, "backend": s.backend_name, "sync": s.cfg.sync,
                 "switches": s.history.switches, "hand_backs": s.history.hand_backs, "cl_device": s.choice.label,
                 "gl_renderer": s.gl_info.renderer, "findings": s.history.findings()}
@@ -393,10 +396,16 @@ class Run:
         nothing; it is listed in ``failed_outputs`` as (kind, the error)."""
         out = {}
         cfg, s = self.cfg, self.session
-        with contextlib.suppress(Exception):
-            s.finish()  # the queue drained, every profile read (already done where the loop ended well)
+        if not self._gl_gone:
+            with contextlib.suppress(Exception):
+                s.finish()  # the queue drained, every profile read (already done where the loop ended well)
 
         def screenshot():
+            if self._gl_gone and self.screenshot_pixels is None:
+                raise OutputError("the display is gone: no frame was read before it went")
+            if self.screenshot_pixels is None and self.loop_count == 0:
+                raise OutputError(f"no frame was drawn before the run stopped ({self.stop.how if self.stop else 'error'} "
+                                  "before the first frame)")
             # the last frame presented, read before its present (the loop's last iteration); only a
             # loop that raised, or a strict stop headless, leaves none: then what the target holds
             # (headless: the FBO, unchanged by a present; a window: a back buffer kept by a copy
@@ -408,6 +417,9 @@ class Run:
                    "report": (cfg.report, lambda: write_report(cfg.report, build_report(s.history, self.facts()))),
                    "trace": (cfg.trace, lambda: self._write_trace(cfg.trace))}
         self.failed_outputs = []
+        held = signals.SIGNALS  # a second signal from here waits for the outputs; a third names those lost
+        held.pending[:] = [kind for kind, (path, _) in writers.items() if path is not None]
+        held.writing = True
         for kind, (path, write) in writers.items():
             if path is None:
                 continue
@@ -416,6 +428,7 @@ class Run:
             except Exception as exc:  # noqa: BLE001
                 log.debug("%s not written: %s", kind, exc)
                 self.failed_outputs.append((kind, exc))
+            held.pending.remove(kind)
         return out
 
 
@@ -426,7 +439,8 @@ def run(cfg: RunConfig, said=None) -> tuple[dict, Stop, list[tuple[str, BaseExce
     ``said(written, failed)``, where given, is called with the outputs once they are written,
     however the loop ended: when the loop raised, before its error goes on up (that error, not an
     output's, is the one raised)."""
-    with Run(cfg) as r:
+    with signals.SIGNALS.held(), Run(cfg) as r:
+        r.said = said
         try:
             stop = r.loop()
         except BaseException as exc:

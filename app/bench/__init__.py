@@ -56,17 +56,25 @@ def main(args) -> int:
         surface.close()
     to_stdout = "-" in (str(json_path), str(plot_path))
     print_table(result, sys.stderr if to_stdout else sys.stdout)  # never into a JSON or PNG on stdout
+    plot_failed = None  # a plot that cannot be written costs the JSON nothing: the result is written first
     if plot_path is not None:
         from app.bench.plot import write_plot
 
-        write_plot(plot_path, result)
+        try:
+            write_plot(plot_path, result)
+        except Exception as exc:  # noqa: BLE001 - said below, after the JSON is written
+            plot_failed = exc
         same_dir = (json_path is not None and "-" not in (str(json_path), str(plot_path))
                     and Path(json_path).parent.resolve() == Path(plot_path).parent.resolve())
-        result["plot"] = Path(plot_path).name if same_dir else str(plot_path)
+        result["plot"] = None if plot_failed else (Path(plot_path).name if same_dir else str(plot_path))
     said = sys.stderr if to_stdout else sys.stdout
     if json_path is not None:
         write_json(json_path, result)
         print(f"glshare: wrote bench JSON {json_path}", file=said)
+    if plot_failed is not None:
+        why = plot_failed.one_line() if hasattr(plot_failed, "one_line") else f"{type(plot_failed).__name__}: {plot_failed}"
+        print(f"glshare: error: bench plot not written: {why}", file=sys.stderr)
+        return 1
     if plot_path is not None:
         print(f"glshare: wrote bench plot {plot_path}", file=said)
     return 0

@@ -311,6 +311,8 @@ class EventInfo:
                     out.append(exc)
             return out
         n = len(event_ptrs)
+        if not n:  # (before the first batch there are no buffers to fill)
+            return []
         if n > self._capacity:  # the buffers grow to the largest batch and are kept
             self._capacity = max(n, 2 * self._capacity, 32)
             self._events = (vp * self._capacity)()

@@ -9,7 +9,12 @@ set most arguments once, at build); on failure the last good program stays in us
 """
 from __future__ import annotations
 
+import atexit
+import functools
 import logging
+import os
+import shutil
+import tempfile
 import weakref
 from pathlib import Path
 
@@ -65,6 +70,40 @@ class RecordingKernel(cl.Kernel):
         self.args = dict(enumerate(values))
 
 
+def _cache_folder() -> str:
+    """The folder pyopencl keeps built binaries in (pyopencl/cache.py: $XDG_CACHE_HOME/pyopencl,
+    else the platform's user cache folder)."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return os.path.join(xdg, "pyopencl")
+    import platformdirs
+
+    return platformdirs.user_cache_dir("pyopencl", "pyopencl")
+
+
+@functools.lru_cache(maxsize=1)
+def usable_cache() -> str:
+    """Make sure pyopencl (its build cache) and pytools (pyopencl's invoker cache, made at the
+    first kernel) have a cache folder they can write: where theirs cannot be made or written (a
+    read-only HOME or XDG_CACHE_HOME), XDG_CACHE_HOME is pointed at a private temporary folder
+    for this process, removed at exit, and that is said once. Returns the folder used. Without
+    this both fail with tracebacks of their own (pyopencl: a KeyError in its error path)."""
+    folder = _cache_folder()
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".glshare-check-")
+        os.close(fd)
+        os.unlink(probe)
+        return folder
+    except OSError as exc:
+        private = tempfile.mkdtemp(prefix="glshare-cache-")
+        atexit.register(shutil.rmtree, private, True)
+        os.environ["XDG_CACHE_HOME"] = private
+        log.warning("the cache folder %s cannot be written (%s): compiled kernels are cached in %s for this run",
+                    os.path.dirname(folder), exc.strerror or exc, private)
+        return os.path.join(private, "pyopencl")
+
+
 def kernel_names(program: cl.Program) -> list[str]:
     try:
         return sorted(n for n in program.get_info(cl.program_info.KERNEL_NAMES).split(";") if n)
@@ -84,6 +123,8 @@ class KernelProgram:
         self.generation = 0  # goes up at each successful reload
         self.program = None
         self._kernels: dict[tuple[str, int], RecordingKernel] = {}  # (name, copy) -> kernel
+        self._failed_copy = ""  # the copy of the source of the last failed build, if any
+        usable_cache()  # before the first build and the first kernel (pyopencl's and pytools' caches)
         self.program, self.signatures = self._build()
         live.created("cl_program", owner)
         _LIVE.add(self)
@@ -106,11 +147,21 @@ class KernelProgram:
                 return None
 
         program, printed = capturing_stderr(build)  # PoCL's compiler prints "1 error generated." itself
+        self._drop_failed_copy()  # the last failed build's copy: this build supersedes it
         if program is not None:
             return program, signatures
         text = compiler_log(str(said[0]), self.path) + (f"\n{printed}" if printed else "")
+        self._failed_copy = save_failed_copy(self.path, source)
         raise KernelBuildFailed(source_path=shown(self.path), options=self.options, log=text,
-                                saved_copy=save_failed_copy(self.path, source), line=failing_line(text, source))
+                                saved_copy=self._failed_copy, line=failing_line(text, source))
+
+    def _drop_failed_copy(self) -> None:
+        """Remove the private folder of the last failed build's copy (save_failed_copy made it), so
+        that an edit storm of failed rebuilds leaves one copy per program, the latest."""
+        copy, self._failed_copy = self._failed_copy, ""
+        folder = os.path.dirname(copy)
+        if copy and os.path.basename(folder).startswith("glshare-failed-build-"):
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _make_kernel(self, program: cl.Program, name: str) -> RecordingKernel:
         try:

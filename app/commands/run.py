@@ -13,6 +13,7 @@ from app.collector import collector_off
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector, parse_local_size
 from app.errors import GlshareError, UsageError
 from app.outputs import check_outputs
+from app.signals import SIGNALS, exit_code, message
 
 
 def _start_up_collector():
@@ -31,9 +32,18 @@ def _start_up_collector():
 def main(args) -> int:
     with _start_up_collector():
         cfg = _config(args)
+    if SIGNALS.how is not None:  # a signal while the options were checked: no frame, nothing recorded yet
+        print(f"glshare: {message(SIGNALS.how)} before the run started: nothing recorded, no output written",
+              file=sys.stderr)
+        return exit_code(SIGNALS.how)
     from app.run import run  # start-up: imported by _config, under the start-up collector
 
-    _, stop, failed = run(cfg, said=_say_outputs)  # said also when the loop raised, before its error
+    on_stdout = any(str(p) == "-" for p in (cfg.screenshot, cfg.report, cfg.trace))
+
+    def said(written, failed):  # also when the loop raised, before its error
+        _say_outputs(written, failed, to_stderr=on_stdout)
+
+    _, stop, failed = run(cfg, said=said)
     if stop.exit_code:
         error = "error: " if stop.how in ("strict", "fault", "error") else ""
         print(f"glshare: {error}{stop.message or stop.how} (stopped at frame {stop.frame})", file=sys.stderr)
@@ -72,7 +82,7 @@ def _config(args) -> RunConfig:
         inject = check_faults(getattr(args, "inject", None) or (), frames)
     except ValueError as exc:
         raise UsageError(f"--inject: {exc}") from None
-    check_outputs(outputs)
+    check_outputs(outputs, _inputs(video))
     selector = cl_device_selector(args.cl_device)
     from app.cl.device import parse_selector, select_device  # start-up: imported under the start-up collector
 
@@ -85,8 +95,9 @@ def _config(args) -> RunConfig:
     scene = scene_class(args.scene)
     if video is not None:
         from app.scenes.yuv import video_size  # start-up: imported under the start-up collector
+        from app.yuv.video import check_frame_size  # start-up: as above
 
-        video_size(video)  # a file FFmpeg cannot read as video: one line, exit 2, before any window
+        check_frame_size(video, *video_size(video))  # not a video FFmpeg reads, or too large: exit 2, no window
     if args.backend != "auto" and args.backend not in backend_classes():
         raise UsageError(f"--backend {args.backend!r}: choose one of auto, {', '.join(backend_classes())}")
     if args.sync not in sync_modes():
@@ -101,14 +112,40 @@ def _config(args) -> RunConfig:
                     blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
                     stamps_ms=args.stamps_ms,
                     fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
+    from app.memory import check_memory
+
+    check_memory(scene, video_size(video) if video is not None and args.scene == "yuv" else scene.size_of(cfg))
     import app.run  # noqa: F401 - start-up: imported here, under the start-up collector
 
     if cfg.overlay and headless:
         # in a window the panel's modules are imported after the window exists (UiHost), as they
         # were: imported before it, the panel was not drawn at all (Xvfb, test_window_panel_screenshot)
         _import_panel_beside_drivers()
-    select_device(cfg.cl_device)  # a device that exists, before the window opens
+    choice = select_device(cfg.cl_device)  # a device that exists, before the window opens
+    from app.memory import check_device_memory
+
+    check_device_memory(choice.device, choice.label, scene, video_size(video) if video is not None and
+                        args.scene == "yuv" else scene.size_of(cfg))
+    if video is not None:
+        from app.commands.convert import check_image_limits
+
+        check_image_limits(choice.device, *video_size(video), f"{choice.label}, --video {video}")
+    SIGNALS.reassert()  # in front of the handlers the drivers' LLVM installed (app/signals.py)
     return cfg
+
+
+def _inputs(video) -> list:
+    """(label, path) of every file a run may read: the video, and each kernel and shader (a scene
+    switch or a hot reload reads any of them during the run)."""
+    from app.config import KERNELS_DIR, SHADERS_DIR
+
+    found = [("--video", video)]
+    for folder, what in ((KERNELS_DIR, "the kernel"), (SHADERS_DIR, "the shader")):
+        try:
+            found += [(what, p) for p in sorted(folder.iterdir()) if p.is_file()]
+        except OSError:
+            pass
+    return found
 
 
 def _import_panel_beside_drivers() -> None:
@@ -141,12 +178,13 @@ def _import_panel_beside_drivers() -> None:
         thread.join()
 
 
-def _say_outputs(written: dict, failed: list) -> None:
-    """One line per output written (stdout, or stderr where an output is stdout), then one line on
-    stderr per output that could not be written."""
-    to_stdout = "standard output" in written.values()
+def _say_outputs(written: dict, failed: list, to_stderr: bool = False) -> None:
+    """One line per output written (stdout, or stderr where an output is stdout: ``to_stderr``,
+    written or not), then one line on stderr per output that could not be written."""
+
+    to_stderr = to_stderr or "standard output" in written.values()
     for kind, where in written.items():
-        print(f"glshare: wrote {kind} {where}", file=sys.stderr if to_stdout else sys.stdout)
+        print(f"glshare: wrote {kind} {where}", file=sys.stderr if to_stderr else sys.stdout)
     for kind, exc in failed:
         why = exc.one_line() if isinstance(exc, GlshareError) else f"{type(exc).__name__}: {exc}"
         print(f"glshare: error: {kind} not written: {why}", file=sys.stderr)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
-from app.errors import ClError, ContextLost, GlError, QueueStalled
+from app.errors import ClError, ContextLost, GlError, GlshareError, QueueStalled
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class Fault:
 
 def parse_fault(text: str) -> Fault:
     """``KIND@FRAME`` (``-`` or ``_`` in the kind); raises ValueError with one line on bad input."""
-    m = re.fullmatch(r"\s*([A-Za-z_-]+)@(\d+)\s*", text)
+    m = re.fullmatch(r"\s*([A-Za-z_-]+)@([0-9]+)\s*", text)
     kinds = ", ".join(KINDS)
     if not m:
         raise ValueError(f"expected KIND@FRAME such as stall@30 (kinds: {kinds}), got {text!r}")
@@ -117,15 +117,28 @@ class FaultPlan:
         return cls(cfg.inject, backend) if getattr(cfg, "inject", ()) else None
 
     def __call__(self, phase: str, rec) -> None:
+        """Make every fault of this frame and phase: a stall first (it raises nothing), then each
+        kind that fails the phase, in order; every failure but the last is recorded on the frame
+        here and the last is raised (the phase's own handling records it), so that none is lost
+        behind another."""
         if self._gate is not None and phase in ("release", "render"):
             self._detect_stall(rec)
         kinds = self._by_frame.get(rec.index)
         if not kinds:
             return
-        for kind in kinds:
-            if KINDS[kind] == phase:
-                log.info("frame %d: fault %s made on purpose", rec.index, kind)
+        failures = []
+        for kind in sorted((k for k in kinds if KINDS[k] == phase), key=lambda k: k != "stall"):
+            log.info("frame %d: fault %s made on purpose", rec.index, kind)
+            try:
                 getattr(self, f"_{kind}")(rec)
+            except GlshareError as exc:
+                failures.append(exc)
+        if failures:
+            from app.schedule.scheduler import error_record
+
+            for earlier in failures[:-1]:
+                rec.errors.append(error_record(rec.index, earlier, phase))
+            raise failures[-1]
 
     # -- the kinds ----------------------------------------------------------------------------
     def _enqueue(self, rec) -> None:

@@ -25,7 +25,7 @@ from app.errors import GlshareError
 from app.gl import api as GL
 from app.gl.raw import gl_function
 from app.source_files import capturing_stderr
-from app.window import KeyEvent, MouseEvent
+from app.window import KeyEvent, MouseEvent, x_errors
 from app.window import gl_max_framebuffer as gl_limit
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,7 @@ class GlfwWindow:
         ok, said = capturing_stderr(glfw.init)
         if not ok:
             raise GlshareError(_no_display_message(glfw.get_error(), said), where="glfwInit")
+        x_errors.WATCH.install()  # an X error or a lost connection ends the run with its outputs, not exit(1)
         glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
         glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
         glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
@@ -166,7 +167,11 @@ class GlfwWindow:
         return self._framebuffer_size
 
     def should_close(self) -> bool:
-        return bool(glfw.window_should_close(self._window))
+        return bool(glfw.window_should_close(self._window)) or x_errors.WATCH.gone is not None
+
+    def on_connection_lost(self, fn) -> None:
+        """``fn(why)`` is called when the X connection is lost, before the process ends (x_errors)."""
+        x_errors.WATCH.last_words.append(fn)
 
     def request_close(self) -> None:
         glfw.set_window_should_close(self._window, True)

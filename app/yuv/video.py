@@ -105,13 +105,32 @@ def _native_layout(name: str) -> _Layout | None:
     return None
 
 
+def check_frame_size(path, width: int, height: int) -> None:
+    """UsageError where the video's frames are larger than glshare's textures may be (every side at
+    most MAX_IMAGE_SIDE, the size GL 4.x guarantees), before any window or context opens."""
+    from app.config import MAX_IMAGE_SIDE
+
+    if width > MAX_IMAGE_SIDE or height > MAX_IMAGE_SIDE:
+        raise UsageError(f"--video {path}: {width}x{height} frames; glshare's textures take at most "
+                         f"{MAX_IMAGE_SIDE} texels a side (the size GL 4.x guarantees)")
+
+
 def _open_container(path: Path):
+    import stat
+
     import av  # start-up: PyAV loads FFmpeg, only where a video is opened
 
     if not path.exists():
         raise UsageError(f"{path}: no such file")
     if path.is_dir():
         raise UsageError(f"{path} is a directory, not a video file")
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
+        # opening a fifo blocks until a writer comes; the frames are read again from the start
+        # when the video loops, which a stream cannot do
+        what = "a fifo" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise UsageError(f"{path} is {what}: glshare reads a video file it can seek (it loops); save the stream "
+                         "to a file first")
     try:
         return av.open(str(path), "r")
     except av.error.FFmpegError as exc:

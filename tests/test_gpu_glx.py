@@ -96,3 +96,18 @@ def test_glshare_errors_gl_sharing_family_runs_against_the_driver():
     assert p.returncode in (0, 1), p.stderr[-4000:]  # 1: a case the validator or a hazard got wrong (in the JSON)
     data = json.loads(p.stdout)
     assert data["summary"]["driver_called"] > 0, data["summary"]
+
+
+@pytest.mark.parametrize("scene", ["particles", "image"])
+def test_gl_event_run_ends_cleanly(scene, tmp_path):
+    """A gl_event run in a window ends with exit status 0 and no teardown failure: its close never
+    waits on a linked event (NVIDIA 580 answered CL_INVALID_EVENT there, then the process crashed)."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("PYOPENGL_PLATFORM", None)
+    p = subprocess.run([sys.executable, "-m", "app", "run", "--quiet", "--scene", scene, "--backend", "gl_sharing",
+                        "--sync", "gl_event", "--frames", "60", "--no-panel", "--report", str(tmp_path / "r.json")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-4000:])
+    assert "Traceback" not in p.stderr and "gl_event sync at teardown" not in p.stderr, p.stderr[-4000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["frames"] == 60 and report["errors"] == [], report["errors"]

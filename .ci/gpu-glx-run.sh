@@ -5,7 +5,8 @@
 # /opt/x unpacked by an earlier call on the same machine (docs/gpu-window.md says how to make one).
 # Two parts, each within one 600-s call of the GPU machine (every step's bound below, plus 5 s each: a
 # step's timeout sends SIGKILL 5 s after SIGTERM, which a process stuck in a driver ignores):
-#   GLX_PART=a  the trial, info, the GPU tests, the error lab      (30+30+180+240 + 4x5 = 500 s at most)
+#   GLX_PART=a  the trial, info, a linked event's answers, the GPU tests, the error lab
+#                                                                  (30+30+30+160+220 + 5x5 = 495 s at most)
 #   GLX_PART=b  window runs, the bench, screenshots, the hazards   (10x10+70+8x10+150 + 20x5 = 500 s at most)
 # (GLX_PART unset: both, one after the other.) Writes under $OUT (or ./out/gpu-glx): machine.txt (GPU,
 # commit, each step's exit status and log tail, the hazard demonstrations' outcomes); part a:
@@ -55,13 +56,36 @@ import time; from app.commands.info import gather; t = time.perf_counter(); d = 
 print('first info with the trial:', round(time.perf_counter() - t, 2), 's;',
       [(b['name'], b['available'], b['reason']) for b in d['backends'] if b['name'] == 'gl_sharing'])" >> "$log" 2>&1
 step info 30 python3 -m app info --json --window > "$out/info.json" 2>>"$log"
+# what the driver answers for a linked event (clCreateEventFromGLsyncKHR's) once its acquire completed:
+# glshare's gl_event sync passes one to the acquire alone, never to a wait (NVIDIA answered
+# clWaitForEvents on one with CL_INVALID_EVENT at teardown)
+step "linked event" 30 python3 - >> "$log" 2>&1 <<'PY'
+import ctypes, os, sys
+sys.path.insert(0, os.getcwd())
+from app.window import select_platform
+select_platform(False)
+from app.cl.ext import event_info, libopencl, vp
+from app.config import RunConfig
+from app.session.loop import Run
+cfg = RunConfig(scene="particles", backend="gl_sharing", sync="gl_event", overlay=False, frames=10_000,
+                cl_device=os.environ.get("GLSHARE_CL_DEVICE"))
+with Run(cfg) as run:
+    for _ in range(3):
+        run.tick()
+    fence, event, _ = run.session.scheduler.sync._fences[-1]
+    run.session.backend.queue.finish()
+    wait = libopencl().clWaitForEvents
+    wait.argtypes, wait.restype = [ctypes.c_uint32, ctypes.c_void_p], ctypes.c_int32
+    print("linked event, its acquire completed: clGetEventInfo(EXECUTION_STATUS) ->", event_info().status(event.int_ptr),
+          "(None: refused); clWaitForEvents ->", wait(1, (vp * 1)(event.int_ptr)), flush=True)
+PY
 # (the lab's own test is left to the errors step below, which runs the same lab with its JSON kept)
 if [ -n "${GPU_PYTEST_ARGS:-}" ]; then read -ra pyargs <<< "$GPU_PYTEST_ARGS"; else pyargs=(-k "not errors_gl_sharing_family"); fi
-step pytest 180 python3 -m pytest -m "gpu or not gpu" -v -rs -p no:cacheprovider tests/test_gpu_glx.py \
+step pytest 160 python3 -m pytest -m "gpu or not gpu" -v -rs -p no:cacheprovider tests/test_gpu_glx.py \
   "${pyargs[@]}" > "$out/pytest-gpu-glx.txt" 2>&1
 tail -5 "$out/pytest-gpu-glx.txt" >> "$log"
 # the driver's calls in a child under a watchdog (app/lab/isolate.py: 20 s a case, 3 hung cases at most)
-step errors 240 python3 -m app errors --json --backend gl_sharing --window > "$out/errors-gl_sharing.json" 2>>"$log"
+step errors 220 python3 -m app errors --json --backend gl_sharing --window > "$out/errors-gl_sharing.json" 2>>"$log"
 python3 - "$out/errors-gl_sharing.json" >> "$log" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

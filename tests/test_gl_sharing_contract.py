@@ -120,8 +120,9 @@ def test_shared_object_failure_is_a_cl_error(driver, gl):
 @pytest.mark.parametrize("in_flight", [1, 3])
 def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, monkeypatch, in_flight):
     """gl_event: every acquire waits on a CL event made from a GL fence (on gl_sharing's own context),
-    a fence is deleted only once that event completed, and without GL_ARB_cl_event (Mesa here) the
-    release's completion is waited for on the CPU before GL's use: the picture is the reference's."""
+    a fence is deleted only once the release after its acquire completed, and without GL_ARB_cl_event
+    (Mesa here) the release's completion is waited for on the CPU before GL's use: the picture is the
+    reference's."""
     from app.config import RunConfig
     from app.scenes.particles import initial_state, reference_steps
     from app.session.loop import Run

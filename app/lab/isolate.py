@@ -138,9 +138,10 @@ def _one_child(command, case_bound, phase_bound, env):
             *lines, buf = buf.split(b"\n")
             for raw in lines:
                 line = raw.decode(errors="replace")
-                if not line.startswith(PREFIX):
+                at = line.find(PREFIX)  # (a driver's own unterminated output may come first on the line)
+                if at < 0:
                     continue
-                kind, _, rest = line[len(PREFIX):].partition(" ")
+                kind, _, rest = line[at + len(PREFIX):].partition(" ")
                 if kind == "RESULT":
                     proc.wait()
                     return json.loads(rest)

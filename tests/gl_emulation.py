@@ -10,6 +10,7 @@ every scene. What it cannot show is a real driver's zero-copy hand-over: that is
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 import pyopencl as cl
@@ -47,6 +48,9 @@ class EmulatedGlSharingDriver:
         # clWaitForEvents answered CL_INVALID_EVENT there at teardown); False: a complete user event
         self.spent_linked_events = False
         self.linked: dict[int, tuple] = {}  # a linked event's handle -> (its user event, its GLsync)
+        # (entry point, its C arguments) -> "hang" (the call never returns), "crash" (SIGSEGV) or None:
+        # a driver stuck in a call or crashing the process (the error lab's child meets them)
+        self.stall = None
         self._callbacks: dict[str, object] = {}
         real = ctypes.cast(libopencl().clCreateContext, vp).value
         restype, argtypes = glcl.SIGNATURES["clCreateContext"]
@@ -59,6 +63,12 @@ class EmulatedGlSharingDriver:
             impl = getattr(self, name)
 
             def guarded(*args, _impl=impl, _name=name):
+                what = self.stall(_name, args) if self.stall is not None else None
+                if what == "hang":
+                    while True:
+                        time.sleep(3600)
+                if what == "crash":
+                    ctypes.string_at(0)  # a read of address 0: SIGSEGV, as a driver's own fault
                 if _name in self.fail:
                     self.calls.append((_name, "failed"))
                     return self._fail(args, self.fail[_name])
@@ -155,7 +165,34 @@ class EmulatedGlSharingDriver:
             name[0] = meta[1]
         return 0
 
+    def _checked_arguments(self, queue, n, mems, n_waits, waits) -> int:
+        """What a driver answers before it looks at the objects (the lab gives it broken calls on
+        purpose): 0 where the queue and the wait list are sound. 5.5.15's codes. (A memory object
+        given as the queue is refused by handle: PoCL's clGetCommandQueueInfo crashes on one.)"""
+        info = libopencl().clGetCommandQueueInfo
+        info.argtypes, info.restype = [vp, ctypes.c_uint32, ctypes.c_size_t, vp, vp], ctypes.c_int32
+        out = vp()
+        if not queue or queue in self.objects or info(queue, 0x1090, ctypes.sizeof(vp), ctypes.byref(out), None):
+            return -36  # CL_INVALID_COMMAND_QUEUE (0x1090: CL_QUEUE_CONTEXT)
+        if (n and not mems) or (mems and not n):
+            return -30  # CL_INVALID_VALUE
+        if (n_waits and not waits) or (waits and not n_waits):
+            return -57  # CL_INVALID_EVENT_WAIT_LIST
+        status = ctypes.c_int32()
+        event_info = libopencl().clGetEventInfo
+        event_info.argtypes, event_info.restype = [vp, ctypes.c_uint32, ctypes.c_size_t, vp, vp], ctypes.c_int32
+        for i in range(n_waits):  # CL_EVENT_COMMAND_EXECUTION_STATUS
+            if not waits[i] or event_info(waits[i], 0x11D3, 4, ctypes.byref(status), None):
+                return -57
+            if status.value < 0:
+                return -14  # CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST
+        return 0
+
     def _hand_over(self, routine, queue, n, mems, n_waits, waits, event, to_cl: bool):
+        refused = self._checked_arguments(queue, n, mems, n_waits, waits)
+        if refused:
+            self.calls.append((routine, "refused", refused))
+            return refused
         q = cl.CommandQueue.from_int_ptr(queue, retain=True)
         handles = [waits[i] for i in range(n_waits)]
         consumed = [self.linked[h] for h in handles if h in self.linked]

@@ -75,3 +75,11 @@ def test_a_hang_in_the_hazards_runs_the_lab_again_without_them(tmp_path):
                       "print('LAB RESULT ' + json.dumps({'hazards_note': given['skip_hazards']}), flush=True)\n")
     out = isolate.run_isolated([sys.executable, str(script)], case_bound=3.0, phase_bound=2.0)
     assert out["hazards_note"] == "not run: the error lab's child hung in the hazards (killed after 2 s)"
+
+
+def test_a_child_stuck_after_its_results_is_killed_and_said(tmp_path):
+    script = tmp_path / "stuck_at_exit.py"
+    script.write_text("import json, time\nprint('LAB RESULT ' + json.dumps({'summary': {}}), flush=True)\n"
+                      "time.sleep(3600)\n")
+    out = isolate.run_isolated([sys.executable, str(script)], case_bound=3.0, phase_bound=2.0)
+    assert out["teardown_note"] == "the lab's child hung in its teardown after its results (killed after 2 s)"

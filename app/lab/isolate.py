@@ -142,9 +142,16 @@ def _one_child(command, case_bound, phase_bound, env):
                 if at < 0:
                     continue
                 kind, _, rest = line[at + len(PREFIX):].partition(" ")
-                if kind == "RESULT":
-                    proc.wait()
-                    return json.loads(rest)
+                if kind == "RESULT":  # printed before the child's teardown, which may hang in a driver too
+                    results = json.loads(rest)
+                    try:
+                        proc.wait(timeout=phase_bound)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+                        results["teardown_note"] = (f"the lab's child hung in its teardown after its results "
+                                                    f"(killed after {phase_bound:.0f} s)")
+                    return results
                 if kind == "CASE":
                     case, deadline = rest, time.monotonic() + case_bound
                 elif kind in ("DONE", "PHASE"):
@@ -194,8 +201,7 @@ def child_main(argv: list[str] | None = None, entry=None) -> int:
         backend = open_lab_backend(select_device(args.cl_device), surface, args.backend)
         stack.callback(backend.close)
         results = run_lab(backend, entry=entry, watch=watch)
-        watch.phase("its teardown")
-    watch._say("RESULT " + json.dumps(results))
+        watch._say("RESULT " + json.dumps(results))
     return 0
 
 

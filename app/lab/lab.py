@@ -903,6 +903,8 @@ def format_text(results: dict, color: bool = False) -> str:
             lines.append(f"{'':<26} driver: {h['driver_error']}")
     if results.get("hazards_note"):
         lines.append(f"hazards {results['hazards_note']}")
+    if results.get("teardown_note"):
+        lines.append(results["teardown_note"])
     s = results["summary"]
     lines += ["", f"validator agrees with the spec in {s['validator_agrees']}/{s['cases']} calls "
                   f"({s['deliberate_deviations']} deliberate deviations, explained above); {s['accepted']}/{s['cases']} "

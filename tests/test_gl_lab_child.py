@@ -83,3 +83,20 @@ def test_a_child_stuck_after_its_results_is_killed_and_said(tmp_path):
                       "time.sleep(3600)\n")
     out = isolate.run_isolated([sys.executable, str(script)], case_bound=3.0, phase_bound=2.0)
     assert out["teardown_note"] == "the lab's child hung in its teardown after its results (killed after 2 s)"
+
+
+def test_errors_runs_the_lab_in_a_child_where_a_driver_would_be_called(gl, monkeypatch, capsys):
+    """``glshare errors``'s own path: where a family would call the driver the lab runs in
+    ``python -m app.lab.isolate`` (here on host_copy, whose child then calls none: PoCL's rule)."""
+    import argparse
+    import json
+
+    monkeypatch.setattr(lab, "driver_reasons", lambda backend, families, entry=None: dict.fromkeys(families))
+    commands, real = [], isolate.run_isolated
+    env = dict(os.environ, PYTHONPATH=pythonpath_with_root(), PYOPENGL_PLATFORM="egl")
+    monkeypatch.setattr(isolate, "run_isolated", lambda cmd, **kw: commands.append(cmd) or real(cmd, env=env))
+    status = lab.main(argparse.Namespace(json=True, cl_device="portable", window=False, backend="host_copy"))
+    results = json.loads(capsys.readouterr().out)
+    assert commands and commands[0][1:5] == ["-m", "app.lab.isolate", "--backend", "host_copy"], commands
+    assert "--window" not in commands[0] and status == 0
+    assert results["backend"] == "host_copy" and results["summary"]["cases"] > 0 and results["summary"]["ok"]

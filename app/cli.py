@@ -140,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--headless", action="store_true", help="EGL, no window: render into an FBO")
     r.add_argument("--frames", type=_positive, help="stop after N frames (headless default: 120)")
     r.add_argument("--size", help="particles: a count (65536, 64k); image/yuv: WxH")
+    r.add_argument("--window-size", metavar="WxH", help="the whole window (or the headless surface), panel included; "
+                                                         "default: the scene's")
     r.add_argument("--report", type=_output, help="write the JSON report here (- for standard output)")
     r.add_argument("--screenshot", type=_output, help="save the last frame as seen (PNG)")
     r.add_argument("--trace", type=_output, help="write a Chrome trace-event JSON (Perfetto)")

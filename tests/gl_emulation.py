@@ -10,6 +10,7 @@ every scene. What it cannot show is a real driver's zero-copy hand-over: that is
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 import pyopencl as cl
@@ -22,6 +23,7 @@ from app.gl.formats import FORMATS
 
 vp = ctypes.c_void_p
 FAILED = -9999  # what a callback returns when the emulation itself broke (recorded in ``errors``)
+CL_INVALID_EVENT = -58
 
 
 def _retain(kind: str, ptr: int) -> None:
@@ -41,6 +43,14 @@ class EmulatedGlSharingDriver:
         self.errors: list[BaseException] = []
         self.gl_device = gl_device  # what clGetGLContextInfoKHR names (None: the platform's first device)
         self.fail: dict[str, int] = {}  # entry point -> the CL status it returns instead of working
+        # linked events (clCreateEventFromGLsyncKHR) as NVIDIA 580 answered for them: usable in an acquire's
+        # wait list, and spent once that acquire consumed them (any later wait on one fails, as
+        # clWaitForEvents answered CL_INVALID_EVENT there at teardown); False: a complete user event
+        self.spent_linked_events = False
+        self.linked: dict[int, tuple] = {}  # a linked event's handle -> (its user event, its GLsync)
+        # (entry point, its C arguments) -> "hang" (the call never returns), "crash" (SIGSEGV) or None:
+        # a driver stuck in a call or crashing the process (the error lab's child meets them)
+        self.stall = None
         self._callbacks: dict[str, object] = {}
         real = ctypes.cast(libopencl().clCreateContext, vp).value
         restype, argtypes = glcl.SIGNATURES["clCreateContext"]
@@ -53,6 +63,12 @@ class EmulatedGlSharingDriver:
             impl = getattr(self, name)
 
             def guarded(*args, _impl=impl, _name=name):
+                what = self.stall(_name, args) if self.stall is not None else None
+                if what == "hang":
+                    while True:
+                        time.sleep(3600)
+                if what == "crash":
+                    ctypes.string_at(0)  # a read of address 0: SIGSEGV, as a driver's own fault
                 if _name in self.fail:
                     self.calls.append((_name, "failed"))
                     return self._fail(args, self.fail[_name])
@@ -149,9 +165,43 @@ class EmulatedGlSharingDriver:
             name[0] = meta[1]
         return 0
 
+    def _checked_arguments(self, queue, n, mems, n_waits, waits) -> int:
+        """What a driver answers before it looks at the objects (the lab gives it broken calls on
+        purpose): 0 where the queue and the wait list are sound. 5.5.15's codes. (A memory object
+        given as the queue is refused by handle: PoCL's clGetCommandQueueInfo crashes on one.)"""
+        info = libopencl().clGetCommandQueueInfo
+        info.argtypes, info.restype = [vp, ctypes.c_uint32, ctypes.c_size_t, vp, vp], ctypes.c_int32
+        out = vp()
+        if not queue or queue in self.objects or info(queue, 0x1090, ctypes.sizeof(vp), ctypes.byref(out), None):
+            return -36  # CL_INVALID_COMMAND_QUEUE (0x1090: CL_QUEUE_CONTEXT)
+        if (n and not mems) or (mems and not n):
+            return -30  # CL_INVALID_VALUE
+        if (n_waits and not waits) or (waits and not n_waits):
+            return -57  # CL_INVALID_EVENT_WAIT_LIST
+        status = ctypes.c_int32()
+        event_info = libopencl().clGetEventInfo
+        event_info.argtypes, event_info.restype = [vp, ctypes.c_uint32, ctypes.c_size_t, vp, vp], ctypes.c_int32
+        for i in range(n_waits):  # CL_EVENT_COMMAND_EXECUTION_STATUS
+            if not waits[i] or event_info(waits[i], 0x11D3, 4, ctypes.byref(status), None):
+                return -57
+            if status.value < 0:
+                return -14  # CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST
+        return 0
+
     def _hand_over(self, routine, queue, n, mems, n_waits, waits, event, to_cl: bool):
+        refused = self._checked_arguments(queue, n, mems, n_waits, waits)
+        if refused:
+            self.calls.append((routine, "refused", refused))
+            return refused
         q = cl.CommandQueue.from_int_ptr(queue, retain=True)
-        wait_for = [cl.Event.from_int_ptr(waits[i], retain=True) for i in range(n_waits)] or None
+        handles = [waits[i] for i in range(n_waits)]
+        consumed = [self.linked[h] for h in handles if h in self.linked]
+        if consumed and not to_cl:
+            raise AssertionError(f"{routine} got a linked event in its wait list: only an acquire may consume one")
+        for _, sync in consumed:  # cl_khr_gl_event: the GL sync stays valid while its event is in use
+            if not GL.glIsSync(sync):
+                raise AssertionError(f"{routine}: a linked event's GL sync was deleted before the acquire used it")
+        wait_for = [cl.Event.from_int_ptr(h, retain=True) for h in handles if h not in self.linked] or None
         self.calls.append((routine, n, n_waits))
         for i in range(n):
             ptr = mems[i]
@@ -160,6 +210,8 @@ class EmulatedGlSharingDriver:
                 return -60  # CL_INVALID_GL_OBJECT: not made from a GL object
             (self._to_cl if to_cl else self._to_gl)(q, ptr, meta, wait_for)
         marker = cl.enqueue_marker(q, wait_for=wait_for)
+        for user_event, _ in consumed:  # spent: its status says so from now on
+            user_event.set_status(CL_INVALID_EVENT)
         if event:
             _retain("Event", marker.int_ptr)  # the caller's pyopencl event owns this reference
             event[0] = marker.int_ptr
@@ -172,11 +224,15 @@ class EmulatedGlSharingDriver:
         return self._hand_over("clEnqueueReleaseGLObjects", queue, n, mems, n_waits, waits, event, False)
 
     def clCreateEventFromGLsyncKHR(self, ctx, sync, err):
-        """A GL fence as a complete user event (the emulation's GL is done when the acquire copies)."""
+        """A GL fence as a user event (the emulation's GL is done when the acquire copies): complete,
+        or (``spent_linked_events``) one only the acquire may consume, spent by it."""
         context = cl.Context.from_int_ptr(ctx, retain=True)
         GL.glClientWaitSync(sync, GL.GL_SYNC_FLUSH_COMMANDS_BIT, GL.GL_TIMEOUT_IGNORED)
         event = cl.UserEvent(context)
-        event.set_status(cl.command_execution_status.COMPLETE)
+        if self.spent_linked_events:
+            self.linked[event.int_ptr] = (event, sync)
+        else:
+            event.set_status(cl.command_execution_status.COMPLETE)
         self.calls.append(("clCreateEventFromGLsyncKHR",))
         _retain("Event", event.int_ptr)
         err[0] = 0

@@ -9,6 +9,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pythonpath_with_root() -> str:
+    """PYTHONPATH for a child that must import this checkout's app/: ROOT first, then whatever the
+    parent's PYTHONPATH held (the GPU machine's wheels live there: replacing it loses pyopencl)."""
+    return os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+
 def run_glshare(*args: str, env: dict | None = None, timeout: float = 240, cwd: Path | None = None):
     """Run the CLI in a fresh process (its own GL platform); returns CompletedProcess."""
     full_env = {**os.environ, **(env or {})}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import ROOT
+from support import ROOT, pythonpath_with_root
 
 
 def _lines(text: str) -> list[str]:
@@ -99,7 +99,7 @@ def test_report_on_stdout_is_only_the_report(glshare, tmp_path):
 
 def test_default_out_folder_is_a_file(glshare, tmp_path):
     (tmp_path / "out").write_text("not a folder")
-    res = glshare("run", "--headless", "--size", "64", cwd=tmp_path, env={"PYTHONPATH": str(ROOT)})
+    res = glshare("run", "--headless", "--size", "64", cwd=tmp_path, env={"PYTHONPATH": pythonpath_with_root()})
     lines = _lines(res.stderr)
     assert res.returncode == 2 and len(lines) == 1, res.stderr
     assert lines[0].startswith("glshare: error: the default screenshot out/glshare-particles.png: ")

@@ -120,8 +120,9 @@ def test_shared_object_failure_is_a_cl_error(driver, gl):
 @pytest.mark.parametrize("in_flight", [1, 3])
 def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, monkeypatch, in_flight):
     """gl_event: every acquire waits on a CL event made from a GL fence (on gl_sharing's own context),
-    a fence is deleted only once that event completed, and without GL_ARB_cl_event (Mesa here) the
-    release's completion is waited for on the CPU before GL's use: the picture is the reference's."""
+    a fence is deleted only once the release after its acquire completed, and without GL_ARB_cl_event
+    (Mesa here) the release's completion is waited for on the CPU before GL's use: the picture is the
+    reference's."""
     from app.config import RunConfig
     from app.run import Run
     from app.scenes.particles import initial_state, reference_steps
@@ -150,3 +151,74 @@ def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, 
     finally:
         surface.close()
     assert emulated.calls.count(("clCreateEventFromGLsyncKHR",)) == 5
+
+
+def _gl_event_run(monkeypatch, emulated, in_flight: int, frames: int = 5, before_exit=None):
+    """A gl_event run of ``frames`` frames on the emulated driver, on a surface of its own; returns
+    the session (torn down) and its sync mode. ``before_exit(session)``: called after the frames."""
+    from app.session.loop import Run
+
+    from app.config import RunConfig
+    from app.window.egl_headless import EglSurface
+
+    emulated.install(monkeypatch, gl_event=True)
+    cfg = RunConfig(scene="particles", backend="gl_sharing", sync="gl_event", size=4096, headless=True,
+                    overlay=False, frames=10_000, seed=4, strict=True, frames_in_flight=in_flight)
+    surface = EglSurface((64, 48))
+    try:
+        with Run(cfg, surface=surface) as run:
+            s = run.session
+            for _ in range(frames):
+                rec = run.tick()
+                assert rec.errors == [] and rec.hazards == []
+            sync = s.scheduler.sync
+            if before_exit is not None:
+                before_exit(s)
+    finally:
+        surface.close()
+    return s, sync
+
+
+@pytest.mark.parametrize("in_flight", [1, 3])
+def test_gl_event_teardown_never_waits_on_a_spent_linked_event(driver, gl, monkeypatch, in_flight):
+    """A linked event goes to the acquire and to nothing else (cl_khr_gl_event: "may only be consumed
+    by clEnqueueAcquireGLObjects"); NVIDIA 580 answered clWaitForEvents on one with CL_INVALID_EVENT at
+    teardown, then the process crashed. The emulation spends each linked event at its acquire: the run
+    ends without an error, each fence outlives its acquire (checked there) and is deleted by the end."""
+    _, emulated = driver
+    emulated.spent_linked_events = True
+    s, sync = _gl_event_run(monkeypatch, emulated, in_flight)
+    assert sync.close_failures == [] and sync._fences == []
+    assert s.backend is None and s.scene is None  # the teardown went to the end
+    syncs = [sync_ for _, sync_ in emulated.linked.values()]
+    assert len(syncs) == 5 and not any(_is_sync(x) for x in syncs)
+
+
+def _is_sync(sync) -> bool:
+    from OpenGL import GL
+
+    return bool(GL.glIsSync(sync))
+
+
+def test_gl_event_close_failure_is_recorded_and_the_teardown_goes_on(driver, gl, monkeypatch, caplog):
+    """A driver call failing in the sync mode's close is one logged line and a record; the scene and
+    the backend are torn down after it all the same (never a traceback out of the teardown)."""
+    from app.errors import GlError
+    from app.gl import api
+    from app.sharing.backends import gl_sharing
+
+    _, emulated = driver
+
+    class FailingDelete:
+        def __getattr__(self, name):
+            return getattr(api, name)
+
+        @staticmethod
+        def glDeleteSync(sync):
+            raise GlError(0x0502, where="glDeleteSync")
+
+    s, sync = _gl_event_run(monkeypatch, emulated, 1,
+                            before_exit=lambda s: monkeypatch.setattr(gl_sharing, "GL", FailingDelete()))
+    assert len(sync.close_failures) == 1 and "deleting the GL fences" in sync.close_failures[0]
+    assert any("gl_event sync at teardown" in r.getMessage() for r in caplog.records)
+    assert s.backend is None and s.scene is None

@@ -36,3 +36,16 @@ def test_bare_loop_row_on_the_emulated_driver(own_surface, monkeypatch):
         assert row["ratio"] > 0 and row["baseline_ms"] > 0 and row["target"] == "<= 1.1"
     # the bare loop made the same calls: acquire and release on the driver beside glshare's frames
     assert driver.calls.count(("clEnqueueAcquireGLObjects", 1, 0)) > 0
+
+
+def test_gl_event_session_of_the_race_tears_down_cleanly(own_surface, monkeypatch):
+    """The race's gl_event session on linked events spent by their acquire (as NVIDIA 580's were: the
+    bench died at its teardown there): the rows come back, and no linked event went anywhere but an
+    acquire (tests/gl_emulation.py checks it)."""
+    driver = EmulatedGlSharingDriver()
+    driver.spent_linked_events = True
+    driver.install(monkeypatch, gl_event=True)
+    out = gl_sharing_rows(own_surface, "portable", scenes=(("particles", 4096),), frames=3, warmup=1)
+    assert out["skipped"] is None and not driver.errors, driver.errors
+    assert [r["race"] for r in out["rows"]] == ["gl_sharing bare loop"]
+    assert driver.calls.count(("clCreateEventFromGLsyncKHR",)) == 4  # the gl_event session's frames

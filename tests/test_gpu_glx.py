@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 import pytest
-from support import ROOT
+from support import ROOT, pythonpath_with_root
 
 pytestmark = pytest.mark.gpu
 
@@ -41,10 +41,17 @@ def _needs_glx():
         pytest.skip(reason)
 
 
+def child_env() -> dict:
+    """A child's environment: this checkout's app/ first on PYTHONPATH, the parent's entries kept (the
+    GPU machine's wheels), and PyOpenGL left to choose GLX (this process's is EGL's)."""
+    env = dict(os.environ, PYTHONPATH=pythonpath_with_root())
+    env.pop("PYOPENGL_PLATFORM", None)
+    return env
+
+
 def _run(scene: str, sync: str, in_flight: int, tmp_path, backends=("host_copy", "gl_sharing")) -> tuple[dict, dict]:
     out = tmp_path / f"{scene}-{sync}.npz"
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("PYOPENGL_PLATFORM", None)
+    env = child_env()
     p = subprocess.run([sys.executable, CHILD, scene, sync, str(in_flight), str(out), *backends], env=env,
                        capture_output=True, text=True, timeout=300)
     line = next((ln[7:] for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
@@ -88,11 +95,25 @@ def test_probe_says_works_though_unlisted(tmp_path):
 def test_glshare_errors_gl_sharing_family_runs_against_the_driver():
     """The error lab's gl_sharing family against NVIDIA's driver in a window (GLX): every case answered
     (no crash, no hang), the driver called for its column; where it answers otherwise than the spec
-    the case says so (``driver_differs``: recorded, not a failure of glshare)."""
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("PYOPENGL_PLATFORM", None)
+    the case says so (``driver_differs``: recorded, not a failure of glshare). The driver's calls run in a
+    child under a watchdog (app/lab/isolate.py): a call that hangs or crashes is that case's answer."""
+    env = child_env()
     p = subprocess.run([sys.executable, "-m", "app", "errors", "--backend", "gl_sharing", "--window", "--json"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     assert p.returncode in (0, 1), p.stderr[-4000:]  # 1: a case the validator or a hazard got wrong (in the JSON)
     data = json.loads(p.stdout)
     assert data["summary"]["driver_called"] > 0, data["summary"]
+
+
+@pytest.mark.parametrize("scene", ["particles", "image"])
+def test_gl_event_run_ends_cleanly(scene, tmp_path):
+    """A gl_event run in a window ends with exit status 0 and no teardown failure: its close never
+    waits on a linked event (NVIDIA 580 answered CL_INVALID_EVENT there, then the process crashed)."""
+    env = child_env()
+    p = subprocess.run([sys.executable, "-m", "app", "run", "--quiet", "--scene", scene, "--backend", "gl_sharing",
+                        "--sync", "gl_event", "--frames", "60", "--no-panel", "--report", str(tmp_path / "r.json")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-4000:])
+    assert "Traceback" not in p.stderr and "gl_event sync at teardown" not in p.stderr, p.stderr[-4000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["frames"] == 60 and report["errors"] == [], report["errors"]

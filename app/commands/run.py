@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from app.collector import collector_off
-from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector, parse_local_size
+from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector, parse_local_size, parse_wxh
 from app.errors import GlshareError, UsageError
 from app.outputs import check_outputs
 from app.signals import SIGNALS, exit_code, message
@@ -62,6 +62,8 @@ def _config(args) -> RunConfig:
     frames = args.frames
     screenshot, report = args.screenshot, args.report
     local_size = parse_local_size(getattr(args, "local_size", None))
+    window_size = getattr(args, "window_size", None)
+    window_size = parse_wxh(window_size, what="--window-size") if window_size is not None else None
     video = getattr(args, "video", None)
     if video is not None and args.scene == "yuv" and args.size is not None:
         raise UsageError("--size with --video: the yuv scene plays the video at its own size; leave --size out")
@@ -103,7 +105,7 @@ def _config(args) -> RunConfig:
     if args.sync not in sync_modes():
         raise UsageError(f"--sync {args.sync!r}: choose one of {', '.join(sync_modes())}")
     cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
-                    size=scene.parse_size(args.size), report=report, screenshot=screenshot, trace=args.trace,
+                    size=scene.parse_size(args.size), window_size=window_size, report=report, screenshot=screenshot, trace=args.trace,
                     cl_device=selector, seed=args.seed, strict=args.strict,
                     panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
                     yuv_format=args.yuv_format, video=video, local_size=local_size,

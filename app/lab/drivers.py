@@ -146,6 +146,7 @@ class EntryPoints(Protocol):
 
 _vp = ctypes.c_void_p
 _u32 = ctypes.c_uint32
+_GL_ENTRY_POINTS = ("clEnqueueAcquireGLObjects", "clEnqueueReleaseGLObjects")
 _MEM_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, _vp, _u32, _vp, _u32, _vp, _vp)
 _SEM_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, _vp, _u32, _vp, _vp, _u32, _vp, _vp)
 _SEM_CREATE = ctypes.CFUNCTYPE(_vp, _vp, _vp, ctypes.POINTER(ctypes.c_int32))
@@ -161,6 +162,8 @@ class RawEntryPoints:
     """
 
     def __init__(self, platform: cl.Platform, families: tuple[str, ...]) -> None:
+        from app.cl import gl_sharing as glcl
+
         self.families = frozenset(families)
         lib = libopencl()
         self._fns: dict[tuple[str, str], object] = {}
@@ -168,7 +171,13 @@ class RawEntryPoints:
         for family in self.families:
             proto = _SEM_CALL if family in semaphores else _MEM_CALL
             for call, name in _registry.get(family).entry_points.items():
-                try:  # the ICD loader exports the cl_khr_gl_sharing entry points; the KHR extensions' are looked up
+                # the ICD loader exports the cl_khr_gl_sharing entry points, found where glshare's own
+                # calls find them (app.cl.gl_sharing.entry_point_address); the KHR extensions' are looked up
+                address = glcl.entry_point_address(platform.int_ptr, name) if name in _GL_ENTRY_POINTS else 0
+                if address:
+                    self._fns[family, call] = proto(address)
+                    continue
+                try:
                     fn = getattr(lib, name)
                     fn.restype = ctypes.c_int32
                     fn.argtypes = list(proto._argtypes_)

@@ -18,7 +18,9 @@ says where either differs. Driver calls never receive a dangling handle: an obje
 released goes in as NULL, and arrays are padded with NULLs up to the counts. Around each driver
 call the lab restores a clean state (a release case acquires first; a signal is followed by a
 wait) and then lets the queue drain with a time limit, so a driver that blocks cannot hang the
-lab: the remaining cases are then marked as not called. Each hazard of
+lab: the remaining cases are then marked as not called. Where a driver is called at all, the lab
+runs in a child process under a watchdog (``app.lab.isolate``): a case whose call hangs or
+crashes the process gets "hung" or "crashed (SIGNAME)" as the driver's answer. Each hazard of
 ``app/validate/ownership.py`` is provoked on a fresh shared buffer under the three strict modes.
 """
 from __future__ import annotations
@@ -383,8 +385,9 @@ def _ptr(obj: Any) -> int:
 class DriverRunner:
     """Makes the real driver call of a case and restores a clean state around it."""
 
-    def __init__(self, lab: LabObjects, entry, family: str) -> None:
+    def __init__(self, lab: LabObjects, entry, family: str, watch=None) -> None:
         self.lab, self.entry, self.family = lab, entry, family
+        self.watch = watch  # app.lab.isolate.Watch in the lab's child process, else None
         self.semaphores = registry.get(family).validator == "semaphore"
         self.calls: list[tuple[str, str]] = []
         self.stuck: str | None = None  # the case after which the queue did not drain
@@ -440,8 +443,22 @@ class DriverRunner:
             time.sleep(0.001)
         return True
 
-    def run(self, call: str, case: str, a: CallArgs) -> tuple[int | None, str]:
-        """(the driver's status, a note). None: not called (the note says why)."""
+    def run(self, call: str, case: str, a: CallArgs) -> tuple[int | str | None, str]:
+        """(the driver's status, a note). None: not called (the note says why); a word ("hung",
+        "crashed (SIGSEGV)"): what the driver did in an earlier child process (app/lab/isolate.py)."""
+        key = f"{self.family}/{case}/{call}"
+        preset = self.watch.preset(key) if self.watch is not None else None
+        if preset is not None:
+            return preset
+        if self.watch is None:
+            return self._run(call, case, a)
+        self.watch.begin(key)
+        try:
+            return self._run(call, case, a)
+        finally:
+            self.watch.end(key)
+
+    def _run(self, call: str, case: str, a: CallArgs) -> tuple[int | None, str]:
         if self.stuck or self.lab.stuck:
             after = self.stuck or "a call of another family"
             return None, f"not called: the lab's queue did not drain within {DRAIN_S:.0f} s after {after}"
@@ -725,7 +742,7 @@ def _case_row(backend, lab, runner, impl, reason, exp: Expected, fam: str, call:
     else:
         code, note = runner.run(call, exp.id, a)
         row["driver_called"] = code is not None
-        row["driver_code"] = cl_error_name(code) if code is not None else None
+        row["driver_code"] = code if isinstance(code, str) or code is None else cl_error_name(code)
         row["driver_note"] = note or drivers.known_answer(impl, fam, exp.id)
     _finish_row(row, exp)
     if exp.id == "success_empty":
@@ -739,7 +756,21 @@ def _case_row(backend, lab, runner, impl, reason, exp: Expected, fam: str, call:
     return row
 
 
-def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> dict:
+def driver_reasons(backend, families: tuple[str, ...], entry=None) -> dict[str, str | None]:
+    """Per family: why no driver entry point of it is called here, or None (called case by case)."""
+    platform, device = backend.env.choice.platform, backend.device
+    impl = drivers.identify(platform)
+    if entry is not None:
+        return {fam: None if entry.offers(fam) else "the entry points given do not offer this family"
+                for fam in families}
+    return {fam: drivers.no_call_reason(impl, platform, device, backend.name, fam) for fam in families}
+
+
+def lab_families(backend) -> tuple[str, ...]:
+    return tuple(registry.of_rule_set(getattr(backend, "rule_set", "gl_sharing")))
+
+
+def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None, watch=None) -> dict:
     """Run every case of the backend's call families for both calls, and every hazard, on ``backend``.
 
     Args:
@@ -748,20 +779,17 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
             ``drivers`` (no calls on PoCL or Intel's CPU runtime: they list none of the extensions).
             An ``entry`` given is called for every family it ``offers``.
         families: which families to run (default: those of ``backend.rule_set``).
+        watch: in the lab's child process (app/lab/isolate.py), what is told where the lab is, and
+            the driver answers an earlier child could not give (a hang, a crash).
     Returns:
         the lab's JSON document (see ``glshare errors --json``).
     """
     platform, device = backend.env.choice.platform, backend.device
     impl = drivers.identify(platform)
-    families = tuple(families or registry.of_rule_set(getattr(backend, "rule_set", "gl_sharing")))
+    families = tuple(families or lab_families(backend))
     expected, not_provokable = load_expected()
     not_provokable = [p for p in not_provokable if p["family"] in families]
-    reasons: dict[str, str | None] = {}
-    for fam in families:
-        if entry is not None:
-            reasons[fam] = None if entry.offers(fam) else "the entry points given do not offer this family"
-        else:
-            reasons[fam] = drivers.no_call_reason(impl, platform, device, backend.name, fam)
+    reasons = driver_reasons(backend, families, entry)
     if entry is None and any(r is None for r in reasons.values()):
         callable_families = tuple(f for f, r in reasons.items() if r is None)
         try:
@@ -780,10 +808,12 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
                 reasons[fam] = str(exc)
                 semaphores = lab.make_semaphores(with_driver=False)
         for fam in families:
+            if watch is not None:
+                watch.phase(f"the {fam} family")
             if registry.get(fam).validator == "planar":
                 rows += run_planar(lab, expected[fam], reasons[fam], not_provokable)
                 continue
-            runner = DriverRunner(lab, entry, fam) if reasons[fam] is None else None
+            runner = DriverRunner(lab, entry, fam, watch) if reasons[fam] is None else None
             for call in sorted(registry.get(fam).calls, key=CALL_ORDER.index):
                 for exp in expected[fam]:
                     try:
@@ -795,7 +825,12 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
                         continue
                     rows.append(_case_row(backend, lab, runner, impl, reasons[fam], exp, fam, call, a))
         lab_simulated = lab.simulated_gl
-    hazards = run_hazards(backend)
+    hazards_note = watch.skip_hazards if watch is not None else None
+    if watch is not None and not hazards_note:
+        from app.lab.isolate import HAZARDS
+
+        watch.phase(HAZARDS)
+    hazards = run_hazards(backend) if not hazards_note else []
     agree = sum(r["validator_agrees"] for r in rows)
     accepted = sum(r["agrees"] for r in rows)  # the spec's answer or the deviation's own, and the Python API right
     deviated = sum(bool(r["deviation"]) and not r["validator_agrees"] for r in rows)
@@ -813,6 +848,7 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None) -> 
         "not_provokable": not_provokable,
         "deviations": deviations_of(rows),
         "hazards": hazards,
+        **({"hazards_note": hazards_note} if hazards_note else {}),
         "summary": {"cases": len(rows), "validator_agrees": agree, "accepted": accepted,
                     "deliberate_deviations": deviated,
                     "driver_called": sum(r["driver_called"] for r in rows),
@@ -871,6 +907,10 @@ def format_text(results: dict, color: bool = False) -> str:
                      f"{'raises' if h['raises_strict_all'] else red('no'):<11} {h['spec']}{mark}")
         if h.get("driver_error"):
             lines.append(f"{'':<26} driver: {h['driver_error']}")
+    if results.get("hazards_note"):
+        lines.append(f"hazards {results['hazards_note']}")
+    if results.get("teardown_note"):
+        lines.append(results["teardown_note"])
     s = results["summary"]
     lines += ["", f"validator agrees with the spec in {s['validator_agrees']}/{s['cases']} calls "
                   f"({s['deliberate_deviations']} deliberate deviations, explained above); {s['accepted']}/{s['cases']} "
@@ -896,13 +936,25 @@ def main(args) -> int:
     spec everywhere (deliberate deviations aside) and every hazard behaves as its kind says."""
     from app.window import open_surface  # a window's GLX context with --window, else headless EGL
 
-    choice = select_device(cl_device_selector(getattr(args, "cl_device", None)))
+    selector = cl_device_selector(getattr(args, "cl_device", None))
+    choice = select_device(selector)
+    window = getattr(args, "window", False)
     with contextlib.ExitStack() as stack:
-        surface = open_surface(not getattr(args, "window", False), (64, 64), title="glshare errors")
+        surface = open_surface(not window, (64, 64), title="glshare errors")
         stack.callback(surface.close)
         backend = open_lab_backend(choice, surface, getattr(args, "backend", None) or "auto")
         stack.callback(backend.close)
-        results = run_lab(backend)
+        isolated = any(r is None for r in driver_reasons(backend, lab_families(backend)).values())
+        results = None if isolated else run_lab(backend)  # no driver called: in this process
+        name = backend.name
+    if isolated:  # a driver is called: in a child under a watchdog (app/lab/isolate.py)
+        from app.errors import GlshareError
+        from app.lab import isolate
+
+        try:
+            results = isolate.run_isolated(isolate.child_command(name, window, selector))
+        except isolate.LabChildFailed as exc:
+            raise GlshareError(str(exc)) from None
     if getattr(args, "json", False):
         print(json.dumps(results, indent=2))
     else:

@@ -125,14 +125,15 @@ class Scene(abc.ABC):
     @classmethod
     def window_size(cls, size, window: tuple[int, int] | None = None, panel_room: int = 0) -> tuple[int, int]:
         """The window a run opens: image scenes show their image 1:1 up to 2048 pixels, other scenes
-        a view of VIEW_SIZE (the classic samples' windows), or the ``window`` asked for (the whole
-        window, as given); beside the panel when ``panel_room`` (the pixels the panel takes at the
-        window's left) is given, in a window at least MIN_PANEL_HEIGHT tall then, so that the scene
-        keeps its whole area (a race against a sample draws the same pixels with the panel on)."""
+        a view of VIEW_SIZE (the classic samples' windows), or, for every scene, the ``window`` asked
+        for (the whole window, as given: the scene is fitted into what the panel leaves); beside the
+        panel when ``panel_room`` (the pixels the panel takes at the window's left) is given, in a
+        window at least MIN_PANEL_HEIGHT tall then, so that the scene keeps its whole area (a race
+        against a sample draws the same pixels with the panel on)."""
+        if window is not None:
+            return tuple(window)
         if cls.size_kind == "image":
             w, h = tuple(size) if isinstance(size, tuple) and max(size) <= 2048 else tuple(cls.default_size)
-        elif window is not None:
-            return tuple(window)
         else:
             w, h = VIEW_SIZE
         if panel_room:

@@ -173,9 +173,17 @@ class GlEventSync(SyncMode):
 
     clCreateEventFromGLsyncKHR is only called on gl_sharing's context (one created from the GL
     context: "context is a valid OpenCL context created from an OpenGL context", cl_khr_gl_event);
-    on a plain context NVIDIA's driver crashed the process. A fence is deleted only once the CL
-    event made from it is complete: with frames in flight, the acquire that waits on it may still
-    be queued when the next frame starts."""
+    on a plain context NVIDIA's driver crashed the process.
+
+    A linked event (one made from a GL fence) goes to clEnqueueAcquireGLObjects's wait list and to
+    nothing else of CL's: cl_khr_gl_event as first published says "Events returned from
+    clCreateEventFromGLsyncKHR may only be consumed by clEnqueueAcquireGLObjects. Passing such events
+    to any other CL API will generate a CL_INVALID_EVENT error" (NVIDIA 580 answers clWaitForEvents on
+    one so). When a linked event is spent is read from the queue instead: the queue is in order, so
+    once the release that followed the frame's acquire completed (its own event's status), or the
+    queue finished, that acquire has consumed the event. Only then is our reference to the event
+    dropped and, after it, the GL fence deleted: the event holds a reference on its GL sync object
+    while it lives (cl_khr_gl_event), and the sync must stay valid while the event is in use."""
 
     name = "gl_event"
     order = 20
@@ -201,20 +209,34 @@ class GlEventSync(SyncMode):
         self.functions = backend.functions
         self.gl_waits = backend.env.gl_info.has("GL_ARB_cl_event")  # else the CPU waits for the release
         self._status = event_info().status
-        self._fences: list[tuple[int, cl.Event]] = []  # (GLsync, the CL event made from it), oldest first
+        # [GLsync, its linked event, the event of a later command on the queue (the frame's release):
+        # None until after_release], oldest first
+        self._fences: list[list] = []
+        self.close_failures: list[str] = []  # what went wrong at close (logged; the teardown goes on)
 
-    def _drop_completed_fences(self) -> None:
-        kept = []
-        for fence, event in self._fences:
-            status = self._status(event.int_ptr)
-            if status is None or status <= 0:  # CL_COMPLETE (0) or failed (negative): the fence is no longer used
-                GL.glDeleteSync(fence)
-            else:
-                kept.append((fence, event))
-        self._fences = kept
+    def _retire(self, upto: int) -> None:
+        """The first ``upto`` fences are spent: each linked event's reference dropped, then its fence."""
+        spent, self._fences = self._fences[:upto], self._fences[upto:]
+        for entry in spent:
+            entry[1] = entry[2] = None  # (pyopencl's clReleaseEvent) before the GL sync it refers to goes
+            GL.glDeleteSync(entry[0])
+
+    def _drop_spent_fences(self) -> None:
+        """Retire the fences up to the newest whose frame's release has completed (the queue is in
+        order: every earlier acquire has completed too). A release event the driver will not answer
+        for keeps its fence until close."""
+        upto = 0
+        for i, (_, _, after) in enumerate(self._fences):
+            if after is None:
+                break
+            status = self._status(after.int_ptr)
+            if status is not None and status <= 0:  # CL_COMPLETE (0), or failed (negative): it ran
+                upto = i + 1
+        if upto:
+            self._retire(upto)
 
     def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
-        self._drop_completed_fences()
+        self._drop_spent_fences()
         fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
         GL.glFlush()
         address = fence or 0  # app.gl.api's glFenceSync: the GLsync as an int (None: no fence)
@@ -223,7 +245,7 @@ class GlEventSync(SyncMode):
         except cl.Error as exc:
             GL.glDeleteSync(fence)
             raise ClError.from_pyopencl(exc, "clCreateEventFromGLsyncKHR") from exc
-        self._fences.append((fence, event))
+        self._fences.append([fence, event, None])
         return [event]
 
     def after_release(self, queue, release_event, waits, shadow=None) -> None:
@@ -231,6 +253,10 @@ class GlEventSync(SyncMode):
         from app.sharing.sync import timed_wait
 
         flush(queue)
+        if release_event is not None:
+            for entry in self._fences:  # this frame's fence (and any whose frame enqueued no release)
+                if entry[2] is None:
+                    entry[2] = release_event
         if self.gl_waits and release_event is not None:
             sync = GL.glCreateSyncFromCLeventARB(self.backend.context.int_ptr, release_event.int_ptr, 0)
             GL.glWaitSync(sync, 0, GL.GL_TIMEOUT_IGNORED)
@@ -239,9 +265,29 @@ class GlEventSync(SyncMode):
             timed_wait(waits, "clWaitForEvents(release)", release_event.wait)
         else:
             timed_wait(waits, "clFinish", queue.finish)
+            self._retire(len(self._fences))  # the queue finished: every acquire consumed its event
 
     def close(self) -> None:
-        for fence, event in self._fences:
-            event.wait()  # (its fence was flushed: it completes)
-            GL.glDeleteSync(fence)
+        """Finish the queue (every acquire has then consumed its linked event), then retire every
+        fence. Never raises: a failure is logged and kept in ``close_failures``, and the teardown
+        goes on; where the queue did not finish the fences are left to the GL context's end (a
+        linked event may still be in use), their events released."""
+        fences, self._fences = self._fences, []
+        try:
+            self.backend.queue.finish()
+        except Exception as exc:  # noqa: BLE001 - recorded; the backend and the scene still go
+            self._close_failed(f"clFinish before deleting {len(fences)} GL fence(s): {exc}; the fences are left "
+                               "to the GL context's end")
+            for entry in fences:
+                entry[1] = entry[2] = None
+            return
+        self._fences = fences
+        try:
+            self._retire(len(fences))
+        except Exception as exc:  # noqa: BLE001
+            self._close_failed(f"deleting the GL fences: {exc}")
         self._fences = []
+
+    def _close_failed(self, what: str) -> None:
+        self.close_failures.append(what)
+        log.warning("gl_event sync at teardown: %s", what)

@@ -273,7 +273,13 @@ def test_sync_none_shows_the_races_on_the_gpu(tmp_path, scene):
         assert r["races"]["frames_checked"] >= 50, r["races"]
         found[sync] = r["races"]
         assert _bad_pairs(json.loads((tmp_path / f"{sync}.t.json").read_text())) == []
-    assert found["none"]["found"] >= 1 and found["finish"]["found"] == 0, found
+    assert found["finish"]["found"] == 0, found
+    none = found["none"]
+    # a race is claimed only from stamps: where NVIDIA gives the release command no stamps (the
+    # postprocess scene on the H100 at f485d61: 60 of 60 frames) the report says so for every frame
+    # instead of claiming one
+    unseen = none["cannot_see"].get("no device stamps for the release", 0)
+    assert none["found"] >= 1 or unseen == none["frames_checked"], found
 
 
 def test_owners_at_the_boundaries_are_the_lanes_states():

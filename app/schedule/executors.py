@@ -7,8 +7,8 @@ executor made the calls.
 - ``sync_before(waits, shadow)``: the sync mode's part before the acquire (``SyncMode.before_acquire``);
   returns the events the acquire waits on (raises where the mode's wait failed); where it made the
   calls of the steps up to the release too, each gone through (and their transitions), it says so
-  in ``done`` (the acquire's end, the kernel's end, the acquire's, the kernel's and the release's
-  events) until the next frame's, and the runner makes no call of those steps;
+  in ``done`` (the acquire's end, the kernel's end, the events it made by step, or None) until
+  the next frame's, and the runner makes no call of those steps;
 - ``acquire(wait_for, out)``, ``compute(queue, frame, after[, event])`` (None: the scene's own),
   ``release(ev_c, out)``: the hand-over and the kernel, each the event it made (None: none asked,
   or nothing enqueued);
@@ -97,8 +97,10 @@ class Native(Remembered):
         # what every frame's common case reads, looked up once (the list's arrays are its own for good)
         self.run_all, self.stamps, self.waits_on_cpu = calls.run_all, calls.stamps, sync.waits_on_cpu
         self.before, self.after = sync.native_before, sync.native_after
-        self.outs = (frame.acquire_out, frame.kernel_out, frame.release_out)
-        self.no_outs = self.outs == (None, None, None)
+        self.outs = tuple((name, slot) for name, slot in zip(("acquire", "compute", "release"),
+                                                             (frame.acquire_out, frame.kernel_out, frame.release_out))
+                          if slot is not None)  # (step, out slot) of the calls whose events are asked
+        self.no_outs = not self.outs
 
     def _run(self, first: int, stop: int) -> None:
         calls = self.nf.calls
@@ -135,8 +137,8 @@ class Native(Remembered):
                 for i, name in nf.waits_before:
                     waits.append((name, stamps[i], stamps[i + 1]))
                 self.hand_over.handed_over()
-                self.done = (stamps[nf.acquire_end], stamps[nf.compute_end], None, None, None) if self.no_outs \
-                    else (stamps[nf.acquire_end], stamps[nf.compute_end], *map(_event, self.outs))
+                self.done = (stamps[nf.acquire_end], stamps[nf.compute_end],
+                             None if self.no_outs else self._made())
                 return None
             self.ran = nf.calls.failed
         if self.ran < nf.ends[BEFORE]:
@@ -144,6 +146,13 @@ class Native(Remembered):
         for i, name in nf.waits_before:
             waits.append((name, stamps[i], stamps[i + 1]))
         return None
+
+    def _made(self) -> dict:
+        """The events of the calls of the acquire, the kernel and the release, by step, where asked."""
+        made = {}
+        for name, slot in self.outs:
+            made[name] = cl.Event.from_int_ptr(slot.value, retain=False)
+        return made
 
     def acquire(self, wait_for, out: bool):
         nf = self.nf

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
 STAMPS_WALL_FACTOR = 10  # a frame is timed at least every this many stamps intervals of the clock
 _OWNER = operator.attrgetter("owner")
+ALL_MADE = {"acquire": 1, "compute": 1, "release": 1}  # a record's counts where every step's calls were made
 
 
 class FrameRunner:
@@ -41,11 +42,10 @@ class FrameRunner:
         ``checked``: with the checked executor, whatever the case (a caller that looks at the
         tracker between the phases: the teaching mode, the contract tests). An executor whose
         ``sync_before`` made the steps up to the release, each gone through, says so in ``done``
-        (the acquire's and the kernel's end, the events of the acquire, the kernel and the release):
-        those steps then only record what it made."""
+        (the acquire's and the kernel's end, the events it made by step): those steps then only
+        record what it made."""
         rec, plan, ex, events, kernel_event = self._begin(frame, stepped, checked)
-        backend, scene, sync, profiles = self.backend, self.scene, self.sync, self.profiles
-        samples, phases, counts, made = rec.owners, rec.phases, rec.counts, rec.events
+        backend, scene, profiles, samples, phases = self.backend, self.scene, self.profiles, rec.owners, rec.phases
         # the owners at each boundary: the tracker's states sampled (``owned``), or where the steady case
         # holds (None) they follow from the transitions alone (all GL's at the start, CL's once acquired)
         owned, gl_owns, cl_owns = plan.owned if ex.checks_uses else None, plan.gl_owns, plan.cl_owns
@@ -53,11 +53,11 @@ class FrameRunner:
         waits_on_cpu = profiles.cl_done = profiles.gl_done = self._waits_on_cpu
         profiles.gl_due = None
         ok = synced = True
-        done = ev_a = ev_c = wait_for = None
+        done = ev_a = ev_c = None
         try:  # the step "sync before", then "acquire"
             if faults is not None:
                 faults("acquire", rec)
-            if sync.bounded_run_ahead:
+            if self.sync.bounded_run_ahead:
                 self.in_flight.bound(rec, self._shadow_both)
             backend.gl_before_acquire(scene.shared)
             if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
@@ -69,14 +69,15 @@ class FrameRunner:
             synced = False
             wait_for = ex.sync_before(rec.waits, shadow)
             synced, done = True, ex.done
-            if done is not None:
-                ev_a = done[2]
-                counts["acquire"] = 1
+            if done is not None:  # (the steps up to the release each went through: one count each)
+                rec.counts.update(ALL_MADE)
+                if done[2]:
+                    rec.events.update(done[2])
             elif "acquire" not in skip:
                 ev_a = ex.acquire(wait_for, events)
-                counts["acquire"] = 1  # (each step runs at most once a frame)
-            if ev_a is not None:
-                made["acquire"] = ev_a
+                rec.counts["acquire"] = 1  # (each step runs at most once a frame)
+                if ev_a is not None:
+                    rec.events["acquire"] = ev_a
         except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
             ok = self._fail(rec, exc, "acquire")
         phases["acquire"] = (t, t := ns() if done is None else done[0])
@@ -85,22 +86,19 @@ class FrameRunner:
         yield "acquire"
         if stepped:  # (the time until the next step is the user's, not the next phase's)
             t = ns()
-        if ok:  # (what CL took is handed back below even when the compute fails)
+        if ok and done is None:  # (what CL took is handed back below even when the compute fails)
             try:
                 if faults is not None:
                     faults("compute", rec)
-                if done is not None:
-                    ev_c = done[3]
-                else:
-                    if owned is not None:
-                        backend.handover.kernel_uses(scene.cl_uses)
-                    after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
-                    compute = ex.compute or scene.compute
-                    ev_c = compute(self._queue, frame, after) if kernel_event else \
-                        compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
+                if owned is not None:
+                    backend.handover.kernel_uses(scene.cl_uses)
+                after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
+                compute = ex.compute or scene.compute
+                ev_c = compute(self._queue, frame, after) if kernel_event else \
+                    compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
                 if ev_c is not None:
-                    made["compute"] = ev_c
-                counts["compute"] = 1
+                    rec.events["compute"] = ev_c
+                rec.counts["compute"] = 1
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "compute")
         phases["compute"] = (t, t := ns() if done is None else done[1])
@@ -177,19 +175,16 @@ class FrameRunner:
         """The steps "release" (where the acquire went through) and "sync after" (where the sync's
         part before the acquire was reached: ``plan.STEPS``); whether the objects are GL's after
         them (released, or never acquired)."""
-        ev_r, released = None, False
-        if acquired:
+        ev_r, released = None, done is not None  # (done: made and recorded with the acquire)
+        if acquired and not released:
             try:
                 if self.faults is not None:
                     self.faults("release", rec)
-                if done is not None:
-                    ev_r = done[4]
-                    rec.counts["release"] = 1
-                elif "release" not in self.skip:
+                if "release" not in self.skip:
                     ev_r = ex.release(ev_c, events)
                     rec.counts["release"] = 1
-                if ev_r is not None:
-                    rec.events["release"] = ev_r
+                    if ev_r is not None:
+                        rec.events["release"] = ev_r
                 released = True
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "release")

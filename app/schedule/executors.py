@@ -130,17 +130,15 @@ class Native(Remembered):
             self.stop = nf.ends[RELEASE]  # the release: the list stops there)
             self._run(0, self.stop)
         else:
-            self.stop = n = self.n
-            self.status = status = self.run_all()
-            if not status:  # the common case: every call went through
-                self.ran = n
+            status = self.run_all()
+            if not status:  # the common case: every call went through (``ran`` and the rest then unread)
                 for i, name in nf.waits_before:
                     waits.append((name, stamps[i], stamps[i + 1]))
                 self.hand_over.handed_over()
                 self.done = (stamps[nf.acquire_end], stamps[nf.compute_end],
                              None if self.no_outs else self._made())
                 return None
-            self.ran = nf.calls.failed
+            self.status, self.stop, self.ran = status, self.n, nf.calls.failed
         if self.ran < nf.ends[BEFORE]:
             raise self._error()
         for i, name in nf.waits_before:

@@ -191,7 +191,9 @@ class FrameRunner:
         if synced:
             try:
                 profiles = self.profiles
-                if self._waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
+                if done is not None:  # (its calls made with the rest: no wait of it is left to read in)
+                    shadow = None
+                elif self._waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
                     if profiles.gl_due is None:  # (not asked yet: the frame failed before its sync wait)
                         timer = self.gl_timer
                         profiles.gl_due = timer.enabled and timer.due()

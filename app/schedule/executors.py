@@ -5,7 +5,10 @@ stamps, samples the owners, records waits and errors and applies the failure rul
 executor made the calls.
 
 - ``sync_before(waits, shadow)``: the sync mode's part before the acquire (``SyncMode.before_acquire``);
-  returns the events the acquire waits on (raises where the mode's wait failed);
+  returns the events the acquire waits on (raises where the mode's wait failed); where it made the
+  calls of the steps up to the release too, each gone through (and their transitions), it says so
+  in ``done`` (the acquire's end, the kernel's end, the events it made by step, or None) until
+  the next frame's, and the runner makes no call of those steps;
 - ``acquire(wait_for, out)``, ``compute(queue, frame, after[, event])`` (None: the scene's own),
   ``release(ev_c, out)``: the hand-over and the kernel, each the event it made (None: none asked,
   or nothing enqueued);
@@ -37,7 +40,7 @@ class Checked:
 
     name = "checked"
     checks_uses = True  # the kernel's and the draw's uses checked by the tracker, the owners sampled
-    fast = None  # (the acquire's end, the compute's end) where the calls' own clock stamps give them
+    done = None  # the steps up to the release made in ``sync_before``, each gone through (only ``Native``'s)
     compute = None  # the scene's own (looked up each frame: a test may replace it on the instance)
 
     def __init__(self, backend, scene, sync) -> None:
@@ -76,7 +79,9 @@ class Remembered(Checked):
 class Native(Remembered):
     """The steady frame's calls made by ``frame``'s one foreign call (``NativeFrame``): the list runs
     at ``sync_before``, up to the release where the GL timer is read in the wait after it
-    (``Profiles.gl_due``), else to its end; each later step reads its segment's outcome."""
+    (``Profiles.gl_due``), else to its end; where every call went through the steps up to the
+    release are ``done`` (both transitions made at once: nothing of glshare's ran between them),
+    else each later step reads its segment's outcome."""
 
     name = "native"
 
@@ -85,9 +90,17 @@ class Native(Remembered):
         self.nf, self.sync, self.profiles = frame, sync, profiles
         self.sync_before, self.sync_after, self.release = self._sync_before, self._sync_after, self._release
         self.compute = self._compute
+        calls = frame.calls
         self.ran = 0  # the first call not made (the failed one where ``status``), in the last run
         self.status = 0
-        self.stop = frame.calls.n
+        self.stop = self.n = calls.n
+        # what every frame's common case reads, looked up once (the list's arrays are its own for good)
+        self.run_all, self.stamps, self.waits_on_cpu = calls.run_all, calls.stamps, sync.waits_on_cpu
+        self.before, self.after = sync.native_before, sync.native_after
+        self.outs = tuple((name, slot) for name, slot in zip(("acquire", "compute", "release"),
+                                                             (frame.acquire_out, frame.kernel_out, frame.release_out))
+                          if slot is not None)  # (step, out slot) of the calls whose events are asked
+        self.no_outs = not self.outs
 
     def _run(self, first: int, stop: int) -> None:
         calls = self.nf.calls
@@ -105,65 +118,73 @@ class Native(Remembered):
         return call_error(self.status, self.nf.calls.calls[self.ran])
 
     def _sync_before(self, waits: list, shadow):
-        nf, sync, queue, calls, profiles = self.nf, self.sync, self.queue, self.nf.calls, self.profiles
-        read_gl = sync.waits_on_cpu and profiles.gl_due
-        self.fast = None
-        sync.native_before(queue, nf.variant)
+        nf, queue = self.nf, self.queue
+        self.done = None
+        self.before(queue, nf.variant)
         if shadow is not None:  # the CL stamps of earlier frames, before the wait for GL
-            sync.native_shadow(queue, shadow, True)
+            self.sync.native_shadow(queue, shadow, True)
         if nf.stage is not None:
-            nf.stage(profiles.rec.index)
-        if read_gl:  # (the GL timer's read comes before the wait after the release: the list stops there)
-            self.stop = nf.ends[RELEASE]
+            nf.stage(self.profiles.rec.index)
+        stamps = self.stamps
+        if self.waits_on_cpu and self.profiles.gl_due:  # (the GL timer's read comes before the wait after
+            self.stop = nf.ends[RELEASE]  # the release: the list stops there)
             self._run(0, self.stop)
         else:
-            self.stop = n = calls.n
-            self.status = status = calls.run_all()
-            self.ran = calls.failed if status else n
-        stamps = calls.stamps
-        if not self.status and not read_gl:  # the common case: every call went through
-            self.fast = (stamps[nf.acquire_end], stamps[nf.compute_end])
-        elif self.ran < nf.ends[BEFORE]:
+            status = self.run_all()
+            if not status:  # the common case: every call went through (``ran`` and the rest then unread)
+                for i, name in nf.waits_before:
+                    waits.append((name, stamps[i], stamps[i + 1]))
+                self.hand_over.handed_over()
+                self.done = (stamps[nf.acquire_end], stamps[nf.compute_end],
+                             None if self.no_outs else self._made())
+                return None
+            self.status, self.stop, self.ran = status, self.n, nf.calls.failed
+        if self.ran < nf.ends[BEFORE]:
             raise self._error()
         for i, name in nf.waits_before:
             waits.append((name, stamps[i], stamps[i + 1]))
         return None
 
+    def _made(self) -> dict:
+        """The events of the calls of the acquire, the kernel and the release, by step, where asked."""
+        made = {}
+        for name, slot in self.outs:
+            made[name] = cl.Event.from_int_ptr(slot.value, retain=False)
+        return made
+
     def acquire(self, wait_for, out: bool):
         nf = self.nf
-        if self.fast is None:  # (where every call went through, both transitions are made at the release)
-            self.hand_over.acquired(None if self._went(nf.ends[BEFORE], nf.ends[ACQUIRE]) else self._error())
-        slot = nf.acquire_out
-        return None if slot is None else cl.Event.from_int_ptr(slot.value, retain=False)
+        self.hand_over.acquired(None if self._went(nf.ends[BEFORE], nf.ends[ACQUIRE]) else self._error())
+        return _event(nf.acquire_out)
 
     def _compute(self, queue, frame: int, after, event: bool = True):
         nf = self.nf
-        if self.fast is None and not self._went(nf.ends[ACQUIRE], nf.ends[COMPUTE]):
+        if not self._went(nf.ends[ACQUIRE], nf.ends[COMPUTE]):
             raise self._error()
-        slot = nf.kernel_out
-        return None if slot is None else cl.Event.from_int_ptr(slot.value, retain=False)
+        return _event(nf.kernel_out)
 
     def _release(self, ev_c, out: bool):
         nf = self.nf
-        if self.fast is not None:
-            self.hand_over.handed_over()
-        else:
-            self.hand_over.released(None if self._went(nf.ends[COMPUTE], nf.ends[RELEASE]) else self._error())
-        slot = nf.release_out
-        return None if slot is None else cl.Event.from_int_ptr(slot.value, retain=False)
+        self.hand_over.released(None if self._went(nf.ends[COMPUTE], nf.ends[RELEASE]) else self._error())
+        return _event(nf.release_out)
 
     def _sync_after(self, queue, ev_r, waits: list, shadow) -> None:
-        nf, sync = self.nf, self.sync
-        if self.fast is None:
-            lo, n = nf.ends[RELEASE], nf.calls.n
+        nf = self.nf
+        if self.done is None:
+            lo, n = nf.ends[RELEASE], self.n
             if self.ran < lo or self.stop < n:  # not reached yet: the GL timer's read ahead of the wait first
                 if shadow is not None:
-                    sync.native_shadow(queue, shadow, False)
+                    self.sync.native_shadow(queue, shadow, False)
                 self.stop = n
             if not self._went(lo, n):
-                sync.native_after(queue)  # (after_release checks before its first call)
+                self.after(queue)  # (after_release checks before its first call)
                 raise self._error()
-        stamps = nf.calls.stamps
+        stamps = self.stamps
         for i, name in nf.waits_after:
             waits.append((name, stamps[i], stamps[i + 1]))
-        sync.native_after(queue)
+        self.after(queue)
+
+
+def _event(slot):
+    """The event a call made in this frame put in its out slot (None: no event asked of it)."""
+    return None if slot is None else cl.Event.from_int_ptr(slot.value, retain=False)

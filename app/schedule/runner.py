@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
 STAMPS_WALL_FACTOR = 10  # a frame is timed at least every this many stamps intervals of the clock
 _OWNER = operator.attrgetter("owner")
+ALL_MADE = {"acquire": 1, "compute": 1, "release": 1}  # a record's counts where every step's calls were made
 
 
 class FrameRunner:
@@ -39,22 +40,24 @@ class FrameRunner:
         """The frame as a generator: yields each phase's name after it ran ("acquire", "compute",
         "release", "render"). ``stepped``: the teaching mode steps it (the pauses are the user's);
         ``checked``: with the checked executor, whatever the case (a caller that looks at the
-        tracker between the phases: the teaching mode, the contract tests)."""
-        backend, scene, sync, profiles = self.backend, self.scene, self.sync, self.profiles
+        tracker between the phases: the teaching mode, the contract tests). An executor whose
+        ``sync_before`` made the steps up to the release, each gone through, says so in ``done``
+        (the acquire's and the kernel's end, the events it made by step): those steps then only
+        record what it made."""
         rec, plan, ex, events, kernel_event = self._begin(frame, stepped, checked)
-        owned, samples, phases, counts, made = plan.owned, rec.owners, rec.phases, rec.counts, rec.events
-        # the owners at each boundary: the tracker's, sampled; where the steady case holds they follow
-        # from the transitions alone (all GL's at the start, CL's once the acquire went through)
-        checks, gl_owns, cl_owns = ex.checks_uses, plan.gl_owns, plan.cl_owns
+        backend, scene, profiles, samples, phases = self.backend, self.scene, self.profiles, rec.owners, rec.phases
+        # the owners at each boundary: the tracker's states sampled (``owned``), or where the steady case
+        # holds (None) they follow from the transitions alone (all GL's at the start, CL's once acquired)
+        owned, gl_owns, cl_owns = plan.owned if ex.checks_uses else None, plan.gl_owns, plan.cl_owns
         faults, skip, t, copied = self.faults, self.skip, rec.start_ns, backend.bytes_copied
         waits_on_cpu = profiles.cl_done = profiles.gl_done = self._waits_on_cpu
         profiles.gl_due = None
         ok = synced = True
-        fast = ev_a = wait_for = None
+        done = ev_a = ev_c = None
         try:  # the step "sync before", then "acquire"
             if faults is not None:
                 faults("acquire", rec)
-            if sync.bounded_run_ahead:
+            if self.sync.bounded_run_ahead:
                 self.in_flight.bound(rec, self._shadow_both)
             backend.gl_before_acquire(scene.shared)
             if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
@@ -65,44 +68,48 @@ class FrameRunner:
                 shadow = profiles.cl_in_wait
             synced = False
             wait_for = ex.sync_before(rec.waits, shadow)
-            synced, fast = True, ex.fast
-            if "acquire" not in skip:
+            synced, done = True, ex.done
+            if done is not None:  # (the steps up to the release each went through: one count each)
+                rec.counts.update(ALL_MADE)
+                if done[2]:
+                    rec.events.update(done[2])
+            elif "acquire" not in skip:
                 ev_a = ex.acquire(wait_for, events)
-                counts["acquire"] = 1  # (each step runs at most once a frame)
+                rec.counts["acquire"] = 1  # (each step runs at most once a frame)
                 if ev_a is not None:
-                    made["acquire"] = ev_a
+                    rec.events["acquire"] = ev_a
         except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
             ok = self._fail(rec, exc, "acquire")
-        phases["acquire"] = (t, t := ns() if fast is None else fast[0])
-        samples.append(("acquire", t, tuple(map(_OWNER, owned)) if checks else cl_owns if ok else gl_owns))
+        phases["acquire"] = (t, t := ns() if done is None else done[0])
+        samples.append(("acquire", t, cl_owns if ok else gl_owns) if owned is None else
+                       ("acquire", t, tuple(map(_OWNER, owned))))
         yield "acquire"
-        acquired, ev_c = ok, None  # what CL took is handed back below even when the compute fails
         if stepped:  # (the time until the next step is the user's, not the next phase's)
             t = ns()
-        if ok:
+        if ok and done is None:  # (what CL took is handed back below even when the compute fails)
             try:
                 if faults is not None:
                     faults("compute", rec)
-                if checks:
+                if owned is not None:
                     backend.handover.kernel_uses(scene.cl_uses)
                 after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
                 compute = ex.compute or scene.compute
                 ev_c = compute(self._queue, frame, after) if kernel_event else \
                     compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
                 if ev_c is not None:
-                    made["compute"] = ev_c
-                counts["compute"] = 1
+                    rec.events["compute"] = ev_c
+                rec.counts["compute"] = 1
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "compute")
-        phases["compute"] = (t, t := ns() if fast is None else fast[1])
-        samples.append(("compute", t, tuple(map(_OWNER, owned)) if checks else cl_owns if acquired else gl_owns))
+        phases["compute"] = (t, t := ns() if done is None else done[1])
+        samples.append(("compute", t, cl_owns if ok else gl_owns) if owned is None else
+                       ("compute", t, tuple(map(_OWNER, owned))))
         yield "compute"
         if stepped:
             t = ns()
-        released = self._release(rec, ex, acquired, synced, ev_c, events)
+        owns = gl_owns if self._release(rec, ex, ok, synced, ev_c, events, done) else cl_owns
         phases["release"] = (t, t := ns())
-        owns = None if checks else gl_owns if released else cl_owns
-        samples.append(("release", t, tuple(map(_OWNER, owned)) if checks else owns))
+        samples.append(("release", t, owns) if owned is None else ("release", t, tuple(map(_OWNER, owned))))
         yield "release"
         self._render(rec, render_target, ns() if stepped else t, copied, owned, owns)
         yield "render"
@@ -110,19 +117,19 @@ class FrameRunner:
     def _begin(self, frame: int, stepped: bool, checked: bool) -> tuple:
         """The frame's record begun, its copy of the objects chosen, its plan, its executor, and
         whether its events are asked for: (record, plan, executor, events, kernel's event)."""
-        backend, scene = self.backend, self.scene
-        rec = FrameRecord.begin(frame, scene.name, backend.name, self.sync.name, self.segment, stepped)
+        backend, scene, sync = self.backend, self.scene, self.sync
+        rec = FrameRecord.begin(frame, scene.name, backend.name, sync.name, self.segment, stepped)
         if scene.slots > 1:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
             rec.slot = slot = frame % scene.slots
             scene.use_slot(slot)
-            self.sync.use_slot(slot, scene.shared)
+            sync.use_slot(slot, scene.shared)
         self.current = self.profiles.rec = rec
         handover = backend.handover
         handover.begin_frame(frame)
         key = (backend.objects_version, *map(id, scene.shared))
         plan = self._plans.get(key)
         if plan is None:  # (the key's objects are held with it: no id in it can be reused while it is kept)
-            plan = keep(self._plans, key, FramePlan(key, scene, backend.handover))
+            plan = keep(self._plans, key, FramePlan(key, scene, handover))
         rec.owner_labels = plan.labels
         rec.start_ns = t = ns()
         interval, last = self.stamps_interval_ns, self._sampled_ns
@@ -132,38 +139,44 @@ class FrameRunner:
         else:  # an untimed frame's events are asked of the driver only where something reads them
             rec.sampled = False
             events, kernel_event = self._untimed_events, self._untimed_kernel_event
-        ex = self._checked
         # the steady case: the in-order queue, no faults or skipped calls, the scene's uses those of the
         # plan, both hand-over calls accepted before and every object GL's (``HandOver.steady``)
-        if not checked and self._steady_mode and self.steady and not self.skip and self.faults is None \
-                and plan.covered and scene.cl_uses is plan.cl_uses and scene.gl_uses is plan.gl_uses:
-            hand_over = handover.steady(self._queue, key)
-            if hand_over is not None:
-                ex = (self.native and self._native_for(hand_over, events, kernel_event)) or plan.remembered
+        if checked or not self._steady_mode or not self.steady or self.skip or self.faults is not None \
+                or not plan.covered or scene.cl_uses is not plan.cl_uses or scene.gl_uses is not plan.gl_uses \
+                or (hand_over := handover.steady(self._queue, key)) is None:
+            ex = self._checked
+            rec.owners.append(("start", t, tuple(map(_OWNER, plan.owned))))
+        else:
+            ex = None
+            if self.native:  # (the hand-over is held with its executor: its identity cannot be reused while kept)
+                ex = self._natives.get((hand_over, events, kernel_event, sync.native_variant(), scene.native_key()),
+                                       False)
+                if ex is False:
+                    ex = self._native_for(hand_over, events, kernel_event)
+            if ex is None:
+                ex = plan.remembered
                 if ex is None or ex.hand_over is not hand_over:
-                    ex = plan.remembered = Remembered(backend, scene, self.sync, hand_over)
+                    ex = plan.remembered = Remembered(backend, scene, sync, hand_over)
+            rec.owners.append(("start", t, plan.gl_owns))
         self.executed = ex.name
-        rec.owners.append(("start", t, tuple(map(_OWNER, plan.owned)) if ex.checks_uses else plan.gl_owns))
         return rec, plan, ex, events, kernel_event
 
     def _native_for(self, hand_over, events: bool, kernel_event: bool) -> Native | None:
         """The native executor of the steady frame's calls prepared for one foreign call, or None
-        where a piece makes its calls in Python (app/schedule/native.py)."""
+        where a piece makes its calls in Python (app/schedule/native.py); kept per (hand-over,
+        events, kernel's event, the sync mode's variant, the scene's key)."""
         scene, backend, sync = self.scene, self.backend, self.sync
         variant = sync.native_variant()
-        key = (hand_over, events, kernel_event, variant, scene.native_key())
-        found = self._natives.get(key, False)
-        if found is False:  # (the hand-over is held with it: its identity cannot be reused while kept)
-            nf = prepare_native(backend, scene, sync, hand_over, events, kernel_event, variant)
-            ex = None if nf is None else Native(backend, scene, sync, hand_over, nf, self.profiles)
-            found = keep(self._natives, key, ex)
-        return found
+        nf = prepare_native(backend, scene, sync, hand_over, events, kernel_event, variant)
+        ex = None if nf is None else Native(backend, scene, sync, hand_over, nf, self.profiles)
+        return keep(self._natives, (hand_over, events, kernel_event, variant, scene.native_key()), ex)
 
-    def _release(self, rec: FrameRecord, ex, acquired: bool, synced: bool, ev_c, events: bool) -> bool:
+    def _release(self, rec: FrameRecord, ex, acquired: bool, synced: bool, ev_c, events: bool, done) -> bool:
         """The steps "release" (where the acquire went through) and "sync after" (where the sync's
-        part before the acquire was reached: ``plan.STEPS``); whether the objects are GL's after it."""
-        ev_r, released = None, False
-        if acquired:
+        part before the acquire was reached: ``plan.STEPS``); whether the objects are GL's after
+        them (released, or never acquired)."""
+        ev_r, released = None, done is not None  # (done: made and recorded with the acquire)
+        if acquired and not released:
             try:
                 if self.faults is not None:
                     self.faults("release", rec)
@@ -178,7 +191,9 @@ class FrameRunner:
         if synced:
             try:
                 profiles = self.profiles
-                if self._waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
+                if done is not None:  # (its calls made with the rest: no wait of it is left to read in)
+                    shadow = None
+                elif self._waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
                     if profiles.gl_due is None:  # (not asked yet: the frame failed before its sync wait)
                         timer = self.gl_timer
                         profiles.gl_due = timer.enabled and timer.due()
@@ -194,26 +209,25 @@ class FrameRunner:
 
     def _render(self, rec: FrameRecord, render_target, t: int, copied: int, owned, owns) -> None:
         """The step "render": the scene's draw (its use checked where CL may hold the objects: ``owns``
-        the owners after the release where they follow from the transitions, else None: the
-        tracker's states ``owned`` sampled), the run-ahead bound's fence past it, the frame's GL
-        errors; then the frame's end: its findings, the bytes moved, into the history, the CL
-        stamps due."""
-        backend = self.backend
+        the owners after the release as they follow from the transitions; ``owned`` the tracker's
+        states where those are sampled instead, else None), the run-ahead bound's fence past it, the
+        frame's GL errors; then the frame's end: its findings, the bytes moved, into the history, the
+        CL stamps due."""
+        backend, scene, sync, profiles = self.backend, self.scene, self.sync, self.profiles
         try:
             if self.faults is not None:
                 self.faults("render", rec)
             size = render_target()
-            if not self.profiles.gl_done:  # (no wait for CL in this frame's sync mode took it)
+            if not profiles.gl_done:  # (no wait for CL in this frame's sync mode took it)
                 self.gl_timer.harvest()  # the frames before (done once the sync waited), before this frame's pass
             if size is not None:
-                if owns is None or CL in owns:
-                    backend.handover.draw_uses(self.scene.gl_uses)
+                if owned is not None or CL in owns:
+                    backend.handover.draw_uses(scene.gl_uses)
                 if rec.sampled:
                     with self.gl_timer.span(rec, "gl render"):
-                        self.scene.render(size)
+                        scene.render(size)
                 else:  # (the timer's span of a frame not timed does nothing)
-                    self.scene.render(size)
-            sync = self.sync
+                    scene.render(size)
             sync.after_gl_use(rec.waits)
             if sync.bounded_run_ahead:
                 # where GL waited on the GPU for CL's release (``SyncMode.gl_waits_for_release``) a GL
@@ -223,17 +237,16 @@ class FrameRunner:
             # and those after it (a copy's semaphore signal, the fence), are checked here, on their frame
             code = self._gl_error()
             if code:
-                check_gl(f"render {self.scene.name}", code)
+                check_gl(f"render {scene.name}", code)
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
-        rec.owners.append(("render", t, tuple(map(_OWNER, owned)) if owns is None else owns))
+        rec.owners.append(("render", t, owns) if owned is None else ("render", t, tuple(map(_OWNER, owned))))
         rec.end_ns = t
         self._work_since += t - rec.start_ns
         rec.hazards = backend.handover.findings_of(rec.index)
         rec.bytes_moved = backend.bytes_copied - copied  # what the backend copied in this frame
         self.history.add(rec)
-        profiles = self.profiles
         profiles.pending.append(rec)
         self.current = None
         if not profiles.cl_done and len(profiles.pending) >= profiles.due_at:

@@ -37,14 +37,26 @@ class SteadyHandOver:
         self.backend, self.queue, self.generation, self.objects, self.states = backend, queue, generation, objects, states
 
     def acquire(self, out: bool) -> cl.Event | None:
-        event = self._enqueue(self.backend._enqueue_acquire, "acquire", out)
-        self.backend.tracker.acquired_states(self.states, self.queue)
+        be = self.backend
+        be.validator.checked += 1
+        try:
+            event = be._enqueue_acquire(self.queue, self.objects, None) if out or not be.null_events else \
+                be._enqueue_acquire(self.queue, self.objects, None, event=False)
+        except cl.Error as exc:
+            raise ClError.from_pyopencl(exc, f"{be.name}.acquire") from exc
+        be.tracker.acquired_states(self.states, self.queue)
         return event
 
     def release(self, after, out: bool) -> cl.Event | None:
         """``after``: the kernel's event, which the in-order queue needs in no wait list."""
-        event = self._enqueue(self.backend._enqueue_release, "release", out)
-        self.backend.tracker.released_states(self.states)
+        be = self.backend
+        be.validator.checked += 1
+        try:
+            event = be._enqueue_release(self.queue, self.objects, None) if out or not be.null_events else \
+                be._enqueue_release(self.queue, self.objects, None, event=False)
+        except cl.Error as exc:
+            raise ClError.from_pyopencl(exc, f"{be.name}.release") from exc
+        be.tracker.released_states(self.states)
         return event
 
     def acquired(self, error: BaseException | None = None) -> None:
@@ -68,16 +80,6 @@ class SteadyHandOver:
         self.backend.validator.checked += 1
         if error is not None:
             raise ClError.from_pyopencl(error, f"{self.backend.name}.{call}") from error
-
-    def _enqueue(self, enqueue, call: str, out: bool) -> cl.Event | None:
-        be = self.backend
-        be.validator.checked += 1
-        try:
-            if out or not be.null_events:
-                return enqueue(self.queue, self.objects, None)
-            return enqueue(self.queue, self.objects, None, event=False)
-        except cl.Error as exc:
-            raise ClError.from_pyopencl(exc, f"{be.name}.{call}") from exc
 
 
 class HandOver:

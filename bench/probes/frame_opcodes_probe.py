@@ -7,6 +7,7 @@ machines. Not part of the package; run from a project root:
     python3 bench/probes/frame_opcodes_probe.py [scene size backend frames]   # particles 1024 host_mapped 300
     SYNC=semaphore python3 bench/probes/frame_opcodes_probe.py particles 16384 external_memory
     TOP=30 ...          # the functions with the most instructions a frame, each loop's
+    FILES=12 ...        # the source files with the most instructions a frame, each loop's
     NATIVE=0 ...        # the steady frame's hand-over in Python (FrameScheduler.native), for an A/B
 
 Rows: untimed frames (no stamps read: the steady state between two timed frames), timed frames
@@ -29,6 +30,7 @@ from bench.probes._args import scene_args  # noqa: E402
 scene, size_arg, size, backend, frames = scene_args("1024", "host_mapped", 300)
 sync = os.environ.get("SYNC", "finish")
 top = int(os.environ.get("TOP", "0"))
+files = int(os.environ.get("FILES", "0"))
 
 
 def count(fn, n: int) -> tuple[float, float, collections.Counter]:
@@ -84,4 +86,11 @@ with Run(cfg) as rt:
         print(f"# {name}: the {top} functions with the most instructions a frame")
         for (path, line, fn), n in per_fn.most_common(top):
             print(f"  {n / frames:7.1f} {os.path.relpath(path)}:{line} {fn}")
+    for name, _, _, per_fn in rows if files else ():
+        by_file: collections.Counter = collections.Counter()
+        for (path, _, _), n in per_fn.items():
+            by_file[os.path.relpath(path)] += n
+        print(f"# {name}: the {files} source files with the most instructions a frame")
+        for path, n in by_file.most_common(files):
+            print(f"  {n / frames:7.1f} {path}")
     bare.close()

@@ -4,14 +4,13 @@ package; run from a project root:
 
     python3 bench/probes/overhead_pairs_probe.py [scene size backend frames]   # particles 1024 host_mapped 3000
     ATTR=wall python3 bench/probes/overhead_pairs_probe.py                     # wall time instead
-    ROUNDS=6 python3 bench/probes/overhead_pairs_probe.py ...   # rounds alternating the bookkeeping
-                                                                # inside the waits (on) and after them (off)
+    ROUNDS=6 AB=steady python3 bench/probes/overhead_pairs_probe.py ...   # rounds alternating an A/B (on, off)
     AB=queue ...        # alternating glshare's profiling queue and a plain one (its events then not read)
     AB=gltimer ...      # alternating glshare's GL timer on and off (what its two stamps a frame cost)
     AB=stamps ...       # alternating one frame timed a millisecond (the default) and every frame timed
     AB=events ...       # alternating untimed frames without the events nothing reads (the default) and with
                         # all three, and finish's bookkeeping handed to its waits only when due and always
-    AB=steady ...       # alternating the steady frame (the default, where it applies) and the general one always
+    AB=steady ...       # (the default) alternating the steady frame (where it applies) and the general one always
     AB=native ...       # alternating the steady frame's hand-over in one native call (the default, where it
                         # applies) and in Python
     BARE_QUEUE=glshare  # the bare loops enqueue on glshare's profiling queue, not a plain one of their own
@@ -50,10 +49,8 @@ with Run(cfg) as rt:
         for loop in loops:
             loop()
     sched = rt.session.scheduler
-    shadow = (sched._shadow_cl, sched._shadow_gl)
-    ab = os.environ.get("AB", "shadow")
-    switch = {"shadow": ("bookkeeping in the waits", "after them"),
-              "queue": ("profiling queue", "plain queue"),
+    ab = os.environ.get("AB", "steady")
+    switch = {"queue": ("profiling queue", "plain queue"),
               "gltimer": ("GL timer on", "GL timer off"),
               "stamps": ("one frame timed a millisecond", "every frame timed"),
               "events": ("untimed frames' events only where read, flushes only when due",
@@ -72,9 +69,7 @@ with Run(cfg) as rt:
         plain_queue = cl.CommandQueue(backend.context, rt.session.choice.device)
 
     def measure(on: bool) -> str:
-        if ab == "shadow":  # off: the sync's waits get no bookkeeping, which the frame then does where it did before
-            sched._shadow_cl, sched._shadow_gl = shadow if on else (None, None)
-        elif ab == "queue":  # off: the frames on a queue without CL_QUEUE_PROFILING_ENABLE
+        if ab == "queue":  # off: the frames on a queue without CL_QUEUE_PROFILING_ENABLE
             profiling_queue.finish()
             backend._queue.queue = profiling_queue if on else plain_queue
         elif ab == "stamps":
@@ -109,7 +104,6 @@ with Run(cfg) as rt:
     for r in range(rounds):
         on = r % 2 == 0
         print(f"round {r} {switch[0] if on else switch[1]}: {measure(on)}", flush=True)
-    sched._shadow_cl, sched._shadow_gl = shadow
     sched.gl_timer.enabled, backend._queue.queue = timer_on, profiling_queue
     sched.stamps_interval_ns = interval
     sched.steady, sched.native = True, native_on

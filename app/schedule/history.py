@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from app.schedule.frame import ErrorRecord, FrameRecord
-from app.schedule.races import RaceFlag, find_races
+from app.schedule.races import NOT_TIMED, RaceFlag, find_races
 
 DEFAULT_CAP = 600
 MAX_LOOP_ERRORS = 256
@@ -152,7 +152,13 @@ class RunHistory:
         if self.on_harvested is not None:
             self.on_harvested(rec)
         clock = self.clock
-        if clock is not None:
+        if clock is not None and not rec.sampled:
+            # a frame not timed has no stamps to check: counted as find_races counts it, without the
+            # clock's offsets or the per-object walk (every frame pays this; most are not timed)
+            if any("cl" in owners for _b, _t, owners in rec.owners):
+                self.races.checked += 1
+                self.races.blind[NOT_TIMED] += 1
+        elif clock is not None:
             check = find_races(rec, self._prev, clock.cl.offset, clock.gl.offset,
                                clock.cl.uncertainty_ns + clock.gl.uncertainty_ns)
             self.races.checked += check.checked

@@ -85,6 +85,9 @@ def _held_by_cl(rec) -> list[str]:
     return [label for k, label in enumerate(rec.owner_labels) if any(o[k] == "cl" for _b, _t, o in rec.owners)]
 
 
+NOT_TIMED = "frame not timed"  # what a frame without stamps cannot show
+
+
 @dataclass
 class RaceCheck:
     """What the stamps of one frame showed: the races, and what they could not show (``blind``)."""
@@ -100,7 +103,7 @@ def find_races(rec, prev, cl_offset: int, gl_offset: int, uncertainty_ns: int) -
     if not labels:
         return RaceCheck([], checked=False)
     if not rec.sampled:
-        return RaceCheck([], ("frame not timed",))
+        return RaceCheck([], (NOT_TIMED,))
     blind: list[str] = []
     races: list[RaceFlag] = []
     passes = _scene_passes(rec, gl_offset)

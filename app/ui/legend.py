@@ -22,7 +22,6 @@ from app.legend import (  # noqa: F401 - the legend, read by the panel's modules
     TEXT_RGB,
     TO_CL,
     TO_GL,
-    TRACE_CNAME,
     WAIT_RGB,
     hex_rgb,
     legend,

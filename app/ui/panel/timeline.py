@@ -77,15 +77,13 @@ def _stable_span(state: PanelState, extent: float) -> float:
 
 
 def _sequence_row(dl, tl: Timeline, x: float, y: float, right: float, left: float) -> float:
-    """The frame's phases in the order they ran, each in its colour with its duration: the order at a
-    glance, and the legend of the phase colours. Returns the row's bottom."""
+    """The frame's CPU phases in the order they ran, each in its colour with its duration, named by
+    what the CPU did ("enqueue kernel": the device's run is the CL lane's "kernel" bar): the order
+    at a glance, and the legend of the phase colours. Returns the row's bottom."""
     line = imgui.get_text_line_height()
-    done = {}
-    for i in np.nonzero((tl.lane == LANE_CPU) & (tl.kind == KIND_PHASE))[0].tolist():
-        done[tl.names[i]] = float(tl.end[i] - tl.start[i])
     cx, cy = x, y
-    for k, name in enumerate(("acquire", "compute", "release", "render", "panel")):
-        text = f"{name} {duration_label(done[name])}" if name in done else name
+    for k, (phase, name, ms) in enumerate(tl.sequence()):
+        text = name if ms is None else f"{name} {duration_label(ms)}"
         sep = " > " if k else ""
         w = imgui.calc_text_size(sep + text).x + 2
         if cx + w > right and cx > left:
@@ -94,8 +92,8 @@ def _sequence_row(dl, tl: Timeline, x: float, y: float, right: float, left: floa
         if sep:
             dl.add_text((cx, cy), DIM_U32, sep)
             cx += imgui.calc_text_size(sep).x
-        rgb = legend.PHASE_RGB[name]
-        dl.add_text((cx, cy), u32(rgb) if name in done else u32(rgb, 110), text)
+        rgb = legend.PHASE_RGB[phase]
+        dl.add_text((cx, cy), u32(rgb) if ms is not None else u32(rgb, 110), text)
         cx += imgui.calc_text_size(text).x + 2
     return cy + line + 1
 
@@ -278,10 +276,11 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
             dl.add_rect_filled((a, yt), (b, yb), _bar_color(k, name))
         if b - a > label_room * 4 and k not in (KIND_QUEUED, KIND_BOOKKEEPING):  # a label where it fits
             dur = tl.end[i] - tl.start[i]
-            text = f"{name} {duration_label(dur)}"
+            label = tl.labels[i] if i < len(tl.labels) else name
+            text = f"{label} {duration_label(dur)}"
             tw = imgui.calc_text_size(text).x
             if tw > b - a - 4:
-                text = name
+                text = label
                 tw = imgui.calc_text_size(text).x
             if tw <= b - a - 4:
                 dark = k in (KIND_OWNER,) or name in ("acquire", "compute", "panel")
@@ -332,7 +331,8 @@ def _bar_tooltip(tl: Timeline, marks, visible, xa_c, xb_c, top: float, lane_h: i
         kind_text = {KIND_QUEUED: " (waiting in the queue)", KIND_OWNER: "",
                      KIND_BOOKKEEPING: " (glshare's reads of earlier frames' stamps, before the wait)"}.get(int(kind[i]), "")
         owner = legend.OWNER_TITLES.get(names[i], "") if int(kind[i]) == KIND_OWNER else ""
-        tooltip(f"{what}: {owner or names[i]}{kind_text}, frame {tl.frame}\n"
+        label = tl.labels[i] if i < len(tl.labels) else names[i]
+        tooltip(f"{what}: {owner or label}{kind_text}, frame {tl.frame}\n"
                 f"{s:.3f} -> {e:.3f} ms ({duration_label(e - s)})")
         return True
     return False

@@ -178,3 +178,86 @@ def test_an_error_shows_its_own_message():
     h.errors.add_error(ErrorRecord(9, "compute", -30, "CL_INVALID_VALUE", "again", ""))
     (e,) = shown.read(h.errors).entries
     assert (e.count, e.first_frame, e.last_frame, e.message) == (1, 9, 9, "again")
+
+
+def test_the_events_tab_lists_the_frames_calls_and_their_statistics():
+    """The Events tab lists the frame's calls in the order they began, each with its duration and
+    the clock that measured it; the statistics of each phase and command equal numpy's over the
+    same durations (tolerance 1e-9 ms)."""
+    from app.ui.tabs.events import CPU, DEVICE, GL, WAIT, frame_events, statistics
+
+    rec = _record()
+    rec.waits = [("clFinish", 1_045_000, 1_069_000)]
+    rec.gl_passes = [("gl scene", 1_100_000, 1_500_000)]
+    events = frame_events(rec, cl_offset=0, gl_offset=0)
+    assert [(e.name, e.source) for e in events] == [
+        ("enqueue acquire", CPU), ("enqueue kernel", CPU), ("acquire command", DEVICE), ("kernel", DEVICE),
+        ("enqueue release + wait", CPU), ("clFinish", WAIT), ("render (GL calls)", CPU), ("gl scene", GL),
+        ("release command", DEVICE)]
+    kernel = events[3]
+    assert kernel.start_ms == pytest.approx(0.030, abs=1e-9) and kernel.ms == pytest.approx(0.292, abs=1e-9)
+    # another frame, the kernel 100 us longer: the statistics of two
+    other = _record()
+    q, sub, st, en = other.cl_profile["compute"]
+    other.cl_profile = {**other.cl_profile, "compute": (q, sub, st, en + 100_000)}
+    stats = {(s.name, s.source): s for s in statistics([rec, other])}
+    k = stats[("kernel", DEVICE)]
+    want = np.array([0.292, 0.392])
+    assert k.count == 2
+    np.testing.assert_allclose([k.min, k.median, k.p95, k.max],
+                               [want.min(), np.median(want), np.percentile(want, 95), want.max()], atol=1e-9)
+    assert stats[("enqueue kernel", CPU)].median == pytest.approx(0.030, abs=1e-9)
+
+
+def test_the_events_tab_describes_the_panels_frame(small_runtime):
+    rt = small_runtime
+    for _ in range(5):
+        rt.tick()
+    rt.session.finish()
+    model = panel_snapshot(rt, tab="events")
+    part = model.tabs["events"]
+    assert part.frame == model.header.frame
+    names = {e.name for e in part.events}
+    assert {"enqueue kernel", "kernel"} <= names, names
+    assert all(s.count >= 1 and s.min <= s.median <= s.p95 <= s.max for s in part.stats)
+
+
+def test_zoom_to_the_hand_over_holds_every_hand_over():
+    """"z" (and the button) zooms the timeline on the frame's hand-overs: the view holds each
+    hand-over bar of the owner lanes, with a quarter of their span more on each side."""
+    from app.ui.model import KIND_OWNER, build_timeline
+    from app.ui.panel.state import PanelState
+    from app.ui.panel.timeline import zoom_to_handover
+
+    tl = build_timeline(_record(), None)
+    hand = [i for i in np.flatnonzero(tl.kind == KIND_OWNER) if tl.names[i] in ("GL -> CL", "CL -> GL")]
+    assert len(hand) == 2
+    a, b = float(tl.start[hand].min()), float(tl.end[hand].max())
+    assert (a, b) == pytest.approx((0.020, 0.400), abs=1e-9)  # the acquire command's start, the release's end
+    state = PanelState()
+    assert zoom_to_handover(tl, state)
+    assert state.zoom == pytest.approx((a - 0.25 * (b - a), b + 0.25 * (b - a)), abs=1e-9)
+    rec = _record()
+    rec.owners = [(b_, t, ("gl",)) for b_, t, _o in rec.owners]  # no hand-over: the view stays
+    state.zoom = None
+    assert not zoom_to_handover(build_timeline(rec, None), state) and state.zoom is None
+
+
+def test_resuming_releases_the_chosen_frame(small_runtime):
+    """A frame chosen while paused stays chosen while paused; resuming follows the run again."""
+    rt = small_runtime
+    for _ in range(4):
+        rt.tick()
+    rt.controls.key("p")
+    rt.tick()
+    frame = panel_snapshot(rt).header.frame
+    rt.ui.state.chosen = frame - 1
+    rt.ui.mark_dirty()
+    rt.tick()
+    assert rt.ui.state.chosen == frame - 1 and rt.ui.last_model.header.chosen
+    rt.controls.key("p")  # resume
+    rt.ui.mark_dirty()
+    rt.tick()
+    rt.ui.mark_dirty()
+    rt.tick()
+    assert rt.ui.state.chosen is None and not rt.ui.last_model.header.chosen

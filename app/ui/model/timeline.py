@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.schedule.frame import PHASES
-from app.schedule.owners import IN_PROGRESS_TAIL_NS, WHERE_PHASE
+from app.schedule.owners import HANDOVER, IN_PROGRESS_TAIL_NS, WHERE_PHASE
 from app.trace.names import cpu_name, device_name
 from app.ui.model.owners import owner_spans
 
@@ -77,6 +77,16 @@ class Timeline:
     @property
     def count(self) -> int:
         return len(self.names)
+
+    def handover_ms(self, margin: float = 0.25) -> tuple[float, float] | None:
+        """The view that holds every hand-over of the frame (its owner lanes' "GL -> CL" and
+        "CL -> GL"), ``margin`` of its length more on each side; None where the frame made none."""
+        hit = [i for i in np.flatnonzero(self.kind == KIND_OWNER).tolist() if self.names[i] in HANDOVER]
+        if not hit:
+            return None
+        a, b = float(self.start[hit].min()), float(self.end[hit].max())
+        pad = max((b - a) * margin, 0.002)
+        return a - pad, b + pad
 
     def sequence(self) -> tuple[tuple[str, str, float | None], ...]:
         """The CPU's phases in the order they ran: (phase, its CPU name, ms or None not run yet)."""

@@ -191,6 +191,9 @@ def draw_timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
     if hovered:
         imgui.set_item_key_owner(imgui.Key.mouse_wheel_y)  # the wheel zooms here, it does not scroll
     _interact(state, hovered, active, bx0, scale, t0, t1, span)
+    state.fit_span = span
+    if imgui.is_key_pressed(ZOOM_KEY, False) and not imgui.get_io().want_text_input:
+        zoom_to_handover(tl, state)
     if tl.frame is None or not tl.count:
         dl.add_text((bx0 + 4, top + 2), TEXT, "timeline: waiting for a complete frame")
     elif not _bars(dl, tl, state, bx0, bx1, top, lane_h, t0, scale, hovered) and hovered:
@@ -206,6 +209,18 @@ def draw_timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
         if note and r < len(lanes):
             dl.add_text((bx0 + 4, top + r * lane_h + (lane_h - line) / 2), DIM_U32, note)
     imgui.set_cursor_screen_pos((x0, bottom + 3))
+
+
+ZOOM_KEY = imgui.Key.z  # "zoom to the hand-over" (no command of app/session/controls.py takes z)
+
+
+def zoom_to_handover(tl: Timeline, state: PanelState) -> bool:
+    """The timeline's view on the frame's hand-overs (``Timeline.handover_ms``); False where none."""
+    view = tl.handover_ms() if tl.frame is not None and tl.count else None
+    if view is None:
+        return False
+    state.zoom = view
+    return True
 
 
 def _interact(state: PanelState, hovered: bool, active: bool, bx0: float, scale: float, t0: float, t1: float,
@@ -229,22 +244,43 @@ def _interact(state: PanelState, hovered: bool, active: bool, bx0: float, scale:
 
 
 def draw_frame_choice(m: PanelModel, state: PanelState) -> None:
-    """While paused a slider over the kept frames; "follow" goes back to the newest frame."""
-    h, t = m.header, m.timing
-    if h.paused and not h.in_progress and not h.teaching and t.first_kept is not None and t.newest_kept > t.first_kept:
-        imgui.set_next_item_width(max(imgui.get_content_region_avail().x - 130, 60))
-        current = h.frame if h.frame is not None else t.newest_kept
-        changed, value = imgui.slider_int("##frame", current, t.first_kept, t.newest_kept, "frame %d")
+    """The zoom (how far in, "fit" back, "hand-over" to zoom on it) and, while paused, a slider over
+    the kept frames; "follow" goes back to the newest frame."""
+    h, t = m.header, m.timeline
+    fit = max(state.fit_span, 1e-9)
+    if state.zoom is not None:
+        a, b = state.zoom
+        if imgui.small_button(f"fit (zoom {fit / max(b - a, 1e-9):.1f}x)"):
+            state.zoom = None
+        hover_tip(f"the timeline shows {duration_label(b - a)} from {a:.3f} ms; back to the whole frame "
+                  "(or double-click the timeline)")
+    else:
+        imgui.text_disabled("zoom 1x")
+        hover_tip("wheel over the timeline: zoom; drag: pan; double-click: fit")
+    imgui.same_line()
+    if t.frame is not None and t.handover_ms() is not None:
+        if imgui.small_button("hand-over (z)"):
+            zoom_to_handover(t, state)
+        hover_tip("zoom on the frame's hand-overs (key z)")
+        imgui.same_line()
+    timing = m.timing
+    if h.paused and not h.in_progress and not h.teaching and timing.first_kept is not None \
+            and timing.newest_kept > timing.first_kept:
+        imgui.set_next_item_width(max(imgui.get_content_region_avail().x - 110, 60))
+        current = h.frame if h.frame is not None else timing.newest_kept
+        changed, value = imgui.slider_int("##frame", current, timing.first_kept, timing.newest_kept, "frame %d")
         if changed:
             state.chosen = value
         hover_tip("any frame the run kept: the header, the owners and the timeline follow it")
         imgui.same_line()
     if h.chosen:
-        if imgui.button("follow the run"):
+        if imgui.small_button("follow the run"):
             state.chosen = None
-        hover_tip("show the newest frame again")
+        hover_tip("show the newest frame again (resuming does too)")
     elif h.paused and not h.in_progress and not h.teaching:
         imgui.text_disabled("(newest)")
+    else:
+        imgui.new_line()
 
 
 def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: float, lane_h: int, t0: float,

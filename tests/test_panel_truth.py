@@ -261,3 +261,32 @@ def test_resuming_releases_the_chosen_frame(small_runtime):
     rt.ui.mark_dirty()
     rt.tick()
     assert rt.ui.state.chosen is None and not rt.ui.last_model.header.chosen
+
+
+def test_sub_pixel_zones_fold_into_one_block():
+    """Bars narrower than a pixel, next to each other on one lane, are one block listing them; a
+    lone narrow bar, a wide one, and narrow bars on another lane or far away stay as they are."""
+    from app.ui.panel.timeline import fold_narrow
+
+    lane = np.array([0, 0, 0, 0, 1, 0, 0])
+    xa = np.array([10.0, 10.4, 11.2, 30.0, 10.5, 50.0, 12.0])
+    xb = np.array([10.3, 10.9, 11.6, 40.0, 10.6, 50.5, 12.5])
+    groups = fold_narrow(lane, xa, xb, np.arange(7), px=1.0)
+    assert groups == [(0, 10.0, 12.5, [0, 1, 2, 6])]
+    assert fold_narrow(lane, xa, xb, np.array([0, 3, 4, 5]), px=1.0) == []
+
+
+def test_the_timing_plot_gives_each_frames_values(small_runtime):
+    """Hovering a frame of the timing plot shows its value of every line (the model's ``at``): the
+    plotted values of that frame, exactly; none for a frame the plot does not hold."""
+    rt = small_runtime
+    for _ in range(8):
+        rt.tick()
+    t = panel_snapshot(rt).timing
+    assert t.count >= 2
+    k = len(t.frames) - 2
+    values = dict(t.at(int(t.frames[k])))
+    assert set(values) >= {"acquire", "compute", "release", "render", "frame"}
+    for name, ms in values.items():
+        assert ms == t.series[name][k]
+    assert t.at(-5) == ()

@@ -260,11 +260,24 @@ def _zoom_indicator(state: PanelState, x: float, y: float, span: float) -> None:
               "(or double-click the timeline)")
 
 
+def _keys(state: PanelState, frame: int, chosen: bool, first: int, newest: int) -> None:
+    """While paused: left shows the frame before the one shown; right, while a frame is chosen, the
+    one after it (the run's own "right" steps a frame too; at the newest the panel follows the run)."""
+    if imgui.get_io().want_text_input:
+        return
+    if imgui.is_key_pressed(imgui.Key.left_arrow, True) and frame > first:
+        state.chosen = frame - 1
+    elif chosen and imgui.is_key_pressed(imgui.Key.right_arrow, True):
+        state.chosen = frame + 1 if frame + 1 < newest else None
+
+
 def draw_frame_choice(m: PanelModel, state: PanelState) -> None:
     """While paused a slider over the kept frames and a button to zoom on the hand-over; "follow"
     goes back to the newest frame."""
     h, t = m.header, m.timing
     browsing = h.paused and not h.in_progress and not h.teaching
+    if browsing and h.frame is not None and t.first_kept is not None:
+        _keys(state, h.frame, h.chosen, t.first_kept, t.newest_kept)
     if browsing and m.timeline.frame is not None and m.timeline.handover_ms() is not None:
         if imgui.small_button("hand-over (z)"):
             zoom_to_handover(m.timeline, state)
@@ -276,7 +289,8 @@ def draw_frame_choice(m: PanelModel, state: PanelState) -> None:
         changed, value = imgui.slider_int("##frame", current, t.first_kept, t.newest_kept, "frame %d")
         if changed:
             state.chosen = value
-        hover_tip("any frame the run kept: the header, the owners and the timeline follow it")
+        hover_tip("any frame the run kept: the header, the owners and the timeline follow it; "
+                  "left / right: the frame before / after")
         imgui.same_line()
     if h.chosen:
         if imgui.button("follow the run"):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.trace.names import cpu_name
 from app.ui import legend
 from app.ui.bundle import imgui, implot, implot_ctx
-from app.ui.legend import f4, u32
+from app.ui.legend import cpu_name, f4, u32
 from app.ui.model import SERIES, PanelModel
 from app.ui.panel.state import PanelState
 from app.ui.panel.widgets import (

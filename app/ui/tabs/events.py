@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.trace.names import cpu_name, device_name
 from app.ui.bundle import imgui, imgui_ctx
+from app.ui.legend import cpu_name, device_name
 from app.ui.panel.widgets import DIM, OWN_TABLE, duration_label, hover_tip
 from app.ui.tabs import Tab, TabInput
 

@@ -1,12 +1,10 @@
-"""Errors and hazards, folded: one entry per (code, name, where) or (case, object, where) with a
-count, its first and last frame (the Errors and Hazards tabs, the header's counts)."""
+"""Errors and hazards as the panel shows them: the run's own folding (app/schedule/history.py's
+``Folded``: one entry per (code, name, where) or (case, object, where) with a count, its first and
+last frame, for every frame of the run) read into frozen entries, less what "clear" put aside
+(the Errors and Hazards tabs, the header's counts)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from app.schedule.frame import ErrorRecord
-
-MAX_FOLDED = 64  # distinct errors / hazards kept; more are counted in "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,60 +28,6 @@ class Findings:
     entries: tuple[Finding, ...]  # most recent first
     total: int  # since the last clear
     other: int  # of kinds beyond MAX_FOLDED
-
-
-class Folder:
-    """Repeated errors (or hazards) folded into one entry with a count, first and last frame."""
-
-    def __init__(self, kind: str, limit: int = MAX_FOLDED) -> None:
-        self.kind = kind
-        self.limit = limit
-        self.entries: dict[tuple, list] = {}  # key -> [fields, count, first, last, message]
-        self.other = 0
-        self.total = 0
-        self._version = 0
-        self._cached: tuple[int, tuple[Finding, ...]] = (-1, ())
-
-    def add(self, key: tuple, frame: int, fields: dict, message: str = "") -> None:
-        self.total += 1
-        self._version += 1
-        entry = self.entries.get(key)
-        if entry is None:
-            if len(self.entries) >= self.limit:
-                self.other += 1
-                return
-            entry = self.entries[key] = [fields, 0, frame, frame, message]
-        entry[1] += 1
-        entry[3] = frame
-        entry[4] = message or entry[4]
-
-    def add_error(self, err: ErrorRecord) -> None:
-        """Errors fold on (code, name, where); the last message is kept."""
-        self.add((err.code, err.name, err.where), err.frame,
-                 {"title": err.name, "where": err.where, "text": err.meaning, "code": err.code}, err.message)
-
-    def add_hazard(self, flag) -> None:
-        self.add((flag.case, flag.label, flag.where), flag.frame,
-                 {"title": flag.case, "where": flag.where, "text": flag.spec, "label": flag.label})
-
-    def clear(self) -> None:
-        self.entries.clear()
-        self.other = self.total = 0
-        self._version += 1
-
-    def as_tuple(self) -> tuple[Finding, ...]:
-        """Most recent first (built again only after a change)."""
-        version, cached = self._cached
-        if version != self._version:
-            cached = tuple(sorted((Finding(self.kind, f["title"], f["where"], count, first, last, f.get("text", ""),
-                                           message, f.get("code"), f.get("label", ""))
-                                   for f, count, first, last, message in self.entries.values()),
-                                  key=lambda e: -e.last_frame))
-            self._cached = (self._version, cached)
-        return cached
-
-    def part(self) -> Findings:
-        return Findings(self.as_tuple(), self.total, self.other)
 
 
 class RunFindings:

@@ -79,7 +79,8 @@ def _stable_span(state: PanelState, extent: float) -> float:
 def _sequence_row(dl, tl: Timeline, x: float, y: float, right: float, left: float) -> float:
     """The frame's CPU phases in the order they ran, each in its colour with its duration, named by
     what the CPU did ("enqueue kernel": the device's run is the CL lane's "kernel" bar): the order
-    at a glance, and the legend of the phase colours. Returns the row's bottom."""
+    at a glance, and the legend of the phase colours; the panel's own phase only where the line has
+    room. Returns the row's bottom."""
     line = imgui.get_text_line_height()
     cx, cy = x, y
     for k, (phase, name, ms) in enumerate(tl.sequence()):
@@ -87,6 +88,8 @@ def _sequence_row(dl, tl: Timeline, x: float, y: float, right: float, left: floa
         sep = " > " if k else ""
         w = imgui.calc_text_size(sep + text).x + 2
         if cx + w > right and cx > left:
+            if phase == "panel":  # glshare's own UI, not the sharing: it takes no line of its own
+                break
             cx, cy, sep = left, cy + line + 1, ""
             w = imgui.calc_text_size(text).x + 2
         if sep:

@@ -221,3 +221,17 @@ def test_scene_options_are_rows_of_the_panel(tmp_path):
     assert d["local"]["options"]["local_size"] == "8x8" and d["local"]["status"] == "local work size: 8x8"
     small = d["small"]
     assert small["fb"] == [640, 400] and small["loop_errors_total"] == 0 and small["panel_failures"] == 0
+
+
+def test_keys_walk_the_frames_and_zoom_to_the_hand_over(tmp_path):
+    """Paused: left shows the frame before, twice; right the one after; z zooms the timeline on the
+    frame's hand-overs (a view shorter than the whole frame), the zoom button ("fit") fits it again."""
+    d, _ = drive(tmp_path, [["ticks", 40], ["key", "p"], ["ticks", 3], ["dump", "paused"], ["key", "Left"],
+                            ["ticks", 3], ["key", "Left"], ["ticks", 3], ["dump", "back2"], ["key", "z"], ["ticks", 3],
+                            ["dump", "zoomed"], ["click", "@zoom"], ["ticks", 3], ["dump", "fitted"]])
+    first = d["paused"]["header_frame"]
+    back = d["back2"]
+    assert back["chosen"] and back["header_frame"] == back["timeline_frame"] == back["owners_frame"] == first - 2
+    zoomed = d["zoomed"]["zoom"]
+    assert zoomed is not None and zoomed[1] - zoomed[0] < d["zoomed"]["auto_span"], d["zoomed"]
+    assert d["fitted"]["zoom"] is None

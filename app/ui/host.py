@@ -91,6 +91,9 @@ class UiHost:
         from app.ui.panel import draw_panel
 
         state = self.state
+        if state.was_paused and not view.paused:
+            state.chosen = None  # resumed: the panel follows the run again
+        state.was_paused = view.paused
         try:
             model = self.model.update(view, tab=state.tab, lab=self.lab_results, ui_caps=self.caps(),
                                       chosen=state.chosen)

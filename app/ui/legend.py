@@ -22,12 +22,16 @@ from app.legend import (  # noqa: F401 - the legend, read by the panel's modules
     TEXT_RGB,
     TO_CL,
     TO_GL,
-    TRACE_CNAME,
     WAIT_RGB,
     hex_rgb,
     legend,
     owner_state,
 )
+
+# what each measured span is called (the CPU's call "enqueue kernel", the device's run "kernel"):
+# the report's and the trace's names, read by the panel's modules from here only. (They belong with
+# the legend below every layer; until they move there, this is the one import of the trace layer.)
+from app.trace.names import CPU_NAMES, DEVICE_NAMES, cpu_name, device_name  # noqa: E402, F401
 
 
 def u32(rgb: RGB, alpha: int = 255) -> int:

@@ -5,9 +5,9 @@ built from the session's read-only view, one module per concern:
   returns a ``PanelModel``, with each tab's part built by its tab (app/ui/tabs/);
 - ``parts``: the panel's own parts (header, timing, controls) and ``PanelModel``;
 - ``history``: the timing plot's ring of phase durations, its median and p95;
-- ``findings``: errors and hazards folded, with their counts;
+- ``findings``: the run's errors and hazards, folded (app/schedule/history.py), as the tabs show them;
 - ``timeline``: one frame's lanes, bars and markers on the host clock;
-- ``owners``: who owned each shared object over a frame (``owner_spans``; the trace reads it too);
+- ``owners``: who owned each shared object over a frame (``owner_spans``, ``owners_at_boundaries``: app/schedule/owners.py, which the report and the trace read);
 - ``options``: the running scene's options as the panel's rows.
 
 The Caps, Memory and Lab tabs' parts live in ``app/ui/model_tabs.py``, imported when one of those
@@ -16,10 +16,10 @@ tabs is first shown (8 frozen dataclasses, kept off the start-up path); this pac
 from __future__ import annotations
 
 from app.ui.model.data import SAMPLE_REACH, PanelData
-from app.ui.model.findings import MAX_FOLDED, Finding, Findings, Folder
+from app.ui.model.findings import Finding, Findings, RunFindings
 from app.ui.model.history import HISTORY, PLOT_FRAMES, SERIES, STATS_EVERY, PhaseHistory
 from app.ui.model.options import OptionRow, option_rows
-from app.ui.model.owners import TEACH_GAP_NS, owner_spans
+from app.ui.model.owners import owner_spans, owners_at_boundaries
 from app.ui.model.parts import ClockInfo, ControlsPart, Header, PanelModel, Timing, empty_model
 from app.ui.model.timeline import (
     CLOCK_CL,
@@ -46,11 +46,11 @@ from app.ui.model.timeline import (
 
 __all__ = [
     "CLOCK_CL", "CLOCK_GL", "CLOCK_HOST", "HISTORY", "KIND_BOOKKEEPING", "KIND_GL", "KIND_OWNER", "KIND_PHASE",
-    "KIND_QUEUED", "KIND_RUN", "KIND_WAIT", "LANE_CL", "LANE_CPU", "LANE_GL", "LANE_WAIT", "MAX_FOLDED",
-    "NOT_TIMED", "PLOT_FRAMES", "SAMPLE_REACH", "SERIES", "STATS_EVERY", "TEACH_GAP_NS", "WHERE_PHASE",
-    "ClockInfo", "ControlsPart", "Finding", "Findings", "Folder", "Header", "Lane", "Marker", "OptionRow",
-    "PanelData", "PanelModel", "PhaseHistory", "Timeline", "Timing", "build_timeline", "empty_model",
-    "option_rows", "owner_spans",
+    "KIND_QUEUED", "KIND_RUN", "KIND_WAIT", "LANE_CL", "LANE_CPU", "LANE_GL", "LANE_WAIT",
+    "NOT_TIMED", "PLOT_FRAMES", "SAMPLE_REACH", "SERIES", "STATS_EVERY", "WHERE_PHASE",
+    "ClockInfo", "ControlsPart", "Finding", "Findings", "Header", "Lane", "Marker", "OptionRow",
+    "PanelData", "PanelModel", "PhaseHistory", "RunFindings", "Timeline", "Timing", "build_timeline", "empty_model",
+    "option_rows", "owner_spans", "owners_at_boundaries",
 ]
 
 TAB_PARTS = ("HandleRow", "Lifetime", "MemoryPart", "CapsPart", "LabCase", "LabHazard", "LabResults", "LabPart")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from app.ui import tabs
-from app.ui.model.findings import Folder
+from app.ui.model.findings import RunFindings
 from app.ui.model.history import PLOT_FRAMES, SERIES, PhaseHistory
 from app.ui.model.options import OptionRow, option_rows
 from app.ui.model.parts import ClockInfo, ControlsPart, Header, PanelModel, Timing
@@ -47,15 +47,14 @@ class PanelData:
 
     def __init__(self) -> None:
         self.history = PhaseHistory()
-        self.errors = Folder("error")
-        self.hazards = Folder("hazard")
+        self.errors = RunFindings("error")  # the run's, less what "clear" put aside
+        self.hazards = RunFindings("hazard")
         self._stats_index = -1  # the newest frame pushed into the statistics
-        self._findings_index = -1  # the newest frame whose errors and hazards were folded
-        self._loop_errors_seen = 0
         self.left_out = 0  # frames kept out of the statistics (no period, or stepped)
         self._stats_segment: int | None = None  # the set-up (RunHistory segment) the statistics are of
         self._stats_of = ""  # "scene / backend / sync" of that segment
         self._hazard_base: dict[str, int] = {}
+        self._clear = False
         self._timeline_key = None
         self._timeline = Timeline(None)
         self._tab_cache: dict[str, dict] = {}  # each tab's own (TabInput.cache)
@@ -64,8 +63,7 @@ class PanelData:
 
     # -- ingest --------------------------------------------------------------------------------
     def _ingest(self, records) -> None:
-        """Fold the errors and hazards of every complete record once; push every presented record
-        into the statistics once.
+        """Push every presented record into the statistics once.
 
         The statistics hold the frames of one set-up (a switch starts them again: two backends'
         frames never share a median) that have a present-to-present period
@@ -74,19 +72,10 @@ class PanelData:
         paused. The newest record waits for its present, which gives its period."""
         new = []
         for rec in reversed(records):
-            if rec.index <= min(self._stats_index, self._findings_index):
+            if rec.index <= self._stats_index:
                 break
             new.append(rec)
         new.reverse()
-        for rec in new:
-            if rec.index > self._findings_index:
-                if rec.events:
-                    break  # still in flight: its profile (and profile errors) come later
-                for err in rec.errors:
-                    self.errors.add_error(err)
-                for flag in rec.hazards:
-                    self.hazards.add_hazard(flag)
-                self._findings_index = rec.index
         newest = records[-1] if records else None
         for rec in new:
             if rec.index <= self._stats_index:
@@ -107,17 +96,10 @@ class PanelData:
                 self.left_out += 1
             self._stats_index = rec.index
 
-    def _ingest_loop_errors(self, history) -> None:
-        new = history.loop_errors_total - self._loop_errors_seen
-        if new > 0:
-            for err in history.loop_errors[-min(new, len(history.loop_errors)):]:
-                self.errors.add_error(err)
-        self._loop_errors_seen = history.loop_errors_total
-
     def clear_findings(self, hazard_counts: Mapping[str, int] | None = None) -> None:
-        """"clear": the errors and hazards shown so far are forgotten (the report keeps them)."""
-        self.errors.clear()
-        self.hazards.clear()
+        """"clear": the errors and hazards shown so far are put aside at the next update (the
+        report keeps them)."""
+        self._clear = True
         self._hazard_base = dict(hazard_counts or {})
 
     # -- choosing the frame -----------------------------------------------------------------------
@@ -237,7 +219,12 @@ class PanelData:
         history = view.history
         records = history.records
         self._ingest(records)
-        self._ingest_loop_errors(history)
+        if self._clear:
+            self.errors.clear(history.errors)
+            self.hazards.clear(history.hazards)
+            self._clear = False
+        self.errors.read(history.errors)  # the run's findings, folded whatever the ring keeps
+        self.hazards.read(history.hazards)
         rec, in_progress, was_chosen = self._described(view, records, chosen)
         timing = self._timing(records)
         return PanelModel(header=self._header(view, rec, records, timing, in_progress, was_chosen), timing=timing,

@@ -73,6 +73,14 @@ class Timing:
     newest_kept: int | None
     stats_of: str = ""  # "scene / backend / sync": the set-up the plot and the statistics are of
 
+    def at(self, frame: int) -> tuple[tuple[str, float], ...]:
+        """The plot's values of ``frame``: (series, ms) for each series that has one; () where the
+        plot does not hold the frame."""
+        hit = np.flatnonzero(self.frames == frame)
+        if not hit.size:
+            return ()
+        k = int(hit[-1])
+        return tuple((name, float(v[k])) for name, v in self.series.items() if k < len(v) and np.isfinite(v[k]))
 
 
 @dataclass(frozen=True, slots=True)

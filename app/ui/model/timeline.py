@@ -12,8 +12,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.schedule.frame import PHASES
-from app.schedule.owners import WHERE_PHASE
-from app.ui.model.owners import TEACH_GAP_NS, owner_spans
+from app.schedule.owners import HANDOVER, IN_PROGRESS_TAIL_NS, WHERE_PHASE
+from app.ui.legend import cpu_name, device_name
+from app.ui.model.owners import owner_spans
+
+# a stepped frame's pause between two phases (the user reading) is drawn as long as a frame in
+# progress runs past its last step: one length for both
+TEACH_GAP_NS = IN_PROGRESS_TAIL_NS
 
 # a lane's note on a frame that was not timed (FrameRecord.sampled False); the interval is the run's
 NOT_TIMED = "not timed on this frame (frames shorter than --stamps-ms are timed one per interval)"
@@ -65,10 +70,30 @@ class Timeline:
     cl_note: str = ""  # the CL lane's note (no profile ...), drawn in the lane
     gl_note: str = ""
     stepped: bool = False  # the pauses between its phases are drawn shortened
+    # what each bar is called where it is drawn (app/trace/names.py): the CPU's call ("enqueue
+    # kernel") on the CPU lane, the device's execution ("kernel") on the CL lane; ``names`` keys colours
+    labels: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
         return len(self.names)
+
+    def handover_ms(self, margin: float = 0.25) -> tuple[float, float] | None:
+        """The view that holds every hand-over of the frame (its owner lanes' "GL -> CL" and
+        "CL -> GL"), ``margin`` of its length more on each side; None where the frame made none."""
+        hit = [i for i in np.flatnonzero(self.kind == KIND_OWNER).tolist() if self.names[i] in HANDOVER]
+        if not hit:
+            return None
+        a, b = float(self.start[hit].min()), float(self.end[hit].max())
+        pad = max((b - a) * margin, 0.002)
+        return a - pad, b + pad
+
+    def sequence(self) -> tuple[tuple[str, str, float | None], ...]:
+        """The CPU's phases in the order they ran: (phase, its CPU name, ms or None not run yet)."""
+        done = {}
+        for i in np.nonzero((self.lane == LANE_CPU) & (self.kind == KIND_PHASE))[0].tolist():
+            done[self.names[i]] = float(self.end[i] - self.start[i])
+        return tuple((p, cpu_name(p), done.get(p)) for p in ("acquire", "compute", "release", "render", "panel"))
 
 
 
@@ -115,8 +140,8 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
 
     Lanes: the CPU's phases, the CPU's waits, the CL queue (each command's wait in its queue, then
     its run), the GL passes, and one lane per shared object with who owns it: GL, CL, or a hand-over
-    in flight (an acquire or release enqueued and not complete: from the command's queued stamp to
-    its end stamp). ``live`` (label -> state now) extends the owners of a frame in progress;
+    (``app/schedule/owners.py``: from the command's START stamp to its END, or GL's wait on it;
+    the CPU's call where the driver gave no stamps). ``live`` (label -> state now) extends the owners of a frame in progress;
     ``stop`` (a StopView) marks the hazard or error that stopped the run on this frame."""
     scene = rec.scene
     labels = rec.owner_labels
@@ -158,16 +183,33 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     next_ms = None
     if next_rec is not None and next_rec.index == rec.index + 1 and not rec.stepped:
         next_ms = (next_rec.start_ns - t0) / 1e6
-    notes = ("stepped frame: the pauses between its phases are drawn 0.2 ms long",) if rec.stepped else ()
+    notes = (f"stepped frame: the pauses between its phases are drawn {TEACH_GAP_NS / 1e6:g} ms long",) \
+        if rec.stepped else ()
     cl_note = _cl_note(rec, in_progress)
     return Timeline(rec.index, in_progress, current_phase, next_phase, tuple(lanes), arr[:, 0].copy(),
                     arr[:, 1].copy(), start, end, tuple(bars.names), tuple(markers), max(extent, 1e-3), next_ms,
-                    f"{rec.scene} / {rec.backend} / {rec.sync}", notes, cl_note, gl_note, rec.stepped)
+                    f"{rec.scene} / {rec.backend} / {rec.sync}", notes, cl_note, gl_note, rec.stepped,
+                    _labels(arr[:, 0], arr[:, 1], bars.names))
+
+
+def _labels(lane: np.ndarray, kind: np.ndarray, names: list[str]) -> tuple[str, ...]:
+    """Each bar's drawn name: CPU phases by the CPU's call, CL commands by the device's execution."""
+    out = []
+    for ln, k, name in zip(lane.tolist(), kind.tolist(), names):
+        if ln == LANE_CPU and k == KIND_PHASE:
+            out.append(cpu_name(name))
+        elif ln == LANE_CL:
+            out.append(device_name(name))
+        else:
+            out.append(name)
+    return tuple(out)
 
 
 def _markers(rec, squeeze, end: np.ndarray, stop) -> list[Marker]:
-    """The hazards and errors of ``rec`` where they happened (the middle of their phase, on their
-    object's lane), and the stop's; ``end``: the bars' ends (ms), for a stop outside any phase."""
+    """The hazards and errors of ``rec`` where they happened, on their object's lane: a race seen in
+    the stamps (``RaceFlag``) at the start of the overlap of its GL and CL intervals, anything else
+    at the middle of its phase; and the stop's. ``end``: the bars' ends (ms), for a stop outside any
+    phase."""
     t0 = rec.start_ns
     labels = rec.owner_labels
     phase_at = {}
@@ -178,9 +220,15 @@ def _markers(rec, squeeze, end: np.ndarray, stop) -> list[Marker]:
             phase_at[name] = float(((squeeze(mid) if squeeze else mid)[0] - t0) / 1e6)
     markers = []
     lane_of = {label: 4 + k for k, label in enumerate(labels)}
+    def at(ns: int) -> float:
+        t = np.array([ns], np.int64)
+        return float(((squeeze(t) if squeeze else t)[0] - t0) / 1e6)
+
     for flag in rec.hazards:
         phase = WHERE_PHASE.get(flag.where, "")
-        markers.append(Marker(phase_at.get(phase, 0.0), lane_of.get(flag.label, LANE_CPU), "hazard",
+        gl, cl = getattr(flag, "gl_ns", (0, 0)), getattr(flag, "cl_ns", (0, 0))
+        t_ms = at(max(gl[0], cl[0])) if gl[1] > gl[0] and cl[1] > cl[0] else phase_at.get(phase, 0.0)
+        markers.append(Marker(t_ms, lane_of.get(flag.label, LANE_CPU), "hazard",
                               f"hazard {flag.case} on {flag.label} ({flag.where})", flag.spec))
     for err in rec.errors:
         phase = WHERE_PHASE.get(err.where.removeprefix("profile "), "")

@@ -12,6 +12,7 @@ class PanelState:
         self.select: str | None = None  # a tab to bring to the front at the next redraw
         self.chosen: int | None = None  # the frame the user chose; None: follow the run
         self.zoom: tuple[float, float] | None = None  # the timeline's view (ms from the frame's start)
+        self.was_paused = False  # resuming releases the chosen frame
         self.auto_span = 0.0  # the timeline's fitted span (ms): changes only when frames outgrow it
         self._small_for = 0
         self._small_max = 0.0

@@ -77,25 +77,26 @@ def _stable_span(state: PanelState, extent: float) -> float:
 
 
 def _sequence_row(dl, tl: Timeline, x: float, y: float, right: float, left: float) -> float:
-    """The frame's phases in the order they ran, each in its colour with its duration: the order at a
-    glance, and the legend of the phase colours. Returns the row's bottom."""
+    """The frame's CPU phases in the order they ran, each in its colour with its duration, named by
+    what the CPU did ("enqueue kernel": the device's run is the CL lane's "kernel" bar): the order
+    at a glance, and the legend of the phase colours; the panel's own phase only where the line has
+    room. Returns the row's bottom."""
     line = imgui.get_text_line_height()
-    done = {}
-    for i in np.nonzero((tl.lane == LANE_CPU) & (tl.kind == KIND_PHASE))[0].tolist():
-        done[tl.names[i]] = float(tl.end[i] - tl.start[i])
     cx, cy = x, y
-    for k, name in enumerate(("acquire", "compute", "release", "render", "panel")):
-        text = f"{name} {duration_label(done[name])}" if name in done else name
+    for k, (phase, name, ms) in enumerate(tl.sequence()):
+        text = name if ms is None else f"{name} {duration_label(ms)}"
         sep = " > " if k else ""
         w = imgui.calc_text_size(sep + text).x + 2
         if cx + w > right and cx > left:
+            if phase == "panel":  # glshare's own UI, not the sharing: it takes no line of its own
+                break
             cx, cy, sep = left, cy + line + 1, ""
             w = imgui.calc_text_size(text).x + 2
         if sep:
             dl.add_text((cx, cy), DIM_U32, sep)
             cx += imgui.calc_text_size(sep).x
-        rgb = legend.PHASE_RGB[name]
-        dl.add_text((cx, cy), u32(rgb) if name in done else u32(rgb, 110), text)
+        rgb = legend.PHASE_RGB[phase]
+        dl.add_text((cx, cy), u32(rgb) if ms is not None else u32(rgb, 110), text)
         cx += imgui.calc_text_size(text).x + 2
     return cy + line + 1
 
@@ -186,6 +187,7 @@ def draw_timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
             dl.add_rect_filled((x0, ly), (x1, ly + lane_h), LANE_BG)
         if r < len(lanes):
             dl.add_text((x0 + 2, ly + (lane_h - line) / 2), TEXT, lanes[r].name)
+    _zoom_indicator(state, x0, y, span)
     imgui.set_cursor_screen_pos((bx0, y))
     imgui.invisible_button("##timeline", (max(bx1 - bx0, 1), max(bottom - y, 1)))
     item_rect(state, "timeline")
@@ -193,10 +195,13 @@ def draw_timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
     if hovered:
         imgui.set_item_key_owner(imgui.Key.mouse_wheel_y)  # the wheel zooms here, it does not scroll
     _interact(state, hovered, active, bx0, scale, t0, t1, span)
+    if imgui.is_key_pressed(ZOOM_KEY, False) and not imgui.get_io().want_text_input:
+        zoom_to_handover(tl, state)
     if tl.frame is None or not tl.count:
         dl.add_text((bx0 + 4, top + 2), TEXT, "timeline: waiting for a complete frame")
     elif not _bars(dl, tl, state, bx0, bx1, top, lane_h, t0, scale, hovered) and hovered:
-        tooltip(f"frame {tl.frame} on {tl.segment}\nwheel: zoom, drag: pan, double-click: fit"
+        tooltip(f"frame {tl.frame} on {tl.segment}\nwheel: zoom, drag: pan, double-click: fit, "
+                "z: zoom to the hand-over"
                 + ("" if state.zoom is None else " (zoomed now)") + "".join(f"\n{n}" for n in tl.notes))
     # lane labels' tooltips
     mouse = imgui.get_io().mouse_pos
@@ -208,6 +213,18 @@ def draw_timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
         if note and r < len(lanes):
             dl.add_text((bx0 + 4, top + r * lane_h + (lane_h - line) / 2), DIM_U32, note)
     imgui.set_cursor_screen_pos((x0, bottom + 3))
+
+
+ZOOM_KEY = imgui.Key.z  # "zoom to the hand-over" (no command of app/session/controls.py takes z)
+
+
+def zoom_to_handover(tl: Timeline, state: PanelState) -> bool:
+    """The timeline's view on the frame's hand-overs (``Timeline.handover_ms``); False where none."""
+    view = tl.handover_ms() if tl.frame is not None and tl.count else None
+    if view is None:
+        return False
+    state.zoom = view
+    return True
 
 
 def _interact(state: PanelState, hovered: bool, active: bool, bx0: float, scale: float, t0: float, t1: float,
@@ -230,23 +247,87 @@ def _interact(state: PanelState, hovered: bool, active: bool, bx0: float, scale:
             state.zoom = (a + shift, b + shift)
 
 
+def _zoom_indicator(state: PanelState, x: float, y: float, span: float) -> None:
+    """Left of the tick labels: how far the timeline is zoomed in ("1x": the whole frame), a
+    button back to the whole frame while zoomed."""
+    imgui.set_cursor_screen_pos((x, y))
+    if state.zoom is None:
+        imgui.text_disabled("zoom 1x")
+        hover_tip("the whole frame; wheel over the timeline: zoom, drag: pan, z: zoom to the hand-over")
+        return
+    a, b = state.zoom
+    if imgui.small_button(f"fit {span / max(b - a, 1e-9):.3g}x"):
+        state.zoom = None
+    item_rect(state, "zoom")
+    hover_tip(f"the timeline shows {duration_label(b - a)} from {a:.3f} ms: back to the whole frame "
+              "(or double-click the timeline)")
+
+
+def _keys(state: PanelState, frame: int, chosen: bool, first: int, newest: int) -> None:
+    """While paused: left shows the frame before the one shown; right, while a frame is chosen, the
+    one after it (the run's own "right" steps a frame too; at the newest the panel follows the run)."""
+    if imgui.get_io().want_text_input:
+        return
+    if imgui.is_key_pressed(imgui.Key.left_arrow, True) and frame > first:
+        state.chosen = frame - 1
+    elif chosen and imgui.is_key_pressed(imgui.Key.right_arrow, True):
+        state.chosen = frame + 1 if frame + 1 < newest else None
+
+
 def draw_frame_choice(m: PanelModel, state: PanelState) -> None:
-    """While paused a slider over the kept frames; "follow" goes back to the newest frame."""
+    """While paused a slider over the kept frames and a button to zoom on the hand-over; "follow"
+    goes back to the newest frame."""
     h, t = m.header, m.timing
-    if h.paused and not h.in_progress and not h.teaching and t.first_kept is not None and t.newest_kept > t.first_kept:
+    browsing = h.paused and not h.in_progress and not h.teaching
+    if browsing and h.frame is not None and t.first_kept is not None:
+        _keys(state, h.frame, h.chosen, t.first_kept, t.newest_kept)
+    if browsing and m.timeline.frame is not None and m.timeline.handover_ms() is not None:
+        if imgui.small_button("hand-over (z)"):
+            zoom_to_handover(m.timeline, state)
+        hover_tip("zoom the timeline on the frame's hand-overs (key z)")
+        imgui.same_line()
+    if browsing and t.first_kept is not None and t.newest_kept > t.first_kept:
         imgui.set_next_item_width(max(imgui.get_content_region_avail().x - 130, 60))
         current = h.frame if h.frame is not None else t.newest_kept
         changed, value = imgui.slider_int("##frame", current, t.first_kept, t.newest_kept, "frame %d")
         if changed:
             state.chosen = value
-        hover_tip("any frame the run kept: the header, the owners and the timeline follow it")
+        hover_tip("any frame the run kept: the header, the owners and the timeline follow it; "
+                  "left / right: the frame before / after")
         imgui.same_line()
     if h.chosen:
         if imgui.button("follow the run"):
             state.chosen = None
-        hover_tip("show the newest frame again")
-    elif h.paused and not h.in_progress and not h.teaching:
+        hover_tip("show the newest frame again (resuming does too)")
+    elif browsing:
         imgui.text_disabled("(newest)")
+
+
+FOLD_PX = 1.0  # bars narrower than this (px), this close to each other on one lane, are drawn as one block
+FOLD_RGB = (150, 150, 165)
+
+
+def fold_narrow(lane: np.ndarray, xa: np.ndarray, xb: np.ndarray, candidates: np.ndarray,
+                px: float = FOLD_PX) -> list[tuple[int, float, float, list[int]]]:
+    """Sub-pixel zones folded: among ``candidates`` (bar indices), the bars narrower than ``px``
+    whose starts lie within ``px`` of the group's end on the same lane, two or more, as (lane, x0,
+    x1, members): drawn as one labelled block instead of vanishing under one another."""
+    narrow = [i for i in candidates.tolist() if xb[i] - xa[i] < px]
+    narrow.sort(key=lambda i: (int(lane[i]), float(xa[i])))
+    groups: list[tuple[int, float, float, list[int]]] = []
+    cur: list[int] = []
+    ln, x0, x1 = -1, 0.0, 0.0
+    for i in narrow:
+        if cur and int(lane[i]) == ln and float(xa[i]) <= x1 + px:
+            cur.append(i)
+            x1 = max(x1, float(xb[i]))
+            continue
+        if len(cur) > 1:
+            groups.append((ln, x0, x1, cur))
+        cur, ln, x0, x1 = [i], int(lane[i]), float(xa[i]), float(xb[i])
+    if len(cur) > 1:
+        groups.append((ln, x0, x1, cur))
+    return groups
 
 
 def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: float, lane_h: int, t0: float,
@@ -265,6 +346,13 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
     y_bot = lane_top + lane_h - 2
     names = tl.names
     idx = np.nonzero(visible)[0]
+    # sub-pixel zones (not the owners: those are continuous) folded into one block each
+    blocks = fold_narrow(tl.lane, xa, xb, idx[kind[idx] != KIND_OWNER])
+    if blocks:
+        folded = np.zeros(len(names), bool)
+        for _ln, _a, _b, members in blocks:
+            folded[members] = True
+        idx = idx[~folded[idx]]
     # widest first, so a bar stretched to its one pixel is never covered by a neighbour
     idx = idx[np.argsort(-(xb_c[idx] - xa_c[idx]), kind="stable")]
     dl.push_clip_rect((bx0, top), (bx1 + 1, top + len(tl.lanes) * lane_h), True)
@@ -278,15 +366,26 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
             dl.add_rect_filled((a, yt), (b, yb), _bar_color(k, name))
         if b - a > label_room * 4 and k not in (KIND_QUEUED, KIND_BOOKKEEPING):  # a label where it fits
             dur = tl.end[i] - tl.start[i]
-            text = f"{name} {duration_label(dur)}"
+            label = tl.labels[i] if i < len(tl.labels) else name
+            text = f"{label} {duration_label(dur)}"
             tw = imgui.calc_text_size(text).x
             if tw > b - a - 4:
-                text = name
+                text = label
                 tw = imgui.calc_text_size(text).x
             if tw <= b - a - 4:
                 dark = k in (KIND_OWNER,) or name in ("acquire", "compute", "panel")
                 dl.add_text((a + 2, yt + (yb - yt - imgui.get_text_line_height()) / 2),
                             u32((20, 20, 28)) if dark else u32((250, 250, 250)), text)
+    block_col = u32(FOLD_RGB, 200)
+    for ln, a, b, members in blocks:
+        a, b = max(a, bx0), min(max(b, a + 3.0), bx1)
+        yt = top + ln * lane_h + 2
+        dl.add_rect_filled((a, yt), (b, yt + lane_h - 4), block_col)
+        text = str(len(members))
+        if imgui.calc_text_size(text).x <= b - a - 2:
+            dl.add_text((a + 1, yt + (lane_h - 4 - imgui.get_text_line_height()) / 2), u32((20, 20, 28)), text)
+        else:  # the count beside it
+            dl.add_text((b + 1, yt - 2), DIM_U32, f"{len(members)}")
     if tl.current_phase:  # teaching: the phase that ran last, outlined on the CPU lane
         for i in np.nonzero((tl.lane == LANE_CPU) & (kind == KIND_PHASE))[0].tolist():
             if names[i] == tl.current_phase:
@@ -311,10 +410,10 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
     dl.pop_clip_rect()
     if not hovered:
         return False
-    return _bar_tooltip(tl, marks, visible, xa_c, xb_c, top, lane_h)
+    return _bar_tooltip(tl, marks, blocks, visible, xa_c, xb_c, top, lane_h)
 
 
-def _bar_tooltip(tl: Timeline, marks, visible, xa_c, xb_c, top: float, lane_h: int) -> bool:
+def _bar_tooltip(tl: Timeline, marks, blocks, visible, xa_c, xb_c, top: float, lane_h: int) -> bool:
     """The tooltip of the marker, else of the narrowest bar, under the cursor; True when one was shown."""
     kind, names = tl.kind, tl.names
     m = imgui.get_io().mouse_pos
@@ -323,6 +422,15 @@ def _bar_tooltip(tl: Timeline, marks, visible, xa_c, xb_c, top: float, lane_h: i
             tooltip(f"{mk.title} (frame {tl.frame})\n{mk.text}")
             return True
     lane = int((m.y - top) // lane_h)
+    for ln, a, b, members in blocks:
+        if ln == lane and a - HIT_PX / 2 <= m.x <= max(b, a + 3.0) + HIT_PX / 2:
+            shown = members[:10]
+            lines = [f"{tl.labels[i] if i < len(tl.labels) else tl.names[i]} {tl.start[i]:.3f} ms, "
+                     f"{duration_label(float(tl.end[i] - tl.start[i]))}" for i in shown]
+            more = f"\n... and {len(members) - len(shown)} more" if len(members) > len(shown) else ""
+            tooltip(f"{len(members)} zones too short to draw at this zoom (wheel to zoom in), frame {tl.frame}:\n"
+                    + "\n".join(lines) + more)
+            return True
     pad = np.maximum((HIT_PX - (xb_c - xa_c)) / 2, 0)
     hit = np.nonzero(visible & (tl.lane == lane) & (xa_c - pad <= m.x) & (m.x <= xb_c + pad))[0]
     if hit.size:
@@ -332,7 +440,8 @@ def _bar_tooltip(tl: Timeline, marks, visible, xa_c, xb_c, top: float, lane_h: i
         kind_text = {KIND_QUEUED: " (waiting in the queue)", KIND_OWNER: "",
                      KIND_BOOKKEEPING: " (glshare's reads of earlier frames' stamps, before the wait)"}.get(int(kind[i]), "")
         owner = legend.OWNER_TITLES.get(names[i], "") if int(kind[i]) == KIND_OWNER else ""
-        tooltip(f"{what}: {owner or names[i]}{kind_text}, frame {tl.frame}\n"
+        label = tl.labels[i] if i < len(tl.labels) else names[i]
+        tooltip(f"{what}: {owner or label}{kind_text}, frame {tl.frame}\n"
                 f"{s:.3f} -> {e:.3f} ms ({duration_label(e - s)})")
         return True
     return False

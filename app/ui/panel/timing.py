@@ -6,7 +6,7 @@ import numpy as np
 
 from app.ui import legend
 from app.ui.bundle import imgui, implot, implot_ctx
-from app.ui.legend import f4, u32
+from app.ui.legend import cpu_name, f4, u32
 from app.ui.model import SERIES, PanelModel
 from app.ui.panel.state import PanelState
 from app.ui.panel.widgets import (
@@ -19,6 +19,7 @@ from app.ui.panel.widgets import (
     PLOT_FLAGS,
     TEXT,
     Y_FLOOR_MS,
+    duration_label,
     hover_tip,
     item_rect,
     tooltip,
@@ -73,9 +74,15 @@ def draw_timing(m: PanelModel, state: PanelState, height: int) -> None:
                 frame = int(round(implot.get_plot_mouse_pos().x))
                 if imgui.is_mouse_clicked(0):
                     state.chosen = frame
-                tooltip(f"frame {frame}: click to show it in the timeline")
+                values = "".join(f"\n  {_series_name(n)}: {duration_label(ms)}" for n, ms in t.at(frame))
+                tooltip(f"frame {frame}{values or ' (not in the plot)'}\nclick: show it in the timeline")
     item_rect(state, "plot")
 
+
+
+def _series_name(name: str) -> str:
+    """A series as the tooltip names it: the CPU's phases by their call (app/trace/names.py)."""
+    return "frame (present to present)" if name == "frame" else cpu_name(name)
 
 
 def draw_stats(m: PanelModel) -> None:
@@ -95,7 +102,9 @@ def draw_stats(m: PanelModel) -> None:
         dl.add_text((cx, y0 + line), TEXT, f"{med:.2f}")
         dl.add_text((cx, y0 + 2 * line), TEXT, f"{p95:.2f}")
     imgui.dummy((w, 3 * line))
-    hover_tip(f"median and 95th percentile over the last {t.in_stats} frames"
+    hover_tip("the plot's legend: each line in its colour; the CPU's time in each phase ("
+              + ", ".join(f"{n}: {cpu_name(n)}" for n in SERIES if n != "frame") + "); "
+              f"median and 95th percentile over the last {t.in_stats} frames"
                + (f" of {t.stats_of}" if t.stats_of else "")
                + "; frame: present to present"
                + (f"; {t.left_out} frames without a present-to-present period (the first, the first after "

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from app.session.views import SessionView
-    from app.ui.model.findings import Folder
+    from app.ui.model.findings import RunFindings
     from app.ui.model.parts import PanelModel
 
 
@@ -29,8 +29,8 @@ class TabInput:
 
     view: SessionView  # the session's read-only view
     record: Any  # the FrameRecord the panel describes (as the header and the timeline), or None
-    errors: Folder  # the errors and hazards folded since the last clear
-    hazards: Folder
+    errors: RunFindings  # the run's errors and hazards, folded, since the last clear
+    hazards: RunFindings
     hazard_base: Mapping[str, int]  # the hazard counts at the last clear
     lab: Mapping | None  # the error lab's result (app/lab/lab.py run_lab), None before it ran
     ui_caps: Mapping  # what the UI host says of itself (the panel's refresh rate)

@@ -1,11 +1,16 @@
 """The Owners tab: who owns each shared object (GL, CL, a hand-over in flight) at every phase
-boundary of the frame the panel describes (the header's and the timeline's), and its counts."""
+boundary of the frame the panel describes (the header's and the timeline's), and its counts.
+
+The states are ``owners_at_boundaries`` (app/schedule/owners.py): the ownership intervals from the
+device's stamps that the timeline's lanes, the report and the trace show, read at each boundary's
+time; not the CPU's samples, which say only what the CPU enqueued."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from app.ui import legend
 from app.ui.bundle import imgui, imgui_ctx
+from app.ui.model.owners import owners_at_boundaries
 from app.ui.panel.widgets import OWN_TABLE, OWNER_F4, hover_tip
 from app.ui.tabs import Tab, TabInput
 
@@ -34,9 +39,11 @@ def build(inp: TabInput) -> Owners:
     live = {o.label: o for o in view.owners}
     rows = []
     if rec is not None and rec.owner_labels:
+        clock = view.clock_map
+        states = owners_at_boundaries(rec, clock.cl.offset if clock is not None else 0)
         for k, label in enumerate(rec.owner_labels):
             o = live.get(label)
-            at = tuple((b, legend.owner_state(owners[k])) for b, _t, owners in rec.owners)
+            at = tuple((b, st[k]) for b, st in states)
             rows.append(OwnerRow(label, o.kind if o else "", o.state if o else "", at,
                                  o.since_frame if o else None, o.acquires if o else None,
                                  o.releases if o else None))

@@ -156,9 +156,8 @@ def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, 
 def _gl_event_run(monkeypatch, emulated, in_flight: int, frames: int = 5, before_exit=None):
     """A gl_event run of ``frames`` frames on the emulated driver, on a surface of its own; returns
     the session (torn down) and its sync mode. ``before_exit(session)``: called after the frames."""
-    from app.run import Run
-
     from app.config import RunConfig
+    from app.run import Run
     from app.window.egl_headless import EglSurface
 
     emulated.install(monkeypatch, gl_event=True)

@@ -35,10 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 APART: dict[str, str] = {"app.trace": "app.ui"}
 
 # (importing file, imported module): why it is allowed for now. Delete an entry when its reason is gone.
-KNOWN: dict[tuple[str, str], str] = {
-    ("app/ui/legend.py", "app.trace.names"): "the span names (app/trace/names.py) belong with app/legend.py, "
-                                              "below both the panel and the trace: delete when they move there",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path, app: Path = APP) -> str:

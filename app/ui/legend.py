@@ -5,9 +5,12 @@ the names and colours stay in one place below every layer that draws or writes t
 """
 from __future__ import annotations
 
-from app.legend import (  # noqa: F401 - the legend, read by the panel's modules as app.ui.legend
+# what each measured span is called (the CPU's call "enqueue kernel", the device's run "kernel"):
+from app.legend import (  # noqa: F401 - the legend, read by the panel's modules as app.ui.legend  # noqa: E402, F401 - the span names
     BOOKKEEPING_RGB,
     CL,
+    CPU_NAMES,
+    DEVICE_NAMES,
     DIM_RGB,
     ERROR_RGB,
     GL,
@@ -23,15 +26,12 @@ from app.legend import (  # noqa: F401 - the legend, read by the panel's modules
     TO_CL,
     TO_GL,
     WAIT_RGB,
+    cpu_name,
+    device_name,
     hex_rgb,
     legend,
     owner_state,
 )
-
-# what each measured span is called (the CPU's call "enqueue kernel", the device's run "kernel"):
-# the report's and the trace's names, read by the panel's modules from here only. (They belong with
-# the legend below every layer; until they move there, this is the one import of the trace layer.)
-from app.trace.names import CPU_NAMES, DEVICE_NAMES, cpu_name, device_name  # noqa: E402, F401
 
 
 def u32(rgb: RGB, alpha: int = 255) -> int:

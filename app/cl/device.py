@@ -175,7 +175,7 @@ def select_device(selector: str | None) -> DeviceChoice:
     if not choices:
         raise UsageError("no OpenCL device found: " + describe_devices(choices, problems))
     if parsed is None:
-        # a GPU where there is one; else PoCL, the CPU implementation glshare was measured on
+        # a GPU where there is one; else PoCL, the CPU implementation glshare is tested against
         # (../shared/PLATFORMS.md), whatever order the ICD loader found the platforms in
         gpus = [c for c in choices if c.device.type & cl.device_type.GPU]
         pocl = [c for c in choices if "portable computing language" in c.platform.name.lower()]

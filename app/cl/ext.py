@@ -135,7 +135,7 @@ def import_memory_fd(context: cl.Context, device: cl.Device, fd: int, size: int,
     of the file descriptor from the application to the OpenCL implementation" (cl_khr_external_memory
     5.5.2.1), so the caller passes a dup and must not use or close it afterwards, on any
     implementation. On a failure (pyopencl.Error) the fd is still the caller's to close."""
-    # The form measured to work on NVIDIA (../shared/gpu/README.md): no device handle list, so the
+    # The form NVIDIA's driver 580 accepts (../shared/gpu/README.md): no device handle list, so the
     # import is for every device of the context (glshare's contexts hold one device).
     props = [CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, fd]
     return create_buffer_with_properties(context, props, flags, size)
@@ -492,7 +492,7 @@ class Semaphore:
 
 def create_event_from_gl_sync(ext: ExtensionFunctions, context: cl.Context, gl_sync: int) -> cl.Event:
     """cl_khr_gl_event. Only ever call it on a context created from a GL context: on a plain
-    context it crashed NVIDIA's driver (../shared/gpu/README.md)."""
+    context NVIDIA's driver 580 crashes the process (../shared/gpu/README.md)."""
     err = cl_int()
     ptr = ext.clCreateEventFromGLsyncKHR(context.int_ptr, vp(gl_sync), ctypes.byref(err))
     if err.value or not ptr:
@@ -503,7 +503,7 @@ def create_event_from_gl_sync(ext: ExtensionFunctions, context: cl.Context, gl_s
 def open_fds(collect: bool = True) -> int:
     """How many file descriptors this process holds (leak checks), after a garbage-collector pass:
     pyopencl frees a CL object when Python drops it, and objects in reference cycles wait for the
-    collector (measured on NVIDIA: with the pass, no fd is left by any create/destroy cycle)."""
+    collector: with the pass, a create/destroy cycle leaves the count where it was."""
     import gc
 
     if collect:

@@ -153,8 +153,8 @@ class GlSharingFunctions:
 
     # -- cl_khr_gl_event ---------------------------------------------------------------------------
     def create_event_from_gl_sync(self, context: cl.Context, gl_sync: int) -> cl.Event:
-        """Only ever on a context created from a GL context: on a plain one it crashed NVIDIA's
-        driver (the process, not an error code)."""
+        """Only ever on a context created from a GL context: on a plain one NVIDIA's driver 580
+        crashes (the process, not an error code)."""
         err = cl_int()
         ptr = self.clCreateEventFromGLsyncKHR(context.int_ptr, vp(gl_sync), ctypes.byref(err))
         if err.value or not ptr:

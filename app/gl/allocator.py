@@ -2,17 +2,16 @@
 
 Mesa's llvmpipe bins each frame's draws into a scene whose blocks it mallocs and frees every frame.
 glibc's malloc gives the top of its heap back to the system once more than ``M_TRIM_THRESHOLD``
-(128 KiB by default) is free there, so every frame the scene's memory was returned and the next
-frame's binning faulted it in again, page by page, on the thread that draws. Measured on the
-2-core CPU machine (Mesa 22.3.6 llvmpipe under Xvfb, 100,000 particles, ``--no-overlay``, 300
-frames): the draw call 13.8-15.0 ms against 5.5-7.5 ms with the heap kept, the frame 25-29 ms
-against 15-19 ms (bench/results/README.md, fifth session). Whether a frame paid it depended on what
-else the process allocated in between (with the panel on, its own allocations kept the heap's top
-busy and the frame fast by chance).
+(128 KiB by default) is free there, so every frame the scene's memory would be returned and the
+next frame's binning would fault it in again, page by page, on the thread that draws: with many
+particles that fault-in is a large part of the draw call (bench/results/README.md, 'Fifth
+session'). Whether a frame pays it depends on what else the process allocates in between (other
+allocations that keep the heap's top busy hide it by chance), so the threshold is raised whether
+or not the panel is on.
 
 ``keep_freed_memory`` raises the trim threshold (``mallopt(M_TRIM_THRESHOLD, ...)``, glibc only) when
 the GL renderer rasterizes on the CPU; the process then keeps up to that much free memory for
-reuse. Elsewhere nothing is changed (not measured there).
+reuse. Elsewhere nothing is changed: the per-frame scene is the CPU rasterizer's.
 """
 from __future__ import annotations
 

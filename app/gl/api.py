@@ -9,9 +9,10 @@ go through ``app.gl.raw`` directly, checked once per frame instead. ``GL.GLError
 ``GlCallError`` (a ``GlError``).
 
 Why not PyOpenGL's ``OpenGL.GL``: importing it builds a wrapper for every entry point of every GL
-version and extension (about 190 modules, 60-80 ms on the 2-core CI machine, a seventh of the
-headless start-up to the first frame), of which glshare calls about eighty. PyOpenGL stays the
-platform layer (EGL, GLX, GetProcAddress) and what the tests use to check pixels.
+version and extension (about 190 modules, a noticeable share of the headless start-up to the
+first frame: bench/results/README.md, 'Fifth session'), of which glshare calls about eighty.
+PyOpenGL stays the platform layer (EGL, GLX, GetProcAddress) and what the tests use to check
+pixels.
 
 The convenience forms kept from PyOpenGL, where glshare uses them: ``glGen*(n)`` returns the name
 (n == 1) or a list of names; ``glDelete*(n, names)`` takes a list; ``glGetIntegerv(pname)`` returns

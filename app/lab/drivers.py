@@ -7,9 +7,9 @@ point takes only Direct3D 11 interop images, which glshare never makes: it is ne
 An entry point the device does not list is never looked up or called (PoCL aborts the whole
 process on GL-sharing entry points), except GL sharing's where the gl_sharing backend opened: its
 trial in a child process (app/sharing/gl_trial.py) saw them work (NVIDIA lists none and shares). Beyond that, ``IMPLEMENTATIONS`` records per implementation
-what is unsafe or known: measured on 2026-12-01 (../shared/PLATFORMS.md for PoCL, rusticl and
-Intel's CPU runtime; ../shared/gpu/README.md for NVIDIA's H200 driver, where
-clCreateEventFromGLsyncKHR on a non-GL context crashed the process: the lab never calls it).
+what is unsafe or known (../shared/PLATFORMS.md for PoCL, rusticl and Intel's CPU runtime;
+../shared/gpu/README.md for NVIDIA's driver 580, where clCreateEventFromGLsyncKHR on a non-GL
+context crashes the process: the lab never calls it).
 
 The raw entry points take C pointers through ctypes (ints, ctypes arrays, None for NULL), so the
 lab can pass what pyopencl refuses to build. The lab never hands them a dangling handle: objects

@@ -1,8 +1,8 @@
 """The error lab's driver calls in a child process, under a watchdog.
 
-A driver may hang in a call the lab makes on purpose (NVIDIA 580 never returned from the
-gl_sharing family in a window, and did not die on SIGABRT: stuck in the driver) or crash the
-process. Where the lab would call a driver, ``glshare errors`` runs the lab in a child
+A driver may hang in a call the lab makes on purpose (NVIDIA's driver 580 can fail to return from
+the gl_sharing family's calls in a window, and a process stuck there does not die on SIGABRT) or
+crash the process. Where the lab would call a driver, ``glshare errors`` runs the lab in a child
 (``python -m app.lab.isolate``) that says on standard output which case it is in before each
 driver call and when the call came back (``LAB CASE key`` / ``LAB DONE key``; the phases between
 cases as ``LAB PHASE name``), then prints the results (``LAB RESULT json``). The parent kills the

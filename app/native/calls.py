@@ -1,11 +1,10 @@
 """A frame's foreign calls prepared once and made in one native call (``stamps.c``,
 ``glshare_run_calls``): the scheduler's native frame (``app/schedule/native.py``).
 
-Through ctypes every foreign call costs the calling thread its argument conversion (0.4-0.8 us a call
-on this project's CPU machine, twice that on a slow host) on top of the Python that prepares it; a
-frame's hand-over is 3 to 12 such calls. Here each call's entry point and arguments are written once
-into a C array (``CallList``) and the whole list is one ctypes call, with the clock read after each
-call so the frame's phases and waits keep their times.
+Through ctypes every foreign call costs the calling thread its argument conversion on top of the
+Python that prepares it, and a frame's hand-over is 3 to 12 such calls. Here each call's entry
+point and arguments are written once into a C array (``CallList``) and the whole list is one ctypes
+call, with the clock read after each call so the frame's phases and waits keep their times.
 
 Every argument is an integer or a pointer (``arg``): a handle, a count, an enum, or the address of a
 prepared array, of a value the frame rewrites in place (a kernel's scalar argument), of an event out

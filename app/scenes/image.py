@@ -123,9 +123,9 @@ class ImageScene(Scene):
         self.shared = self._shared_by_slot[0]
         self._global_size = julia_global_size(w, h, self.lanes)
         # one kernel object per slot, each with its texture and the arguments that stay set once
-        # (pointing one kernel at the next copy every frame cost about 35 us a frame on the H200's
-        # driver under cProfile: bench/results/README.md, fourth session); each frame sets only the
-        # constant (cr, ci)
+        # (clSetKernelArg of an image is not free on every driver, and pointing one kernel at the
+        # next copy would pay it every frame: bench/results/README.md, 'Fourth session'); each frame
+        # sets only the constant (cr, ci)
         self._kernel_name = "julia" if tex.is_image else "julia_buffer"
         self._c_index = 1 if tex.is_image else 4
         for i, t in enumerate(self.textures):

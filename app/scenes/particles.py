@@ -35,8 +35,8 @@ DT = 0.005
 
 def uniform(seed: int, n: int) -> np.ndarray:
     """``n`` floats in [0, 1) fixed by ``seed``: SplitMix64 (Steele, Lea, Flood 2014) of seed + i * golden
-    gamma, its top 53 bits. numpy's own generators cost the start-up their import (numpy.random,
-    about 10 ms); this is a few vector operations."""
+    gamma, its top 53 bits. numpy's own generators would cost the start-up the import of
+    numpy.random; this is a few vector operations."""
     z = np.uint64(seed & 0xFFFF_FFFF_FFFF_FFFF) + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -92,9 +92,8 @@ def reference_steps(state: dict[str, np.ndarray], steps: int, dt: float = DT) ->
     return {"position": p, "velocity": v, "color": c}
 
 
-# point sizes, set as GL state (glPointSize) and not written by the vertex shader: on llvmpipe a
-# per-vertex gl_PointSize made the draw call of 100,000 points 14 % slower for the same pixels
-# (bench/results/README.md, sixth session)
+# point sizes, set as GL state (glPointSize) and not written by the vertex shader: the same pixels
+# for a cheaper draw call on a software rasterizer (bench/results/README.md, 'Sixth session')
 SQUARE_POINT_PX = 2.0
 ROUND_POINT_PX = 4.0
 
@@ -149,12 +148,11 @@ def view_projection(width: int, height: int, camera: OrbitCamera | None = None,
 # a point whose centre is off the scene by up to a scene's width or height is inside the clip volume.
 # On llvmpipe a point outside the clip volume sends its whole batch of vertices through the draw
 # module's clipping stages, while one inside it and off the scissor is dropped by its bounding box
-# when it is binned. In the classic sample's view about 37 % of the fountain's points are off the
-# picture (their centres outside the clip volume, none past the guard band): with 100,000 points the
-# render phase (the draw call) took 4.5-4.7 ms through the band against 5.0-5.1 ms without it
-# (bench/results/README.md, sixteenth session). GL culls a point whose centre is outside the clip
-# volume (OpenGL 4.6 core, 13.7.1); within the band, a point whose centre is just off the scene now
-# shows the part of its square that is on it, as a GPU's own guard band does.
+# when it is binned. In the classic sample's view many of the fountain's points are off the picture
+# (their centres outside the clip volume, none past the guard band), so the band makes the draw call
+# cheaper there (bench/results/README.md, 'Sixteenth session'). GL culls a point whose centre is
+# outside the clip volume (OpenGL 4.6 core, 13.7.1); within the band, a point whose centre is just
+# off the scene shows the part of its square that is on it, as a GPU's own guard band does.
 GUARD = 3
 
 

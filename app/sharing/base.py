@@ -118,9 +118,10 @@ class SharingBackend(abc.ABC):
     uploads_reach_cl: ClassVar[bool] = False  # ``upload`` writes the memory CL reads (no GL -> CL copy owed)
     rule_set: ClassVar[str] = "gl_sharing"  # the calls' error lists it is validated against (app/validate)
     # the driver counts acquisitions: an object acquired n times needs n releases (``hand_back``).
-    # Measured on NVIDIA's external memory; assumed of a driver not measured (a release too many is
-    # an error the hand-back reports, a release too few hung the H200). glshare's own hand-overs
-    # (host_copy, host_mapped) need one
+    # NVIDIA's driver 580 nests external memory's acquisitions; a driver not known otherwise is
+    # assumed to (a release too many is an error the hand-back reports, a release too few can leave
+    # the context's destruction hanging in the driver). glshare's own hand-overs (host_copy,
+    # host_mapped) need one
     nests_acquisitions: ClassVar[bool] = True
     # its ``_enqueue_acquire`` / ``_enqueue_release`` take ``event=False``: the C API's NULL ``event``
     # argument where nothing will read the event (FrameScheduler: an untimed frame on an in-order

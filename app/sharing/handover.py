@@ -176,8 +176,9 @@ class HandOver:
                     return None  # GL sharing's (0, NULL): "the function does nothing"
                 # external memory's (0, NULL) "will trivially succeed after its event dependencies are
                 # satisfied and will update its completion event" (cl_khr_external_memory, 5.5.1.1): a
-                # marker with the same wait list is that command. Not forwarded: NVIDIA 580 refuses the
-                # empty call with CL_INVALID_VALUE (the H200's errors-nvidia.json, the driver column)
+                # marker with the same wait list is that command. Not forwarded: NVIDIA's driver 580
+                # refuses the empty call with CL_INVALID_VALUE (the lab's driver column,
+                # errors-nvidia.json)
                 try:
                     return cl.enqueue_marker(queue, wait_for=list(wait_for) if wait_for else None)
                 except cl.Error as exc:
@@ -230,7 +231,7 @@ class HandOver:
         acquire/release text (../shared/spec/gl-acquire-release.txt) defines no nesting, and
         cl_khr_external_memory leaves it to the implementation ("Acquiring a memory object multiple
         times without releasing it results in implementation-defined behavior", 5.5.1.1). NVIDIA's
-        driver (580, H200) nests them, and destroying the context while its imported memory is still
+        driver 580 nests them, and destroying the context while its imported memory is still
         acquired hangs there (bench/probes/gpu_hazard_demos_probe.py). The releases bypass the
         validator and the tracker's findings: they repair the demonstration's state, they are not
         the program's hand-over. Each call that reached the driver is counted at once

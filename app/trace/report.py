@@ -61,8 +61,8 @@ def statistics(records: list, switched_after: bool = False) -> dict:
 
 def shared_stamps(records: list) -> dict:
     """How many frames' acquire and release carry the kernel's own START and END stamps exactly: a
-    driver that stamps a batch of commands with one span (NVIDIA's OpenCL with semaphore waits in
-    the batch, measured on the H200) gives the hand-over no device time of its own, and
+    driver that stamps a batch of commands with one span (NVIDIA's OpenCL, driver 580, with semaphore
+    waits in the batch) gives the hand-over no device time of its own, and
     ``cl_device_us`` then repeats the kernel's for it. Counted so the report says so."""
     both = [r for r in records if "compute" in r.cl_profile]
     out = {"frames": len(both)}

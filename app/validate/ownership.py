@@ -42,7 +42,7 @@ class Ownership:
     acquires: int = 0
     releases: int = 0
     # acquire calls not yet matched by a release call. A driver may nest acquisitions: NVIDIA's
-    # (580, H200) does, and destroying a context whose imported memory is still acquired hangs there
+    # driver 580 does, and destroying a context whose imported memory is still acquired hangs there
     # (bench/probes/gpu_hazard_demos_probe.py); ``SharingBackend.hand_back`` releases them all
     depth: int = 0
 

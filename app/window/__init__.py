@@ -51,7 +51,8 @@ class Surface(Protocol):
     @property
     def draw_framebuffer(self) -> int:
         """The GL name ``bind_target`` binds (0: the window's default framebuffer), so nobody has to
-        ask GL: on llvmpipe a glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING) after a draw cost ~250 us."""
+        ask GL: a glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING) after a draw makes llvmpipe flush it
+        (bench/results/README.md, 'Second session of 2026-12-01')."""
     @property
     def color_buffer(self) -> tuple[int, int, int] | None:
         """(GL name, GL_RENDERBUFFER or GL_TEXTURE_2D, internal format) of the colour buffer of
@@ -70,9 +71,9 @@ class Surface(Protocol):
 def preserve_current_context():
     """Keep this thread's current GL context across a call that may change it.
 
-    Seen on NVIDIA 580 (headless EGL): creating or destroying a Vulkan instance/device in the
-    process left no GL context current, so later GL calls went nowhere (links failed without a
-    log, extension entry points looked absent). Vulkan work is wrapped in this.
+    NVIDIA's driver 580 with headless EGL leaves no GL context current after a Vulkan
+    instance/device is created or destroyed in the process, so later GL calls go nowhere (links
+    fail without a log, extension entry points look absent). Vulkan work is wrapped in this.
     """
     if os.environ.get("PYOPENGL_PLATFORM") == "egl":
         from OpenGL import EGL  # PyOpenGL binds its platform at its first import: after select_platform

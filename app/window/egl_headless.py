@@ -1,7 +1,7 @@
 """Headless GL: an EGL context with no window, drawing into an FBO (same interface as the window).
 
 Tries, in order, Mesa's surfaceless platform, the EGL device platform and the default display
-(NVIDIA's EGL on the GPU machine answers the last two); the context is made current without a
+(NVIDIA's EGL, driver 580, answers the last two); the context is made current without a
 surface where EGL_KHR_surfaceless_context is listed, else on a 16x16 pbuffer.
 """
 from __future__ import annotations

@@ -94,8 +94,9 @@ class GlfwWindow:
         glfw.set_mouse_button_callback(self._window, self._on_button)
         glfw.set_scroll_callback(self._window, self._on_scroll)
         glfw.set_char_callback(self._window, self._on_char)
-        # asked once here, then kept by the callback: glfwGetFramebufferSize is a round trip to X
-        # (~56 us a call, several calls a frame: a GPU frame's whole budget is a few hundred)
+        # asked once here, then kept by the callback: glfwGetFramebufferSize is a round trip to the
+        # X server, and a frame would ask several times (bench/results/README.md, 'The panel in a
+        # window')
         self._framebuffer_size = tuple(glfw.get_framebuffer_size(self._window))
         glfw.set_framebuffer_size_callback(self._window, self._on_framebuffer_size)
 

@@ -173,7 +173,7 @@ class GlEventSync(SyncMode):
 
     clCreateEventFromGLsyncKHR is only called on gl_sharing's context (one created from the GL
     context: "context is a valid OpenCL context created from an OpenGL context", cl_khr_gl_event);
-    on a plain context NVIDIA's driver crashed the process.
+    on a plain context NVIDIA's driver 580 crashes the process.
 
     A linked event (one made from a GL fence) goes to clEnqueueAcquireGLObjects's wait list and to
     nothing else of CL's: cl_khr_gl_event as first published says "Events returned from

@@ -42,10 +42,9 @@ class SemaphoreSync(SyncMode):
     copy n % slots) that signal would make CL wait for GL's draw of the frame before, another
     copy's: each copy gets its own pair of semaphores instead, GL signals the copy's ``gl_done``
     right after drawing it, and CL waits on that signal before the copy's next acquire, slots
-    frames later, while GL may still be drawing the copies in between. Measured on the H200
-    (bench/results/README.md), image 4096x4096, the bench's bare loop of the same calls: 1 copy
-    0.43 ms a frame, 2 copies 0.27, 4 copies 0.19, 8 copies 0.15; glshare's own frame at ac0ea38:
-    0.44, 0.29, 0.22, 0.17."""
+    frames later, while GL may still be drawing the copies in between. The more copies, the more
+    of CL's and GL's work on different copies overlaps and the shorter the frame, in glshare's frame
+    as in the bench's bare loop of the same calls (bench/results/README.md, 'Fourth session')."""
 
     name = "semaphore"
     order = 30
@@ -137,8 +136,8 @@ class SemaphoreSync(SyncMode):
         """The pair of copy ``slot``; with copies the GL semaphore operations name only that copy's
         buffers (``objects``): GL's commands between them use that copy alone, and GL_EXT_semaphore's
         buffer lists say which objects the wait makes visible and the signal hands over (naming every
-        copy asked for barriers on all of them each frame; bench/probes/gpu_copies_probe.py's lean
-        loop, the figures of the third session, names one)."""
+        copy asks for barriers on all of them each frame; bench/probes/gpu_copies_probe.py's lean
+        loop names one: bench/results/README.md, 'Third session')."""
         self.slot = slot
         self.gl_done_gl, self.gl_done_cl, self.cl_done_gl, self.cl_done_cl = self._pairs[slot]
         self._gl_done_list, self._cl_done_list = self._lists[slot]

@@ -1,6 +1,6 @@
 """external_memory: Vulkan-exported memory and semaphores, imported by GL and by CL (zero-copy).
 
-Where cl_khr_gl_sharing is absent (NVIDIA's H200 driver, ../shared/gpu/README.md) GL and CL can
+Where cl_khr_gl_sharing is absent (NVIDIA's driver 580 with EGL, ../shared/gpu/README.md) GL and CL can
 still share device memory: Vulkan allocates it exportable (opaque fd), GL imports one dup of the fd
 (GL_EXT_memory_object_fd: a successful import transfers the fd to GL), CL imports another
 (cl_khr_external_memory_opaque_fd, clCreateBufferWithProperties). Acquire and release are
@@ -25,7 +25,7 @@ texture and recorded as ``SharedObject.display_path`` (the Memory tab lists them
   - "copy into texture: <why not a buffer texture>": after the release GL copies the buffer into
     a 2D texture on the GPU (glTexSubImage2D from GL_PIXEL_UNPACK_BUFFER, ``gl_after_release``), for
     callers that sample a 2D texture or images a buffer texture cannot hold. That copy is GPU work
-    every frame that a buffer texture avoids (bench/results/README.md has the H200's figures).
+    every frame that a buffer texture avoids (bench/results/README.md, 'How to read the H200 numbers').
 
 Textures GL writes and CL reads (the post-process scene's rendering): GL cannot render into buffer
 memory, so such a texture is a real 2D texture (``create_texture(drawn_by_quad=False)``, never a
@@ -360,8 +360,8 @@ class ExternalMemory(SharingBackend):
         copy of the texture into its imported buffer, only where GL changed it since the last copy
         (``gl_generation``). Buffers, buffer textures and write-only textures need nothing."""
         # packed into a plain GL buffer, then copied buffer to buffer into the imported memory: packed
-        # straight into it (glGetTexImage into the imported buffer), CL read the frame before's data
-        # on NVIDIA 580 (H200), with finish and with semaphore sync alike; buffer copies it sees
+        # straight into it (glGetTexImage into the imported buffer), CL reads the frame before's
+        # data on NVIDIA's driver 580, with finish and with semaphore sync alike; buffer copies it sees
         self.gpu_bytes_copied += self._copy_written_textures(objects, staging=self._pack_staging)
 
     def _enqueue_acquire(self, queue, objects, wait_for, event=True):

@@ -31,7 +31,7 @@ def _vk():
 
 def _keeps_gl_current(fn):
     """Run a Vulkan call with the caller's GL context made current again afterwards (see
-    app.window.preserve_current_context: NVIDIA's driver dropped it)."""
+    app.window.preserve_current_context: NVIDIA's driver 580 drops it)."""
     import functools
 
     @functools.wraps(fn)
@@ -188,10 +188,10 @@ _SHARED: dict[bytes | None, VulkanExporter] = {}
 def shared_exporter(cl_device_uuid: bytes | None = None) -> VulkanExporter:
     """The process's one exporter per GPU, made at first use and kept.
 
-    Measured on NVIDIA 580 (H200): each Vulkan instance + device the driver creates leaves about
-    20 file descriptors of its own open after vkDestroyInstance, so an exporter per backend (one
-    per backend switch) made the process's fd count grow with every switch. One exporter per
-    process is also cheaper: instance creation is the slow part of the probe.
+    NVIDIA's driver 580 leaves file descriptors of its own open after vkDestroyInstance for each
+    Vulkan instance + device it creates, so an exporter per backend (one per backend switch) would
+    make the process's fd count grow with every switch. One exporter per process is also cheaper:
+    instance creation is the slow part of the probe.
     """
     exporter = _SHARED.get(cl_device_uuid)
     if exporter is None:

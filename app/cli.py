@@ -226,7 +226,15 @@ def _info(args) -> int:
     _headless(not args.window)
     from app.commands.info import gather, render_text  # start-up: each command imports its own modules
 
-    data = gather(cl_device_selector(args.cl_device), window=args.window)
+    try:
+        data = gather(cl_device_selector(args.cl_device), window=args.window)
+    except UsageError as exc:
+        if not str(exc).startswith("no OpenCL device found") or not args.json:
+            raise
+        from app.commands.info import gather_without_cl  # start-up: as above
+
+        print(json.dumps(gather_without_cl(exc.one_line(), window=args.window), indent=2))
+        return exc.exit_code  # (said on stdout as JSON; still no OpenCL: not a success)
     if args.json:
         print(json.dumps(data, indent=2))
     else:

@@ -103,6 +103,13 @@ class UsageError(GlshareError):
     exit_code = 2
 
 
+class DisplayUnavailable(GlshareError):
+    """No window can be opened here (no X display, or one that refuses the connection): the run
+    cannot start as asked, as with a bad option; ``--headless`` is the way out."""
+
+    exit_code = 2
+
+
 class SharingUnavailable(GlshareError):
     """A sharing backend or sync mode cannot be used here; ``reason`` says why in plain words."""
 

@@ -199,5 +199,19 @@ def test_no_x_server_is_one_line_with_the_way_out(glshare, tmp_path):
     display = next(f":{n}" for n in range(987, 1100) if not os.path.exists(f"/tmp/.X11-unix/X{n}"))
     res = glshare("run", "--frames", "2", "--report", str(tmp_path / "r.json"), env={"DISPLAY": display})
     lines = _lines(res.stderr)
-    assert res.returncode == 1 and len(lines) == 1, res.stderr
+    # exit 2, as a run that cannot start as asked (a bad option, a refused backend): nothing was done
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
     assert f"cannot open the X display '{display}'" in lines[0] and "--headless" in lines[0]
+
+
+def test_info_json_without_opencl_still_says_what_it_knows(glshare, tmp_path):
+    """No OpenCL implementation at all: `info --json` prints the reason, where the ICD loader looked
+    and GL's facts as JSON on stdout, and exits 2 (before, stdout was empty)."""
+    empty = tmp_path / "vendors"
+    empty.mkdir()
+    res = glshare("info", "--json", env={"OCL_ICD_VENDORS": str(empty)})
+    assert res.returncode == 2, res.stderr
+    data = json.loads(res.stdout)
+    assert data["opencl"]["error"].startswith("no OpenCL device found")
+    assert data["opencl"]["folder"] == str(empty) and data["opencl"]["icd_files"] == []
+    assert data["devices"] == [] and data["gl"]["renderer"]

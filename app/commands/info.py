@@ -47,6 +47,32 @@ def gl_device_entry(registry, env) -> dict:
     return out
 
 
+def _icd_folders() -> dict:
+    """Where the ICD loader looks for OpenCL implementations, and the .icd files it finds there."""
+    folder = os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
+    try:
+        files = sorted(n for n in os.listdir(folder) if n.endswith(".icd"))
+    except OSError as exc:
+        files = [f"(cannot be read: {exc.strerror})"]
+    return {"folder": folder, "icd_files": files}
+
+
+def gather_without_cl(why: str, window: bool = False) -> dict:
+    """What ``info`` can still say where no OpenCL device is found: the reason, where the ICD loader
+    looked, and GL's facts (glshare shares nothing without CL, but a user fixing the set-up needs them)."""
+    data: dict = {"glshare": __version__, "opencl": {"error": why, **_icd_folders()}, "devices": []}
+    try:
+        surface = open_surface(not window, (64, 64), title="glshare info")
+    except GlshareError as exc:
+        data["gl"] = {"error": exc.one_line()}
+        return data
+    try:
+        data["gl"] = gl_info().as_dict()
+    finally:
+        surface.close()
+    return data
+
+
 def gather(selector: str | None, window: bool = False) -> dict:
     """Everything ``info`` shows, as JSON-ready data. Opens a headless EGL context to probe (``window``:
     a GLFW window's GLX context, where GL sharing may work when EGL's does not: NVIDIA)."""

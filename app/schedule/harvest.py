@@ -31,7 +31,7 @@ class Profiles:
         self.history, self.gl_timer = history, gl_timer
         self.pending: collections.deque[FrameRecord] = collections.deque()
         # every event on the records was enqueued on the backend's queue; in order, its commands
-        # complete in order (OpenCL 3.0, 5.1), so the newest complete event says the older are done
+        # complete in order (OpenCL 3.0.16, 5.14), so the newest complete event says the older are done
         self.in_order = in_order
         self.run_ahead = run_ahead
         # CL_PROFILING_COMMAND_SUBMIT is read only where an output shows it (the trace's args)

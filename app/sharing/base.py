@@ -145,7 +145,7 @@ class SharingBackend(abc.ABC):
         self.context = self._create_context()
         live.created("cl_context", self.name)
         self._queue = ComputeQueue(self.context, self.device, f"{self.name} queue", owner=self.name)
-        # the queue runs its commands in order: OpenCL 3.0, 5.1: "If the CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE
+        # the queue runs its commands in order: OpenCL 3.0.16, 5.14: "If the CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE
         # property of a command-queue is not set, the commands enqueued to a command-queue execute in
         # order". What the frame leaves out on such a queue (wait lists between its own commands, the
         # events of commands nothing else waits on) it names where the queue is not in order
@@ -378,7 +378,8 @@ class SharingBackend(abc.ABC):
         enqueued (0 objects; a copying backend with nothing to copy in and no wait list).
 
         ``event=True`` is the C API's non-NULL ``event`` argument, "an event object that identifies
-        this command and can be used to query or wait for this command to complete" (5.5.15): where
+        this command and can be used to query wait for this command to complete" (OpenCL 3.0.16, 5.5.15,
+        clEnqueueAcquireGLObjects' own wording, "or" missing there; the release's has it): where
         the hand-over enqueued nothing it is complete already, and the event says so (a user event
         set to CL_COMPLETE: no command on the queue). The scheduler does not ask: it profiles every
         event it gets, and a user event has no profiling info.

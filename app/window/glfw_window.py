@@ -21,7 +21,7 @@ import os
 import glfw
 import numpy as np
 
-from app.errors import GlshareError
+from app.errors import DisplayUnavailable, GlshareError
 from app.gl import api as GL
 from app.gl.raw import gl_function
 from app.source_files import capturing_stderr
@@ -63,7 +63,7 @@ class GlfwWindow:
         glfw.ERROR_REPORTING = "log"  # debug lines on the 'glfw' logger; failures are said in one line below
         ok, said = capturing_stderr(glfw.init)
         if not ok:
-            raise GlshareError(_no_display_message(glfw.get_error(), said), where="glfwInit")
+            raise DisplayUnavailable(_no_display_message(glfw.get_error(), said), where="glfwInit")
         x_errors.WATCH.install()  # an X error or a lost connection ends the run with its outputs, not exit(1)
         glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
         glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)

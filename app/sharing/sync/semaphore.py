@@ -224,7 +224,7 @@ class SemaphoreSync(SyncMode):
             self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
             self._flush()
         # on an in-order queue the acquire enqueued next runs after the wait completes (OpenCL 3.0,
-        # 5.1), so the wait needs no event of its own; a queue that is not in order gets it in the
+        # 5.14), so the wait needs no event of its own; a queue that is not in order gets it in the
         # acquire's wait list
         if self._in_order(queue):
             self.gl_done_cl.enqueue_wait(queue, event=False)
@@ -232,7 +232,7 @@ class SemaphoreSync(SyncMode):
         return [self.gl_done_cl.enqueue_wait(queue)]
 
     def after_release(self, queue, release_event, waits, shadow=None) -> None:
-        # on the in-order queue the signal runs after the release without naming it (OpenCL 3.0, 5.1)
+        # on the in-order queue the signal runs after the release without naming it (OpenCL 3.0.16, 5.14)
         wait_for = [release_event] if release_event is not None and not self._in_order(queue) else None
         self._check("signal", queue, self._cl_done_list, wait_for)
         self.cl_done_cl.enqueue_signal(queue, wait_for, event=False)  # nothing waits on the signal's own event

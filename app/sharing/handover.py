@@ -157,11 +157,17 @@ class HandOver:
         the same queue and objects while no CL object was released since (the registry's
         generation), is one lookup here (``_accepted``): its shared objects, and the validator's
         remembered verdict, counted as checked as ``SpecValidator.check_python`` counts one, without
-        the two calls that find it there. Not while the validator is bypassed or instrumented."""
+        the two calls that find it there. Not while the validator is bypassed or instrumented.
+
+        A call with a wait list is checked whole every time (the list is new each frame: gl_event's
+        fence), but once accepted its queue and objects are recorded too: the rules on them do not
+        depend on the list, and ``steady`` needs both calls' to run the frame's steady case, whose
+        acquire with the sync's events is then this checked call (``Remembered.acquire``)."""
         be, key, hit = self.backend, None, None
-        if not wait_for and objects and self.remember and not be.bypass_validation:
+        if objects and self.remember and not be.bypass_validation:
             key = (call, *map(id, objects))
-            hit = self._accepted.get(key)
+            if not wait_for:
+                hit = self._accepted.get(key)
         if hit is not None and hit[0] is queue and hit[1] == be.validator.registry.generation:
             be.validator.checked += 1
             objects = hit[2]

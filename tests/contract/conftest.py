@@ -34,7 +34,7 @@ def contract_backend(request, probe_env, monkeypatch):
         return
     if name == "gl_sharing":
         driver = EmulatedGlSharingDriver()
-        driver.install(monkeypatch)
+        driver.install(monkeypatch, gl_event=True)  # (NVIDIA lists cl_khr_gl_event: its gl_event runs here too)
         reason = _available_here(name, probe_env)
         assert reason is None, reason
         yield name

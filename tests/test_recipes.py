@@ -119,7 +119,8 @@ def test_the_template_backend_probes_with_its_reason(template_backend, probe_env
     from app.sharing.registry import Registry
 
     reg = Registry(probe_env)
-    assert reg.order[-1] == "template" and reg.choose("auto") != "template"  # probed last, never auto's pick
+    order = reg.order  # probed after every backend of a lower probe_order, never auto's pick
+    assert order.index("template") > order.index("host_copy") and reg.choose("auto") != "template"
     assert reg.probes["template"].available and reg.choose("template") == "template"
     monkeypatch.setattr(type(probe_env.choice.device), "image_support", property(lambda d: 0))
     probe = template_backend.probe(probe_env)

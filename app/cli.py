@@ -131,7 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"glshare {__version__}")
     p.add_argument("--debug", action="store_true", help="log at debug level and show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_run(sub)
+    _add_info(sub)
+    _add_bench(sub)
+    _add_errors(sub)
+    _add_convert(sub)
+    return p
 
+
+def _add_run(sub) -> None:
+    """``glshare run``: a scene in a window (or headless)."""
     r = sub.add_parser("run", help="run a scene in a window (or headless)")
     r.add_argument("--scene", choices=scene_module_names(), default="particles")
     r.add_argument("--backend", choices=["auto", *backend_module_names()], default="auto")
@@ -179,17 +188,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="make a fault on purpose in frame FRAME (0 first; repeatable): enqueue, "
                         "out_of_resources, gl_error, stall, lost_context (app/schedule/faults.py says what each does)")
 
+
+def _add_info(sub) -> None:
+    """``glshare info``: what works here."""
     i = sub.add_parser("info", help="platforms, devices, GL, and which sharing backends work here")
     i.add_argument("--json", action="store_true")
     i.add_argument("--cl-device", help="PLATFORM_SUBSTRING[:INDEX] (or GLSHARE_CL_DEVICE)")
     i.add_argument("--window", action="store_true", help="probe through a GLFW window's GLX context (needs an X display) instead of headless EGL")
 
+
+def _add_bench(sub) -> None:
+    """``glshare bench``: the ratios against baselines."""
     b = sub.add_parser("bench", help="measure frame times and copy costs as ratios against baselines")
     b.add_argument("--quick", action="store_true", help="a small sweep (under a minute on 2 cores)")
     b.add_argument("--json", dest="json_path", help="a file, - or a folder (a file named for the date and machine)")
     b.add_argument("--plot", help="a PNG file, - or a folder")
     b.add_argument("--cl-device")
 
+
+def _add_errors(sub) -> None:
+    """``glshare errors``: the error lab."""
     e = sub.add_parser("errors", help="the error lab: every acquire/release (and semaphore) case against the spec")
     e.add_argument("--json", action="store_true")
     e.add_argument("--cl-device")
@@ -198,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the backend whose call families the lab runs (default: gl_sharing, else "
                         "external_memory, else host_copy)")
 
+
+def _add_convert(sub) -> None:
+    """``glshare convert``: one frame through the CL path."""
     c = sub.add_parser("convert", help="convert one frame (a raw NV12/P010 file, or a frame of a video file) "
                                        "to RGB through the CL path")
     c.add_argument("--format", choices=("nv12", "p010"), dest="fmt",
@@ -211,8 +232,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--cl-device")
     c.add_argument("input", type=Path)
     c.add_argument("output", type=_output, help="OUT: .npy, .png, or - for a PNG on standard output")
-    return p
-
 
 def _headless(headless: bool = True) -> None:
     """PyOpenGL on EGL for a command that draws nothing (info, bench, errors, convert); GLX where

@@ -95,7 +95,8 @@ def test_bytes_and_bandwidth(tiny_run):
 def test_baselines_interleaved_per_size(tiny_run):
     r = json.loads((tiny_run[1] / "b.json").read_text())
     for c in (c for c in r["cells"] if c["backend"] == "host_copy" and c["sync"] == "finish"):
-        kinds = {b["kind"]: b for b in r["baselines"] if b["scene"] == c["scene"] and b["size"] == c["size"]}
+        kinds = {b["kind"]: b for b in r["baselines"]
+                 if (b["scene"], b["size"], b["backend"]) == (c["scene"], c["size"], c["backend"])}
         assert set(kinds) == {"bare_loop", "memcpy_floor"}
         assert kinds["bare_loop"]["frames"] == c["frames"]  # one bare frame next to each glshare frame
         assert kinds["memcpy_floor"]["bytes"] == c["bytes_shared_per_frame"]  # one copy, as host_copy makes

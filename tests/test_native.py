@@ -170,5 +170,9 @@ def test_gl_timer_passes_read_in_c_are_the_ctypes_reads(gl):
             while GL.glGetError():  # the reads of a query never issued: GL_INVALID_OPERATION, by design
                 pass
             GL.glDeleteQueries(1, [never])
+            with pytest.raises(RuntimeError), timer.call_by_call():  # the bench's comparison: no batch inside
+                assert not timer.batched
+                raise RuntimeError
+            assert timer.batched  # and the batch back after it, also on error
         finally:
             timer.release()

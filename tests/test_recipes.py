@@ -1,11 +1,14 @@
-"""The recipes for a new scene and a new panel tab (app/scenes/_template.py, app/ui/tabs/_template.py)
-work as written: the template scene runs frames on every available backend and shows the colour it
-says, its declared commands reach the keys and the panel; the template tab builds its part from a
-read-only view and draws it in the panel."""
+"""The recipes for a new scene, panel tab, sharing backend and sync mode (app/scenes/_template.py,
+app/ui/tabs/_template.py, app/sharing/backends/_template.py, app/sharing/sync/_template.py) work as
+written: the template scene runs frames on every available backend and shows the colour it says, its
+declared commands reach the keys and the panel; the template tab builds its part from a read-only
+view and draws it in the panel; the template backend passes the backend contract suite on every
+scene; the template sync mode orders frames whose pixels match the reference."""
 from __future__ import annotations
 
 import contextlib
 import importlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,3 +89,95 @@ def test_the_template_tab_is_built_and_drawn_from_its_module_alone(gl, monkeypat
             s, e = described.phases[name]
             assert ms == pytest.approx((e - s) / 1e6, abs=1e-9)
         assert rec.errors == [] and rt.ui.state.failures == 0
+
+
+@pytest.fixture
+def template_backend(monkeypatch):
+    """The template backend, registered for this test only (its module is not a backend: "_")."""
+    from app.sharing.backends import backend_module_names
+    from app.sharing.base import SharingBackend
+    from app.sharing.registry import backend_classes
+
+    assert "_template" not in backend_module_names()  # not found by the backends' discovery
+    backend_classes()  # every backend imported (and registered) before the registry is copied
+    monkeypatch.setattr(SharingBackend, "registry", dict(SharingBackend.registry))
+    module = importlib.import_module("app.sharing.backends._template")
+    SharingBackend.registry["template"] = module.TemplateCopy
+    return module.TemplateCopy
+
+
+def test_the_template_backend_keeps_the_contract(template_backend):
+    from app.sharing.contract import check_backend
+
+    check_backend(template_backend)  # what registering checks; a changed hook signature fails:
+    broken = type("Broken", (template_backend,), {"_enqueue_release": lambda self, queue, objects: None})
+    with pytest.raises(TypeError, match="_enqueue_release"):
+        check_backend(broken)
+
+
+def test_the_template_backend_probes_with_its_reason(template_backend, probe_env, monkeypatch):
+    from app.sharing.registry import Registry
+
+    reg = Registry(probe_env)
+    order = reg.order  # probed after every backend of a lower probe_order, never auto's pick
+    assert order.index("template") > order.index("host_copy") and reg.choose("auto") != "template"
+    assert reg.probes["template"].available and reg.choose("template") == "template"
+    monkeypatch.setattr(type(probe_env.choice.device), "image_support", property(lambda d: 0))
+    probe = template_backend.probe(probe_env)
+    assert not probe.available and "no image support" in probe.reason
+
+
+@pytest.mark.parametrize("scene", ["particles", "image", "yuv", "postprocess"])
+def test_the_template_backend_passes_the_contract_suite(template_backend, scene, gl, monkeypatch):
+    """The contract suite's own test (tests/contract/) on the template backend: counts, owners per
+    phase, pixels against the numpy reference."""
+    from app.window.egl_headless import EglSurface
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "contract"))
+    contract = importlib.import_module("test_backend_contract")
+    surface = EglSurface((64, 48))
+    try:
+        contract.test_counts_ownership_and_pixels("template", scene, surface)
+    finally:
+        surface.close()
+
+
+@pytest.fixture
+def template_sync(monkeypatch):
+    """The template sync mode, registered for this test only (its module is not a mode: "_")."""
+    from app.sharing.sync import sync_modes
+    from app.sharing.sync.base import SyncMode
+
+    assert "_template" not in sync_modes() and "template" not in sync_modes()
+    monkeypatch.setattr(SyncMode, "registry", dict(SyncMode.registry))
+    module = importlib.import_module("app.sharing.sync._template")
+    SyncMode.registry["template"] = module.TemplateSync
+    return module.TemplateSync
+
+
+@pytest.mark.parametrize("scene", ["particles", "image"])
+def test_the_template_sync_mode_runs_frames_that_match_the_reference(template_sync, scene, gl, monkeypatch):
+    """Offered by host_copy here (its refusal says None), it waits on the CPU as it declares, and the
+    frames it orders show the scene's reference (the contract suite's checks)."""
+    from app.run import Run
+    from app.sharing.sync import sync_modes
+    from app.window.egl_headless import EglSurface
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "contract"))
+    references = importlib.import_module("references")
+    assert list(sync_modes())[-2:] == ["template", "none"]  # listed by its order
+    surface = EglSurface((64, 48))
+    cfg = RunConfig(scene=scene, backend="host_copy", sync="template", size=references.SIZES[scene],
+                    headless=True, overlay=False, frames=10_000, seed=4, strict=True)
+    try:
+        with Run(cfg, surface=surface) as run:
+            s = run.session
+            assert s.backend.sync_unavailable_reason("template") is None and isinstance(s.scheduler.sync, template_sync)
+            for _ in range(5):
+                rec = run.tick()
+                assert rec.errors == [] and rec.hazards == []
+                assert {w[0] for w in rec.waits} >= {"glFinish"}, rec.waits
+            s.finish()
+            references.CHECKS[scene](s, 5)
+    finally:
+        surface.close()

@@ -40,12 +40,14 @@ def main(args) -> int:
     _check_outputs(*(None if p is None or _is_folder(p) else p for p in (given_json, given_plot)))
     sweep = choose_sweep(bool(getattr(args, "quick", False)))
     cl_device = _selector(getattr(args, "cl_device", None))
+    from app.sharing.backends.external_memory import ExternalMemory
+    from app.sharing.backends.gl_sharing import KhrGlSharing
     from app.window import open_surface
 
     surface = open_surface(True, (64, 64))  # one EGL context for every cell (Run(cfg, surface=...))
     try:
         probe = probe_machine(cl_device, surface)
-        if any(b in probe["backends_available"] for b in ("external_memory", "gl_sharing")):
+        if any(b in probe["backends_available"] for b in (ExternalMemory.name, KhrGlSharing.name)):
             sweep = sweep.with_zero_copy_size()
         name = _run_name(datetime.datetime.now(datetime.timezone.utc).date().isoformat(), probe, sweep.name)
         json_path = _output_path(given_json, {"run_name": name}, ".json")
@@ -206,10 +208,11 @@ def probe_machine(cl_device: str | None, surface) -> dict:
 
 def zero_copy_backend(probe: dict) -> str | None:
     """The first available zero-copy backend (in probe order) where host_copy is available beside it."""
+    from app.sharing.backends.host_copy import HostCopy
     from app.sharing.registry import backend_classes
 
     classes = backend_classes()
-    if "host_copy" not in probe["backends_available"]:
+    if HostCopy.name not in probe["backends_available"]:
         return None
     return next((b for b in probe["backends_available"] if classes[b].capabilities.zero_copy), None)
 

@@ -39,6 +39,7 @@ from app.bench.overhead import overhead_breakdown
 from app.bench.sweep import Sweep, shared_bytes, size_label
 from app.collector import collector_off
 from app.config import RunConfig
+from app.sharing.backends.host_copy import HostCopy
 from app.sharing.sync import sync_modes
 from app.trace.stats import summary
 
@@ -421,7 +422,7 @@ def _finish_cell(rt, base: dict, nbytes: int, sweep: Sweep, with_panel: bool, ou
     (host_copy), panel frames and the UI alone (``with_panel``), until the rounds or the time are spent."""
     clock = _Clock(sweep.cell_budget_s)
     bare = BareLoop(rt)
-    copies = rt.session.backend_name == "host_copy"
+    copies = rt.session.backend_name == HostCopy.name
     smallest = base["scene"] == "particles" and base["size"] == min(sweep.particles)  # scheduler_overhead_us
     headline = smallest or (base["scene"] == "particles" and base["size"] == sweep.default_particles)
     per_round = math.ceil(sweep.frames * (2 if headline else 1) / sweep.rounds)  # the ratios are read there

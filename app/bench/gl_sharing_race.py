@@ -45,14 +45,16 @@ def race(scene: str, size, surface, cl_device: str | None, available: dict, fram
     from app.bench.sweep import size_label
     from app.run import Run
     from app.session.session import window_size_for
+    from app.sharing.backends.external_memory import ExternalMemory
+    from app.sharing.backends.gl_sharing import KhrGlSharing
 
     where = f"{scene} {size_label(scene, size)}"
-    kinds = [("gl_sharing", "finish")]
+    kinds = [(KhrGlSharing.name, "finish")]
     if available.get("gl_sharing/gl_event"):
-        kinds.append(("gl_sharing", "gl_event"))
+        kinds.append((KhrGlSharing.name, "gl_event"))
     if available.get("external_memory"):
-        kinds.append(("external_memory", "semaphore"))
-    surface.resize(*window_size_for(_cfg(scene, size, "gl_sharing", "finish", cl_device, surface)))
+        kinds.append((ExternalMemory.name, "semaphore"))
+    surface.resize(*window_size_for(_cfg(scene, size, KhrGlSharing.name, "finish", cl_device, surface)))
     times: dict = {k: [] for k in kinds}
     records: dict = {k: [] for k in kinds}
     bare_ms: list[float] = []
@@ -60,7 +62,7 @@ def race(scene: str, size, surface, cl_device: str | None, available: dict, fram
     with contextlib.ExitStack() as stack:
         runs = {k: stack.enter_context(Run(_cfg(scene, size, k[0], k[1], cl_device, surface), surface=surface))
                 for k in kinds}
-        bare = BareLoop(runs[("gl_sharing", "finish")])
+        bare = BareLoop(runs[(KhrGlSharing.name, "finish")])
         stack.callback(bare.close)
         for _ in range(warmup):
             for rt in runs.values():
@@ -70,7 +72,7 @@ def race(scene: str, size, surface, cl_device: str | None, available: dict, fram
             order = kinds[i % len(kinds):] + kinds[:i % len(kinds)]  # rotating: drift hits every kind alike
             for k in order:
                 times[k].append(glshare_frame(runs[k], records[k]).wall / 1e6)
-                if k == ("gl_sharing", "finish"):
+                if k == (KhrGlSharing.name, "finish"):
                     b = bare.frame().wall / 1e6
                     bare_ms.append(b)
                     pairs.append(times[k][-1] / b)
@@ -79,16 +81,16 @@ def race(scene: str, size, surface, cl_device: str | None, available: dict, fram
         in_flight = {k: rt.cfg.frames_in_flight for k, rt in runs.items()}
     med = {k: float(np.median(v)) for k, v in times.items()}
     q1, q3 = np.percentile(pairs, [25, 75])
-    rows = [{"race": "gl_sharing bare loop", "at": where, "backend": "gl_sharing", "sync": "finish",
-             "glshare_ms": round(med[("gl_sharing", "finish")], 4), "baseline": "bare loop of the same calls",
+    rows = [{"race": "gl_sharing bare loop", "at": where, "backend": KhrGlSharing.name, "sync": "finish",
+             "glshare_ms": round(med[(KhrGlSharing.name, "finish")], 4), "baseline": "bare loop of the same calls",
              "baseline_ms": round(float(np.median(bare_ms)), 4), "ratio": round(float(np.median(pairs)), 4),
              "spread": [round(float(q1), 4), round(float(q3), 4)], "target": "<= 1.1",
              "what": "glshare's gl_sharing frame / the hand-written loop's frame next to it (glFinish, "
                      "clEnqueueAcquireGLObjects, kernel, clEnqueueReleaseGLObjects, clFinish, draw), median of "
                      "the pairs"}]
-    ext = ("external_memory", "semaphore")
+    ext = (ExternalMemory.name, "semaphore")
     for k in kinds:
-        if k[0] != "gl_sharing" or ext not in med:
+        if k[0] != KhrGlSharing.name or ext not in med:
             continue
         g, e = med[k], med[ext]
         gw, ew = _waits_ms(records[k]), _waits_ms(records[ext])
@@ -105,7 +107,7 @@ def race(scene: str, size, surface, cl_device: str | None, available: dict, fram
             sentence = (f"on this machine, cl_khr_gl_sharing ({k[1]} sync) is {1 / n:.2f}x faster than external "
                         f"memory with semaphores on {where} ({g:.3f} ms against {e:.3f} ms a frame; CPU waits "
                         f"{gw:.3f} ms against {ew:.3f} ms)")
-        rows.append({"race": "gl_sharing vs external_memory", "at": where, "backend": "gl_sharing", "sync": k[1],
+        rows.append({"race": "gl_sharing vs external_memory", "at": where, "backend": KhrGlSharing.name, "sync": k[1],
                      "glshare_ms": round(g, 4), "baseline": "external_memory, semaphore sync",
                      "baseline_ms": round(e, 4), "ratio": round(n, 4), "cpu_waits_ms": round(gw, 4),
                      "baseline_cpu_waits_ms": round(ew, 4),
@@ -117,18 +119,20 @@ def gl_sharing_rows(surface, cl_device: str | None, scenes=ROW_SCENES, frames: i
     """Every row for ``scenes`` on ``surface``, or the rows skipped with the reason gl_sharing is refused."""
     from app.cl.device import select_device
     from app.gl.context import gl_info
+    from app.sharing.backends.external_memory import ExternalMemory
+    from app.sharing.backends.gl_sharing import KhrGlSharing
     from app.sharing.base import ProbeEnv
     from app.sharing.registry import Registry
 
     registry = Registry(ProbeEnv(select_device(cl_device), surface, gl_info()))
-    probe = registry.probes["gl_sharing"]
+    probe = registry.probes[KhrGlSharing.name]
     if not probe.available:
         return {"rows": [], "skipped": f"gl_sharing is refused here: {probe.reason}"}
-    available = {"gl_sharing/gl_event": registry.sync_verdicts("gl_sharing")["gl_event"] is None,
-                 "external_memory": registry.probes["external_memory"].available}
+    available = {"gl_sharing/gl_event": registry.sync_verdicts(KhrGlSharing.name)["gl_event"] is None,
+                 "external_memory": registry.probes[ExternalMemory.name].available}
     out: dict = {"rows": [], "skipped": None, "gl_sharing_probe": probe.reason}
     if not available["external_memory"]:
-        out["external_memory_skipped"] = f"external_memory is refused here: {registry.probes['external_memory'].reason}"
+        out["external_memory_skipped"] = f"external_memory is refused here: {registry.probes[ExternalMemory.name].reason}"
     for scene, size in scenes:
         out["rows"] += race(scene, size, surface, cl_device, available, frames=frames, warmup=warmup)
     return out

@@ -137,12 +137,9 @@ def overhead_alone(rt, reps: int = 200) -> dict:
         parts["GL timer span (2 glQueryCounter)"] = _cpu_us(span, reps, setup=lambda: (GL.glFinish(), timer.harvest()))
         parts["GL timer harvest of one pass"] = _cpu_us(timer.harvest, reps, setup=lambda: (span(), GL.glFinish()))
         if timer.batched:
-            batch, timer._batch = timer._batch, None
-            try:
+            with timer.call_by_call():
                 compared["GL timer harvest of one pass, call by call"] = _cpu_us(
                     timer.harvest, reps, setup=lambda: (span(), GL.glFinish()))
-            finally:
-                timer._batch = batch
     waits: list = []
     parts["sync wait wrappers (2)"] = _cpu_us(lambda: (timed_wait(waits, "a", _noop), timed_wait(waits, "b", _noop)),
                                               reps, setup=waits.clear)

@@ -30,6 +30,7 @@ import numpy as np
 from app.bench.loops import glshare_copy_frame, glshare_dry_copy_frame, glshare_finished_frame, glshare_frame
 from app.bench.sweep import Sweep, size_label
 from app.config import RunConfig
+from app.sharing.backends.host_copy import HostCopy
 
 
 def _where(c: dict) -> str:
@@ -121,7 +122,7 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
     rounds = max(3, sweep.rounds + 2)
     z_ms, h_ms, d_ms, c_ms, ratios, minus_calls = [], [], [], [], [], []
     every: dict[str, list[int]] = {"z": [], "h": [], "d": []}  # bytes moved, every frame of every round
-    with Run(cfg(zero_copy), surface=surface) as zr, Run(cfg("host_copy"), surface=surface) as hr:
+    with Run(cfg(zero_copy), surface=surface) as zr, Run(cfg(HostCopy.name), surface=surface) as hr:
         for _ in range(sweep.race_warmup):
             glshare_frame(zr, [])
             glshare_frame(hr, [])
@@ -161,7 +162,7 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
     minus_a = np.array([r for r in minus_calls if not math.isnan(r)])
     return {"scene": scene, "size": size_label(scene, size), "backend": zero_copy, "rounds": rounds,
             "frames_per_round": per_round, "warmup_frames": sweep.race_warmup,
-            "first_timed_frame": {zero_copy: started["z"], "host_copy": started["h"]},
+            "first_timed_frame": {zero_copy: started["z"], HostCopy.name: started["h"]},
             "zero_copy_frame_ms": round(float(np.median(z_ms)), 4),
             "host_copy_frame_ms": round(float(np.median(h_ms)), 4), "host_copy_copy_ms": round(float(np.median(c_ms)), 4),
             "host_copy_without_copies_ms": round(float(np.median(d_ms)), 4),
@@ -172,7 +173,7 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
                 "median": round(float(np.median(minus_a)), 4) if minus_a.size else None,
                 "range": [round(float(minus_a.min()), 4), round(float(minus_a.max()), 4)] if minus_a.size else None,
                 "rounds_without_a_ratio": len(minus_calls) - int(minus_a.size)},
-            "bytes_moved_per_frame": {zero_copy: moved.get("z", 0), "host_copy": moved.get("h", 0),
+            "bytes_moved_per_frame": {zero_copy: moved.get("z", 0), HostCopy.name: moved.get("h", 0),
                                       "host_copy without its copies": moved.get("d", 0)},
             "what": f"{zero_copy}'s frame / host_copy's frame without its copies (every call made but the "
                     "copies: HostCopy.dry_copies), medians of each round's blocks, the median of the rounds' "

@@ -119,7 +119,7 @@ def measure(frames: int = 60, size: int = PARTICLES) -> dict:
         return {"surface": rt.session.surface.label, "gl": rt.session.gl_info.renderer, "particles": size,
                 "window": list(rt.session.surface.framebuffer_size), "panel_hz": rt.ui.layer.redraw_hz,
                 "loop_frame_ms": round(loop_frame_ms, 3), "under": under, "beside": beside,
-                "back_buffer_kept": rt.ui.layer._kept,
+                "back_buffer_kept": rt.ui.layer.back_buffer_kept,
                 "what": "process CPU per frame of the UI + glFinish after the scene's GL work finished, against "
                         "glFinish alone, in a window (ms); *_extra_ms: minus the frames without the UI; "
                         "panel_cost_ms_model: copy + (redraw - copy) x panel_hz x loop_frame_ms, as glshare "

@@ -53,14 +53,9 @@ def main(args) -> int:
 def _config(args) -> RunConfig:
     """The run's configuration, every option and output checked; the modules of the run's first
     frame imported (headless, the panel's too) and the OpenCL drivers loaded."""
-    from app.window import has_display, select_platform  # start-up: imported under the start-up collector
+    from app.window import select_platform  # start-up: imported under the start-up collector
 
-    headless = args.headless
-    if not headless and not has_display():
-        print("glshare: no display (DISPLAY is not set): running headless", file=sys.stderr)
-        headless = True
-    frames = args.frames
-    screenshot, report = args.screenshot, args.report
+    headless = _headless_or_window(args)
     local_size = parse_local_size(getattr(args, "local_size", None))
     window_size = getattr(args, "window_size", None)
     window_size = parse_wxh(window_size, what="--window-size") if window_size is not None else None
@@ -70,14 +65,7 @@ def _config(args) -> RunConfig:
     from app.postprocess.reference import check_radius  # start-up: imported under the start-up collector
 
     blur_radius = check_radius(getattr(args, "blur_radius", 2))
-    outputs = {"screenshot": screenshot, "report": report, "trace": args.trace}
-    if headless and frames is None:
-        frames = DEFAULT_HEADLESS_FRAMES
-        out = Path("out")
-        if not screenshot:
-            screenshot = outputs["the default screenshot"] = out / f"glshare-{args.scene}.png"
-        if not report:
-            report = outputs["the default report"] = out / f"glshare-{args.scene}.json"
+    frames, screenshot, report, outputs = _frames_and_outputs(args, headless)
     from app.schedule.faults import check_faults  # start-up: imported under the start-up collector
 
     try:
@@ -86,10 +74,53 @@ def _config(args) -> RunConfig:
         raise UsageError(f"--inject: {exc}") from None
     check_outputs(outputs, _inputs(video))
     selector = cl_device_selector(args.cl_device)
-    from app.cl.device import parse_selector, select_device  # start-up: imported under the start-up collector
+    from app.cl.device import parse_selector  # start-up: imported under the start-up collector
 
     parse_selector(selector)  # the syntax, before anything else is looked at
     select_platform(headless)
+    scene = _checked_choices(args, video)
+    cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
+                    size=scene.parse_size(args.size), window_size=window_size, report=report, screenshot=screenshot, trace=args.trace,
+                    cl_device=selector, seed=args.seed, strict=args.strict,
+                    panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
+                    yuv_format=args.yuv_format, video=video, local_size=local_size,
+                    round_points=bool(getattr(args, "round_points", False)), view=getattr(args, "view", "sample"),
+                    filter=getattr(args, "filter", "sobel"),
+                    blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
+                    stamps_ms=args.stamps_ms,
+                    fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
+    _check_memory_and_device(cfg, scene, video)
+    SIGNALS.reassert()  # in front of the handlers the drivers' LLVM installed (app/signals.py)
+    return cfg
+
+
+def _headless_or_window(args) -> bool:
+    """Headless as asked, or because there is no display to open a window on (said on stderr)."""
+    from app.window import has_display  # start-up: imported under the start-up collector
+
+    if not args.headless and not has_display():
+        print("glshare: no display (DISPLAY is not set): running headless", file=sys.stderr)
+        return True
+    return args.headless
+
+
+def _frames_and_outputs(args, headless: bool) -> tuple:
+    """(frames, screenshot, report, {what: path} of every output to check): a headless run without
+    ``--frames`` runs the default count and writes a screenshot and a report under out/ unless given."""
+    frames, screenshot, report = args.frames, args.screenshot, args.report
+    outputs = {"screenshot": screenshot, "report": report, "trace": args.trace}
+    if headless and frames is None:
+        frames = DEFAULT_HEADLESS_FRAMES
+        out = Path("out")
+        if not screenshot:
+            screenshot = outputs["the default screenshot"] = out / f"glshare-{args.scene}.png"
+        if not report:
+            report = outputs["the default report"] = out / f"glshare-{args.scene}.json"
+    return frames, screenshot, report, outputs
+
+
+def _checked_choices(args, video):
+    """The scene's class, once the video (where given), ``--backend`` and ``--sync`` are known good."""
     from app.scenes import scene_class  # start-up: imported under the start-up collector
     from app.sharing.registry import backend_classes  # start-up: imported under the start-up collector
     from app.sharing.sync import sync_modes  # start-up: imported under the start-up collector
@@ -104,36 +135,31 @@ def _config(args) -> RunConfig:
         raise UsageError(f"--backend {args.backend!r}: choose one of auto, {', '.join(backend_classes())}")
     if args.sync not in sync_modes():
         raise UsageError(f"--sync {args.sync!r}: choose one of {', '.join(sync_modes())}")
-    cfg = RunConfig(scene=args.scene, backend=args.backend, sync=args.sync, headless=headless, frames=frames,
-                    size=scene.parse_size(args.size), window_size=window_size, report=report, screenshot=screenshot, trace=args.trace,
-                    cl_device=selector, seed=args.seed, strict=args.strict,
-                    panel=not args.no_panel, overlay=not args.no_overlay, panel_hz=args.panel_hz, vsync=args.vsync,
-                    yuv_format=args.yuv_format, video=video, local_size=local_size,
-                    round_points=bool(getattr(args, "round_points", False)), view=getattr(args, "view", "sample"),
-                    filter=getattr(args, "filter", "sobel"),
-                    blur_radius=blur_radius, inject=inject, frames_in_flight=args.frames_in_flight,
-                    stamps_ms=args.stamps_ms,
-                    fps_lines=not args.quiet and not any(str(p) == "-" for p in (screenshot, report, args.trace)))
-    from app.memory import check_memory
+    return scene
 
-    check_memory(scene, video_size(video) if video is not None and args.scene == "yuv" else scene.size_of(cfg))
+
+def _check_memory_and_device(cfg: RunConfig, scene, video) -> None:
+    """The scene's memory against the host's and the device's, and a device that exists, before the
+    window opens; the run's modules imported meanwhile."""
+    from app.cl.device import select_device  # start-up: imported under the start-up collector
+    from app.memory import check_device_memory, check_memory
+
+    played = video is not None and cfg.scene == "yuv"
+    if video is not None:
+        from app.scenes.yuv import video_size  # start-up: imported under the start-up collector
+    check_memory(scene, video_size(video) if played else scene.size_of(cfg))
     import app.run  # noqa: F401 - start-up: imported here, under the start-up collector
 
-    if cfg.overlay and headless:
+    if cfg.overlay and cfg.headless:
         # in a window the panel's modules are imported after the window exists (UiHost), as they
         # were: imported before it, the panel was not drawn at all (Xvfb, test_window_panel_screenshot)
         _import_panel_beside_drivers()
     choice = select_device(cfg.cl_device)  # a device that exists, before the window opens
-    from app.memory import check_device_memory
-
-    check_device_memory(choice.device, choice.label, scene, video_size(video) if video is not None and
-                        args.scene == "yuv" else scene.size_of(cfg))
+    check_device_memory(choice.device, choice.label, scene, video_size(video) if played else scene.size_of(cfg))
     if video is not None:
         from app.commands.convert import check_image_limits
 
         check_image_limits(choice.device, *video_size(video), f"{choice.label}, --video {video}")
-    SIGNALS.reassert()  # in front of the handlers the drivers' LLVM installed (app/signals.py)
-    return cfg
 
 
 def _inputs(video) -> list:

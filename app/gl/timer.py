@@ -207,6 +207,16 @@ class GlTimer:
         """Whether ``harvest`` reads the passes in flight in one call to app/native."""
         return self._batch is not None
 
+    @contextlib.contextmanager
+    def call_by_call(self):
+        """Inside the block ``harvest`` reads each pass with its own GL calls, as where app/native
+        is missing (the bench compares the two); the batch is back afterwards, also on error."""
+        batch, self._batch = self._batch, None
+        try:
+            yield
+        finally:
+            self._batch = batch
+
     @property
     def sampling(self) -> str:
         """What the panel says about the timer: on every frame, or one in N, or why off."""

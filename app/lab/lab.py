@@ -790,23 +790,10 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None, wat
     expected, not_provokable = load_expected()
     not_provokable = [p for p in not_provokable if p["family"] in families]
     reasons = driver_reasons(backend, families, entry)
-    if entry is None and any(r is None for r in reasons.values()):
-        callable_families = tuple(f for f, r in reasons.items() if r is None)
-        try:
-            entry = drivers.RawEntryPoints(platform, callable_families)
-        except LookupError as exc:  # listed, but the platform does not export it: nothing is called
-            for fam in callable_families:
-                reasons[fam] = str(exc)
+    entry = _entry_for_callable(platform, reasons, entry)
     rows: list[dict] = []
     with LabObjects(backend, entry) as lab:
-        semaphores = None
-        if any(registry.get(f).validator == "semaphore" for f in families):
-            fam = next(f for f in families if registry.get(f).validator == "semaphore")
-            try:
-                semaphores = lab.make_semaphores(with_driver=reasons[fam] is None)
-            except LabSetupError as exc:  # no semaphore to call the driver with: the validator column only
-                reasons[fam] = str(exc)
-                semaphores = lab.make_semaphores(with_driver=False)
+        semaphores = _lab_semaphores(lab, families, reasons)
         for fam in families:
             if watch is not None:
                 watch.phase(f"the {fam} family")
@@ -814,16 +801,7 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None, wat
                 rows += run_planar(lab, expected[fam], reasons[fam], not_provokable)
                 continue
             runner = DriverRunner(lab, entry, fam, watch) if reasons[fam] is None else None
-            for call in sorted(registry.get(fam).calls, key=CALL_ORDER.index):
-                for exp in expected[fam]:
-                    try:
-                        a = lab.args(fam, exp.id)
-                    except LabSetupError as exc:  # an object this case needs cannot be made here
-                        if call == registry.get(fam).calls[0]:
-                            not_provokable.append({"family": fam, "id": exp.id, "codes": list(exp.codes),
-                                                   "section": exp.section, "quote": exp.quote, "why": str(exc)})
-                        continue
-                    rows.append(_case_row(backend, lab, runner, impl, reasons[fam], exp, fam, call, a))
+            rows += _family_rows(backend, lab, runner, impl, reasons[fam], fam, expected[fam], not_provokable)
         lab_simulated = lab.simulated_gl
     hazards_note = watch.skip_hazards if watch is not None else None
     if watch is not None and not hazards_note:
@@ -831,10 +809,6 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None, wat
 
         watch.phase(HAZARDS)
     hazards = run_hazards(backend) if not hazards_note else []
-    agree = sum(r["validator_agrees"] for r in rows)
-    accepted = sum(r["agrees"] for r in rows)  # the spec's answer or the deviation's own, and the Python API right
-    deviated = sum(bool(r["deviation"]) and not r["validator_agrees"] for r in rows)
-    hz_ok = sum(h["ok"] for h in hazards)
     return {
         "implementation": implementation_text(platform, device),
         "implementation_key": impl.key,
@@ -849,13 +823,67 @@ def run_lab(backend, *, entry=None, families: tuple[str, ...] | None = None, wat
         "deviations": deviations_of(rows),
         "hazards": hazards,
         **({"hazards_note": hazards_note} if hazards_note else {}),
-        "summary": {"cases": len(rows), "validator_agrees": agree, "accepted": accepted,
-                    "deliberate_deviations": deviated,
-                    "driver_called": sum(r["driver_called"] for r in rows),
-                    "driver_differs": sum(r["driver_differs"] for r in rows),
-                    "hazards": len(hazards), "hazards_ok": hz_ok,
-                    "ok": accepted == len(rows) and hz_ok == len(hazards)},
+        "summary": _summary(rows, hazards),
     }
+
+
+def _entry_for_callable(platform, reasons: dict[str, str | None], entry):
+    """``entry``, or where none is given and some family may be called, the platform's raw entry
+    points for those families; a family whose entry point the platform does not export gets that as
+    its reason (in ``reasons``) and is not called."""
+    if entry is None and any(r is None for r in reasons.values()):
+        callable_families = tuple(f for f, r in reasons.items() if r is None)
+        try:
+            entry = drivers.RawEntryPoints(platform, callable_families)
+        except LookupError as exc:  # listed, but the platform does not export it: nothing is called
+            for fam in callable_families:
+                reasons[fam] = str(exc)
+    return entry
+
+
+def _lab_semaphores(lab, families: tuple[str, ...], reasons: dict[str, str | None]):
+    """The semaphores a semaphore family's cases use (None where no family is one), made for the
+    driver where it is called; where they cannot be, the family's reason says why and the cases get
+    semaphores for the validator column only."""
+    fam = next((f for f in families if registry.get(f).validator == "semaphore"), None)
+    if fam is None:
+        return None
+    try:
+        return lab.make_semaphores(with_driver=reasons[fam] is None)
+    except LabSetupError as exc:  # no semaphore to call the driver with: the validator column only
+        reasons[fam] = str(exc)
+        return lab.make_semaphores(with_driver=False)
+
+
+def _family_rows(backend, lab, runner, impl, reason, fam: str, expected: list, not_provokable: list) -> list[dict]:
+    """The rows of family ``fam``: every expected case for each of its calls; a case whose objects
+    cannot be made here is added to ``not_provokable`` once (at the family's first call)."""
+    rows = []
+    for call in sorted(registry.get(fam).calls, key=CALL_ORDER.index):
+        for exp in expected:
+            try:
+                a = lab.args(fam, exp.id)
+            except LabSetupError as exc:  # an object this case needs cannot be made here
+                if call == registry.get(fam).calls[0]:
+                    not_provokable.append({"family": fam, "id": exp.id, "codes": list(exp.codes),
+                                           "section": exp.section, "quote": exp.quote, "why": str(exc)})
+                continue
+            rows.append(_case_row(backend, lab, runner, impl, reason, exp, fam, call, a))
+    return rows
+
+
+def _summary(rows: list[dict], hazards: list[dict]) -> dict:
+    """The lab's counts; ``ok`` when every case is accepted and every hazard is seen."""
+    agree = sum(r["validator_agrees"] for r in rows)
+    accepted = sum(r["agrees"] for r in rows)  # the spec's answer or the deviation's own, and the Python API right
+    deviated = sum(bool(r["deviation"]) and not r["validator_agrees"] for r in rows)
+    hz_ok = sum(h["ok"] for h in hazards)
+    return {"cases": len(rows), "validator_agrees": agree, "accepted": accepted,
+            "deliberate_deviations": deviated,
+            "driver_called": sum(r["driver_called"] for r in rows),
+            "driver_differs": sum(r["driver_differs"] for r in rows),
+            "hazards": len(hazards), "hazards_ok": hz_ok,
+            "ok": accepted == len(rows) and hz_ok == len(hazards)}
 
 
 # -- output ---------------------------------------------------------------------------------------

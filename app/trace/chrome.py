@@ -141,114 +141,163 @@ def build_trace(records: list, clock: ClockMap | None, meta: dict | None = None)
     other = {**(meta or {}), "clock": clock.as_dict(), "names": NAMES}
     if not records:
         return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
-    base = min(r.start_ns for r in records)
-    cl_off, gl_off = clock.cl.offset, clock.gl.offset
-    queue_tids: dict[str, int] = {}
-    owner_tids: dict[str, int] = {}
-    flows = _Flows()
-    async_id = 1
+    trace = _Trace(events, min(r.start_ns for r in records), clock)
     for rec in records:
-        if rec.backend not in queue_tids:  # one track per backend: its rebuilt queues follow each other
-            tid = queue_tids[rec.backend] = TID_CL_BASE + len(queue_tids)
-            events += _meta(tid, f"CL queue {rec.backend}", 2 + len(queue_tids))
-        cl_tid = queue_tids[rec.backend]
+        trace.add_frame(rec)
+    for iv in owner_timeline(records, trace.cl_off):  # one continuous timeline per object, over the frames
+        events.append(_x(iv.state, "owner", trace.owner_tids[iv.label], trace.us(iv.start_ns), iv.us,
+                         {"frame": iv.frame, "object": iv.label, "source": iv.source, "note": iv.note}))
+    events += _run_instants(records, meta or {}, trace.base)
+    events += trace.flows.events
+    other.update({"frames": len(records), "time_base": "ts = (perf_counter_ns - first frame start) / 1000"})
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
+
+
+class _Trace:
+    """The events of the frames, appended frame by frame to ``events``: each frame's CPU, CL and GL
+    slices, its hazards and errors, and the flows of its hand-overs (``flows``)."""
+
+    def __init__(self, events: list[dict], base: int, clock: ClockMap) -> None:
+        self.events, self.base = events, base
+        self.cl_off, self.gl_off = clock.cl.offset, clock.gl.offset
+        self.queue_tids: dict[str, int] = {}
+        self.owner_tids: dict[str, int] = {}
+        self.flows = _Flows()
+        self.async_id = 1
+
+    def us(self, t_ns: int) -> float:
+        return _us(t_ns, self.base)
+
+    def add_frame(self, rec) -> None:
+        cl_tid = self._tracks(rec)
+        self._frame(rec)
+        phases_waits = self._cpu(rec)
+        cl_ev = self._cl(rec, cl_tid)
+        gl_ev = {}
+        for name, s, e in rec.gl_passes:
+            ev = _x(name, "gl", TID_GL, self.us(s + self.gl_off), (e - s) / 1e3,
+                    {"frame": rec.index, "gl_start_ns": s, "gl_end_ns": e})
+            gl_ev.setdefault(name, ev)
+            self.events.append(ev)
+        self._flags(rec)
+        self._hand_overs(rec.index, phases_waits, cl_ev, gl_ev)
+
+    def _tracks(self, rec) -> int:
+        """The record's CL queue track and its objects' owner tracks, named at their first frame; the
+        queue's tid."""
+        if rec.backend not in self.queue_tids:  # one track per backend: its rebuilt queues follow each other
+            tid = self.queue_tids[rec.backend] = TID_CL_BASE + len(self.queue_tids)
+            self.events.extend(_meta(tid, f"CL queue {rec.backend}", 2 + len(self.queue_tids)))
         for label in rec.owner_labels:
-            if label not in owner_tids:
-                tid = owner_tids[label] = TID_OWNER_BASE + len(owner_tids)
-                events += _meta(tid, f"owner {label}", 50 + len(owner_tids))
+            if label not in self.owner_tids:
+                tid = self.owner_tids[label] = TID_OWNER_BASE + len(self.owner_tids)
+                self.events.extend(_meta(tid, f"owner {label}", 50 + len(self.owner_tids)))
+        return self.queue_tids[rec.backend]
+
+    def _frame(self, rec) -> None:
+        """The ``frame N`` slice and the frame's counters."""
         f = rec.index
         end_ns = max([rec.end_ns] + [s[1] for s in rec.phases.values()])
-        events.append(_x(f"frame {f}", "cpu.frame", TID_CPU, _us(rec.start_ns, base), (end_ns - rec.start_ns) / 1e3,
-                         {"frame": f, "scene": rec.scene, "backend": rec.backend, "sync": rec.sync,
-                          "bytes_moved": rec.bytes_moved, "stepped": rec.stepped, "frame_us": rec.frame_us,
-                          "cl_unstamped": list(rec.unstamped),  # commands the driver gave no device stamps
-                          # False: not timed (no CL or GL slices for it: frames shorter than
-                          # --stamps-ms are timed one per interval; a run with --trace times every frame)
-                          "sampled": rec.sampled}))
-        ts0 = _us(rec.start_ns, base)
+        self.events.append(_x(f"frame {f}", "cpu.frame", TID_CPU, self.us(rec.start_ns), (end_ns - rec.start_ns) / 1e3,
+                              {"frame": f, "scene": rec.scene, "backend": rec.backend, "sync": rec.sync,
+                               "bytes_moved": rec.bytes_moved, "stepped": rec.stepped, "frame_us": rec.frame_us,
+                               "cl_unstamped": list(rec.unstamped),  # commands the driver gave no device stamps
+                               # False: not timed (no CL or GL slices for it: frames shorter than
+                               # --stamps-ms are timed one per interval; a run with --trace times every frame)
+                               "sampled": rec.sampled}))
         if rec.frame_us is not None:
-            events.append({"name": "frame time", "ph": "C", "pid": PID,
-                           "ts": max(_us(rec.presented_ns - rec.period_ns, base), 0.0),
-                           "args": {"ms": round(rec.period_ns / 1e6, 4)}})
-        events.append({"name": "bytes moved", "ph": "C", "pid": PID, "ts": ts0, "args": {"bytes": rec.bytes_moved}})
-        phase_ev = {}
+            self.events.append({"name": "frame time", "ph": "C", "pid": PID,
+                                "ts": max(self.us(rec.presented_ns - rec.period_ns), 0.0),
+                                "args": {"ms": round(rec.period_ns / 1e6, 4)}})
+        self.events.append({"name": "bytes moved", "ph": "C", "pid": PID, "ts": self.us(rec.start_ns),
+                            "args": {"bytes": rec.bytes_moved}})
+
+    def _cpu(self, rec) -> list[tuple[str | None, dict]]:
+        """The host phases, the CPU waits and the bookkeeping; (the phase each wait ran in, its slice)."""
+        f = rec.index
         for name, (s, e) in rec.phases.items():
-            phase_ev[name] = ev = _x(cpu_name(name), "cpu.phase", TID_CPU, _us(s, base), (e - s) / 1e3,
-                                     {"frame": f, "phase": name})
-            events.append(ev)
+            self.events.append(_x(cpu_name(name), "cpu.phase", TID_CPU, self.us(s), (e - s) / 1e3,
+                                  {"frame": f, "phase": name}))
         wait_ev = []
         for name, s, e in rec.waits:
-            ev = _x(name, "cpu.wait", TID_CPU, _us(s, base), (e - s) / 1e3, {"frame": f})
+            ev = _x(name, "cpu.wait", TID_CPU, self.us(s), (e - s) / 1e3, {"frame": f})
             phase = next((p for p, (ps, pe) in rec.phases.items() if ps <= s and e <= pe), None)
             wait_ev.append((phase, ev))
-            events.append(ev)
+            self.events.append(ev)
         for name, s, e in rec.bookkeeping:  # glshare's reads of earlier frames' stamps, inside a wait's window
-            events.append(_x(name, "cpu.bookkeeping", TID_CPU, _us(s, base), (e - s) / 1e3, {"frame": f}))
+            self.events.append(_x(name, "cpu.bookkeeping", TID_CPU, self.us(s), (e - s) / 1e3, {"frame": f}))
+        return wait_ev
+
+    def _cl(self, rec, cl_tid: int) -> dict[str, dict]:
+        """The CL commands' slices from their device stamps, each with its queued -> start wait; by command."""
+        f, cl_off = rec.index, self.cl_off
         cl_ev = {}
         for name, (q, sub, st, en) in rec.cl_profile.items():
             args = {"frame": f, "command": name, "segment": rec.segment, "queued_ns": q, "submit_ns": sub,
                     "start_ns": st, "end_ns": en, "queued_to_start_us": round((st - q) / 1e3, 3)}
-            cl_ev[name] = ev = _x(device_name(name), "cl", cl_tid, _us(st + cl_off, base), (en - st) / 1e3, args)
-            events.append(ev)
-            wait_common = {"name": f"{device_name(name)} queued", "cat": "cl.queued", "id": async_id, "pid": PID,
-                           "tid": cl_tid}
-            async_id += 1
-            events.append({**wait_common, "ph": "b", "ts": _us(q + cl_off, base),
-                           "args": {"frame": f, "queued_ns": q, "submit_ns": sub}})
-            events.append({**wait_common, "ph": "e", "ts": _us(max(st, q) + cl_off, base), "args": {"frame": f}})
-        gl_ev = {}
-        for name, s, e in rec.gl_passes:
-            ev = _x(name, "gl", TID_GL, _us(s + gl_off, base), (e - s) / 1e3, {"frame": f, "gl_start_ns": s, "gl_end_ns": e})
-            gl_ev.setdefault(name, ev)
-            events.append(ev)
+            cl_ev[name] = ev = _x(device_name(name), "cl", cl_tid, self.us(st + cl_off), (en - st) / 1e3, args)
+            self.events.append(ev)
+            wait_common = {"name": f"{device_name(name)} queued", "cat": "cl.queued", "id": self.async_id,
+                           "pid": PID, "tid": cl_tid}
+            self.async_id += 1
+            self.events.append({**wait_common, "ph": "b", "ts": self.us(q + cl_off),
+                                "args": {"frame": f, "queued_ns": q, "submit_ns": sub}})
+            self.events.append({**wait_common, "ph": "e", "ts": self.us(max(st, q) + cl_off), "args": {"frame": f}})
+        return cl_ev
+
+    def _flags(self, rec) -> None:
+        """The frame's hazards (on their object's track) and errors, as instant events."""
+        f = rec.index
         for flag in rec.hazards:
             race = flag.as_dict if isinstance(flag, RaceFlag) else None  # seen in the stamps: at the overlap's start
             at = max(flag.gl_ns[0], flag.cl_ns[0]) if race is not None else _phase_mid(rec, flag.where)
-            events.append(_instant(f"hazard {flag.case}", "hazard", owner_tids.get(flag.label, TID_CPU),
-                                   _us(at, base),
-                                   {"frame": f, "case": flag.case, "object": flag.label, "where": flag.where,
-                                    "spec": flag.spec, **({"race": race()} if race is not None else {})}))
+            self.events.append(_instant(f"hazard {flag.case}", "hazard", self.owner_tids.get(flag.label, TID_CPU),
+                                        self.us(at),
+                                        {"frame": f, "case": flag.case, "object": flag.label, "where": flag.where,
+                                         "spec": flag.spec, **({"race": race()} if race is not None else {})}))
         for err in rec.errors:
-            events.append(_instant(f"error {err.name}", "error", TID_CPU, _us(_phase_mid(rec, err.where), base),
-                                   {**err.as_dict()}))
-        # the hand-overs
+            self.events.append(_instant(f"error {err.name}", "error", TID_CPU, self.us(_phase_mid(rec, err.where)),
+                                        {**err.as_dict()}))
+
+    def _hand_overs(self, f: int, wait_ev: list, cl_ev: dict, gl_ev: dict) -> None:
+        """The flows of the frame's hand-overs: release -> GL pass, and each wait to what it orders."""
         release = cl_ev.get("release")
         first_gl = gl_ev.get("gl render") or next(iter(gl_ev.values()), None)
         if release is not None and first_gl is not None:
-            flows.link("release command -> gl", release, first_gl, f)
+            self.flows.link("release command -> gl", release, first_gl, f)
         # the wait before the acquire orders GL before CL's first command of the frame: the acquire,
         # or the kernel when the acquire enqueued nothing (host_copy with nothing to copy in)
         first_cl = next((n for n in ("acquire", "compute") if n in cl_ev), None)
         for phase, ev in wait_ev:
             if phase == "acquire" and first_cl is not None:
-                flows.link(f"{ev['name']} -> {device_name(first_cl)}", ev, cl_ev[first_cl], f)
+                self.flows.link(f"{ev['name']} -> {device_name(first_cl)}", ev, cl_ev[first_cl], f)
             elif phase == "release" and release is not None:
-                flows.link(f"release command -> {ev['name']}", release, ev, f)
+                self.flows.link(f"release command -> {ev['name']}", release, ev, f)
             elif phase == "render" and first_gl is not None:
-                flows.link(f"gl -> {ev['name']}", first_gl, ev, f)
-    for iv in owner_timeline(records, cl_off):  # one continuous timeline per object, over the frames
-        events.append(_x(iv.state, "owner", owner_tids[iv.label], _us(iv.start_ns, base), iv.us,
-                         {"frame": iv.frame, "object": iv.label, "source": iv.source, "note": iv.note}))
+                self.flows.link(f"gl -> {ev['name']}", first_gl, ev, f)
+
+
+def _run_instants(records: list, meta: dict, base: int) -> list[dict]:
+    """The switches and the hand-backs as global instant events, each on the first kept record at or
+    after its frame (none where no such frame was kept)."""
+    events = []
 
     def at_frame(item: dict):
-        """The first kept record at or after ``item``'s frame (None: no such frame was kept)."""
         return next((r for r in records if r.index >= item.get("frame", 0)), None)
 
-    for sw in (meta or {}).get("switches", ()):
+    for sw in meta.get("switches", ()):
         if (at := at_frame(sw)) is None:
             continue
         old = " / ".join(str(v) for v in (sw.get("from") or {}).values())
         new = " / ".join(str(v) for v in (sw.get("to") or {}).values())
         events.append(_instant(f"switch {sw.get('what', '')}: {old} -> {new}", "switch", None,
                                _us(at.start_ns, base), {"frame": sw.get("frame"), **sw}, scope="g"))
-    for hb in (meta or {}).get("hand_backs", ()):
+    for hb in meta.get("hand_backs", ()):
         if (at := at_frame(hb)) is None:
             continue
         events.append(_instant(f"hand back: {hb.get('calls')} release call(s) ({hb.get('why', '')})", "handback",
                                None, _us(at.start_ns, base), dict(hb), scope="g"))
-    events += flows.events
-    other.update({"frames": len(records), "time_base": "ts = (perf_counter_ns - first frame start) / 1000"})
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
+    return events
 
 
 def write_trace(path, records: list, clock: ClockMap | None, meta: dict) -> str:

@@ -531,6 +531,12 @@ class ImGuiLayer:
         return path
 
     @property
+    def back_buffer_kept(self) -> bool | None:
+        """Whether the swap keeps the back buffer (the panel's pixels stay between frames): None
+        until probed."""
+        return self._kept
+
+    @property
     def wants_mouse(self) -> bool:
         return bool(imgui.get_io().want_capture_mouse)
 

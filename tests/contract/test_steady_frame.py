@@ -122,9 +122,10 @@ def _sync_here(probe_env, backend: str, sync: str) -> None:
         pytest.skip(f"sync {sync} on {backend} is not available here: {why}")
 
 
-# finish waits on the CPU; semaphore (external_memory) and gl_event (gl_sharing) run frames ahead, the
-# image scene on copies of its texture, and gl_event's acquire waits on an event; none waits for nothing
-SYNCS = ["finish", "semaphore", "gl_event", "none"]
+# every registered mode (a new one is in the suite without a line here): finish waits on the CPU;
+# semaphore (external_memory) and gl_event (gl_sharing) run frames ahead, the image scene on copies of
+# its texture, and gl_event's acquire waits on an event; none waits for nothing
+SYNCS = list(sync_modes())
 
 
 @pytest.mark.parametrize("sync", SYNCS)

@@ -1,7 +1,8 @@
 """Sync modes, one module each: ``base`` (the contract every mode keeps), ``finish``, ``none``,
 ``semaphore``; gl_event lives with the backend whose context it needs (app/sharing/backends/
 gl_sharing.py). A new mode is one module here: ``sync_modes`` imports every module of the package,
-and the mode's class registers itself by its ``name``."""
+and the mode's class registers itself by its ``name`` (modules whose name starts with "_", like the
+recipe ``_template``, are not modes)."""
 from __future__ import annotations
 
 import importlib
@@ -18,6 +19,8 @@ __all__ = ["FinishSync", "NoSync", "SyncMode", "sync_modes", "timed_wait"]
 @lru_cache(maxsize=1)
 def _import_all() -> None:
     for module in pkgutil.iter_modules(__path__):
+        if module.name.startswith("_"):
+            continue
         importlib.import_module(f"{__name__}.{module.name}")
 
 

@@ -330,6 +330,20 @@ def fold_narrow(lane: np.ndarray, xa: np.ndarray, xb: np.ndarray, candidates: np
     return groups
 
 
+def _folded_blocks(dl, blocks, bx0: float, bx1: float, top: float, lane_h: int) -> None:
+    """The sub-pixel zones folded into one grey block each, with how many they hold."""
+    block_col = u32(FOLD_RGB, 200)
+    for ln, a, b, members in blocks:
+        a, b = max(a, bx0), min(max(b, a + 3.0), bx1)
+        yt = top + ln * lane_h + 2
+        dl.add_rect_filled((a, yt), (b, yt + lane_h - 4), block_col)
+        text = str(len(members))
+        if imgui.calc_text_size(text).x <= b - a - 2:
+            dl.add_text((a + 1, yt + (lane_h - 4 - imgui.get_text_line_height()) / 2), u32((20, 20, 28)), text)
+        else:  # the count beside it
+            dl.add_text((b + 1, yt - 2), DIM_U32, f"{len(members)}")
+
+
 def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: float, lane_h: int, t0: float,
           scale: float, hovered: bool) -> bool:
     """Draw the bars, the owners, the markers; True when a tooltip for one of them was shown."""
@@ -376,16 +390,7 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
                 dark = k in (KIND_OWNER,) or name in ("acquire", "compute", "panel")
                 dl.add_text((a + 2, yt + (yb - yt - imgui.get_text_line_height()) / 2),
                             u32((20, 20, 28)) if dark else u32((250, 250, 250)), text)
-    block_col = u32(FOLD_RGB, 200)
-    for ln, a, b, members in blocks:
-        a, b = max(a, bx0), min(max(b, a + 3.0), bx1)
-        yt = top + ln * lane_h + 2
-        dl.add_rect_filled((a, yt), (b, yt + lane_h - 4), block_col)
-        text = str(len(members))
-        if imgui.calc_text_size(text).x <= b - a - 2:
-            dl.add_text((a + 1, yt + (lane_h - 4 - imgui.get_text_line_height()) / 2), u32((20, 20, 28)), text)
-        else:  # the count beside it
-            dl.add_text((b + 1, yt - 2), DIM_U32, f"{len(members)}")
+    _folded_blocks(dl, blocks, bx0, bx1, top, lane_h)
     if tl.current_phase:  # teaching: the phase that ran last, outlined on the CPU lane
         for i in np.nonzero((tl.lane == LANE_CPU) & (kind == KIND_PHASE))[0].tolist():
             if names[i] == tl.current_phase:

@@ -215,3 +215,16 @@ def test_info_json_without_opencl_still_says_what_it_knows(glshare, tmp_path):
     assert data["opencl"]["error"].startswith("no OpenCL device found")
     assert data["opencl"]["folder"] == str(empty) and data["opencl"]["icd_files"] == []
     assert data["devices"] == [] and data["gl"]["renderer"]
+
+
+def test_video_on_another_scene_is_said(glshare, tmp_path):
+    """--video with a scene that does not play it: one line says so (before, it was ignored silently)."""
+    from test_reliability import _video
+
+    video = _video(tmp_path / "v.mkv")
+    res = glshare("run", "--headless", "--scene", "image", "--video", str(video), "--frames", "2",
+                  "--report", str(tmp_path / "r.json"), "--quiet")
+    assert res.returncode == 0, res.stderr
+    said = [line for line in _lines(res.stderr) if "--video" in line]
+    assert said == ["glshare: --video plays in the yuv scene only; the image scene runs first, and a switch to yuv "
+                    "plays it"], res.stderr

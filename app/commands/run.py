@@ -62,6 +62,9 @@ def _config(args) -> RunConfig:
     video = getattr(args, "video", None)
     if video is not None and args.scene == "yuv" and args.size is not None:
         raise UsageError("--size with --video: the yuv scene plays the video at its own size; leave --size out")
+    if video is not None and args.scene != "yuv":  # said, not refused: a switch to yuv (s) plays it
+        print(f"glshare: --video plays in the yuv scene only; the {args.scene} scene runs first, and a switch "
+              "to yuv plays it", file=sys.stderr)
     from app.postprocess.reference import check_radius  # start-up: imported under the start-up collector
 
     blur_radius = check_radius(getattr(args, "blur_radius", 2))

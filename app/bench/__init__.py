@@ -120,8 +120,8 @@ def _git(*argv: str) -> str:
 
 def machine_facts(python_ref_start_us: float | None = None) -> dict:
     """glshare's version, the commit measured (and whether uncommitted changes were), the machine.
-    ``GLSHARE_COMMIT`` names the commit where the tree is a copy whose .git is not its own (the GPU
-    machine's copy of the working tree): then the commit is taken from it and said to be so."""
+    ``GLSHARE_COMMIT`` names the commit where the tree is a copy whose .git is not its own (a copy of
+    the working tree made on another host): then the commit is taken from it and said to be so."""
     given = os.environ.get("GLSHARE_COMMIT", "").strip()
     if given:
         return {"glshare": __version__, "commit": given, "commit_from": "GLSHARE_COMMIT",
@@ -133,8 +133,8 @@ def machine_facts(python_ref_start_us: float | None = None) -> dict:
 
 def _machine(python_ref_start_us: float | None) -> dict:
     """The host; its Python speed (``PYTHON_REF_WHAT``) now, and at the run's start where it was
-    measured then: it changes during a run (one H200 bench read 0.526 us at its start, 1.087 at a
-    cell and 0.507 at its end)."""
+    measured then: it can change within one run, so one reading would misdescribe the cells
+    (bench/results/README.md, 'Eleventh session')."""
     now = python_reference_us()
     facts = {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
              "python": platform.python_version(), "python_ref_what": PYTHON_REF_WHAT,

@@ -12,9 +12,8 @@ A run keeps its frame records in its history (600, full after the first 600 fram
 record's containers replace the oldest one's and the collector's count of new objects stays level:
 in 3,000 frames of a run's steady state it collects nothing. A cell keeps every record besides, for
 its statistics, and that sets off a collection inside one frame in a few dozen, all of them
-glshare's: 13 us a frame on the 2-core CPU machine, one full collection 24 ms
-(bench/probes/frame_gc_probe.py). The pause keeps that cost of the bench's own bookkeeping out of
-the frames it times.
+glshare's (bench/probes/frame_gc_probe.py; bench/results/README.md, 'Thirteenth session'). The
+pause keeps that cost of the bench's own bookkeeping out of the frames it times.
 """
 from __future__ import annotations
 
@@ -253,11 +252,10 @@ def _plain_cell(rt, base: dict, nbytes: int, sweep: Sweep) -> dict:
 
 def _drained_pairs(rt, bare: BareLoop, frames: int, sweep: Sweep) -> dict:
     """glshare's sustained frame and the bare loop's of the same depth, measured alike: both loops
-    run for ``sweep.drain_warm_s`` first (on the H200 the first measurement after a new set-up was the
-    slow one for either loop: the bare loop 232 and 177 us a frame against 168 and 155 once warm,
-    bench/results/2026-12-02-gpu-h200-session4-probes), then ``sweep.drain_rounds`` rounds of one
-    drained measurement each, interleaved, so that a slow spell of the host touches both; the median
-    round of each."""
+    run for ``sweep.drain_warm_s`` first (the first measurement after a new set-up can be the slow
+    one for either loop: bench/results/README.md, 'H200, 2026-12-02, fourth session'), then
+    ``sweep.drain_rounds`` rounds of one drained measurement each, interleaved, so that a slow spell
+    of the host touches both; the median round of each."""
     t_end = time.perf_counter() + sweep.drain_warm_s
     while time.perf_counter() < t_end:
         _drained_ms(rt, MIN_FRAMES)

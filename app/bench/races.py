@@ -11,11 +11,11 @@
   (``zero_copy_race``): <= 1 means the zero-copy frame is no slower than host_copy's would be if
   its copies cost nothing. host_copy's frame without its copies is measured: the same session's
   frame with every call made but the copies (``HostCopy.dry_copies``); the hand-over's validation,
-  tracking and sync, which the zero-copy backend pays as well, stay in both frames. Beside it, as
-  before the sixteenth session: host_copy's frame - the time inside its copy calls timed alone (its
-  ``copy_ns``, the kernel finished first), which counts a blocking copy's own wake-up and wait that
-  the frame overlaps with the kernel (on the CPU machine 0.37-0.40 ms alone against 0.20 ms in the
-  frame, particles 65,536), so it reads the zero-copy frame against too small a baseline.
+  tracking and sync, which the zero-copy backend pays as well, stay in both frames. Beside it, the
+  older estimate: host_copy's frame - the time inside its copy calls timed alone (its ``copy_ns``,
+  the kernel finished first), which counts a blocking copy's own wake-up and wait that the frame
+  overlaps with the kernel, so it reads the zero-copy frame against too small a baseline
+  (bench/results/README.md, 'Sixteenth session').
 - ``julia kernel``: the reference formulation's device time / glshare's (app/bench/kernel_race.py).
 
 Each row: the race, where it was measured, glshare's and the baseline's time, the ratio, its spread,
@@ -131,9 +131,10 @@ def zero_copy_race(scene: str, size, zero_copy: str, sweep: Sweep, cl_device: st
         for r in range(rounds):
             blocks: dict[str, list[int]] = {"z": [], "h": [], "d": [], "c": []}
             records = {"z": [], "h": [], "d": []}
-            # one frame of each kind in turn, the order rotating: on the 2-core machine the frame
-            # (llvmpipe's rasterizing threads, the CL driver's) drifts by +-15 % within a second,
-            # more than a 2 MiB copy costs, and blocks of frames measured that drift as well
+            # one frame of each kind in turn, the order rotating: on a CPU device the frame (llvmpipe's
+            # rasterizing threads, the CL driver's) drifts within a second by more than a small copy
+            # costs, and blocks of frames would measure that drift as well (bench/results/README.md,
+            # 'Fifth session')
             kinds = ("z", "h", "d", "c")
             for i in range(per_round):
                 for kind in kinds[(r + i) % 4:] + kinds[:(r + i) % 4]:

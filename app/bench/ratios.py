@@ -2,13 +2,13 @@
 
 One small class per ratio (``RATIOS``): its name, target (an operator and a limit), what it means,
 and ``measure``, which reads its value and detail from one run's cells, baselines and panel blocks
-or says why it cannot be measured on this machine. A ratio that cannot be measured is listed under
+or says why this host cannot measure it. A ratio that cannot be measured is listed under
 ``not_measurable`` with the reason, never given a made-up value.
 
-On the 2-core CPU machine scheduler_overhead is read at the default particle count and
-scheduler_overhead_us at the smallest, host_copy_efficiency from 4 MiB up, panel_cost_ms at the
-default particle count. The GPU ratios (external_memory_frame_ms, semaphore_vs_finish,
-zero_copy_speedup) are read at 64 MiB where a zero-copy backend exists.
+scheduler_overhead is read at the default particle count and scheduler_overhead_us at the smallest,
+host_copy_efficiency from 4 MiB up, panel_cost_ms at the default particle count. The GPU ratios
+(external_memory_frame_ms, semaphore_vs_finish, zero_copy_speedup) are read at 64 MiB where a
+zero-copy backend exists.
 """
 from __future__ import annotations
 
@@ -448,7 +448,7 @@ class ZeroCopyVsCopyFreeHostCopy(Ratio):
 
 class DeviceTimeLimit(Ratio):
     """Read on the default backend's image cells at the largest image size: semaphore sync where
-    measured (the GPU machine's target), else finish."""
+    that was measured (the sync the target is meant for), else finish."""
 
     name, op, limit = "device_time_limit", "<=", 1.5
     what = ("glshare's frame / (the kernel's CL device time + the scene's GL pass time of the same frame), the "

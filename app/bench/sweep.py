@@ -30,10 +30,9 @@ class Sweep:
     kernel_sizes: tuple[tuple[int, int], ...] = ((512, 512), (1024, 1024), (2048, 2048))  # the Julia kernel race
     kernel_rounds: int = 7
     race_images: tuple[tuple[int, int], ...] | None = None  # the zero-copy race's image sizes (None: ``images``)
-    # frames each session of the zero-copy race runs before its first timed round: with 5, the first
-    # round of host_mapped's fountain still had its slow first frames in it and the race read 1.03 and
-    # 1.07 for particles 65,536 on the CPU machine; with 60, 0.99 and 0.97 (bench/results/README.md,
-    # sixteenth session)
+    # frames each session of the zero-copy race runs before its first timed round: enough that its
+    # opening round holds none of host_mapped's slow first frames, which a warm-up of a few frames
+    # still left in it (bench/results/README.md, 'Sixteenth session')
     race_warmup: int = 40
     # sync modes without a CPU wait (semaphores) are measured again at these frames in flight (on as
     # many copies of the shared objects where the scene allows: Scene.max_slots)
@@ -44,11 +43,11 @@ class Sweep:
     drain_rounds: int = 3
     drain_warm_s: float = 0.5
     # scheduler_overhead_us's pairs (the smallest particles' finish cell), over all its rounds: its
-    # pairs' spread is tens of microseconds (an interquartile range of 24-55 us on the H200), so the
-    # median of the cell's 60 pairs moved by more than the target's margin between two runs of one
-    # loan (26.5 and 42.0 us, bench/results/README.md, the twelfth session). With 600 the median's
-    # standard error is about 1 us (1.25 sigma / sqrt(n), sigma from that range), for about 1 s of
-    # frames on the H200. The host's own drift from minute to minute stays in it
+    # pairs' spread is tens of microseconds, so the median of a few dozen pairs moved by more than
+    # the target's margin between two runs of one loan (bench/results/README.md, 'Twelfth session').
+    # The median's standard error falls as 1.25 sigma / sqrt(n), sigma from the pairs' interquartile
+    # range: 600 pairs bring it to a small fraction of the margin. The host's own drift from minute
+    # to minute stays in it
     overhead_pairs: int = 600
 
     def with_zero_copy_size(self) -> "Sweep":

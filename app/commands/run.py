@@ -18,14 +18,14 @@ from app.signals import SIGNALS, exit_code, message
 
 def _start_up_collector():
     """The cyclic garbage collector is off while ``glshare run`` imports its modules (hundreds of
-    thousands of objects: numpy, pyopencl, PyOpenGL, ImGui; on the 2-core CPU machine the
-    collections they set off took ~40 ms before the first frame, and the teardown's full
-    collection went through all of them again), then what was made until then (modules, classes,
-    functions: it lives as long as the process) goes to the collector's permanent generation
-    (``gc.freeze``) and the collector is on again. No CL or GL object of the session exists yet:
-    every one is made after this and collected as before (a switch's and the teardown's
-    ``gc.collect()`` find their cycles). Reference counting frees objects as always; only the
-    cyclic garbage the imports left stays. A collector that was off stays off, nothing frozen."""
+    thousands of objects: numpy, pyopencl, PyOpenGL, ImGui; the collections they set off delay the
+    first frame, and the teardown's full collection goes through all of them again:
+    bench/results/README.md, 'Start-up with the panel: the collector'), then what was made until then
+    (modules, classes, functions: it lives as long as the process) goes to the collector's permanent
+    generation (``gc.freeze``) and the collector is on again. No CL or GL object of the session exists
+    yet: every one is made after this and collected as before (a switch's and the teardown's
+    ``gc.collect()`` find their cycles). Reference counting frees objects as always; only the cyclic
+    garbage the imports left stays. A collector that was off stays off, nothing frozen."""
     return collector_off(freeze=True)
 
 
@@ -180,13 +180,14 @@ def _inputs(video) -> list:
 
 
 def _import_panel_beside_drivers() -> None:
-    """Headless: import the panel's modules (UiHost imports them at the UI's set-up otherwise)
-    while a thread loads the OpenCL drivers (``load_drivers``: ctypes calls, which let the GIL go)
-    and initializes the EGL display the surface will open (Mesa loads its driver). On the 2-core
-    CPU machine the two are ~90 ms (ImGui's native module: its bindings registered in one C call
-    that holds the GIL; the panel's modules) and ~50 + ~6 ms (the ICD loader loading PoCL, Intel's
-    runtime where it is installed, and LLVM; Mesa's driver) of CPU work, which overlap. ImGui's library is mapped before the thread starts (``map_native``): its import then waits on
-    no ``dlopen`` of the drivers' libraries. Whatever the thread met, ``select_device`` (after
+    """Headless: import the panel's modules (UiHost imports them at the UI's set-up otherwise) while a
+    thread loads the OpenCL drivers (``load_drivers``: ctypes calls, which let the GIL go) and
+    initializes the EGL display the surface will open (Mesa loads its driver). Both are tens of
+    milliseconds of CPU work (ImGui's native module: its bindings registered in one C call that holds
+    the GIL; the panel's modules; the ICD loader loading PoCL, Intel's runtime where it is installed,
+    and LLVM; Mesa's driver), which overlap (bench/results/README.md, 'Start-up with the panel: the
+    collector'). ImGui's library is mapped before the thread starts (``map_native``): its import then
+    waits on no ``dlopen`` of the drivers' libraries. Whatever the thread met, ``select_device`` (after
     this) meets again and reports: the ICD loader keeps the platforms it found."""
     from app.cl.device import load_drivers  # start-up: imported under the start-up collector
     from app.ui.bundle import map_native  # start-up: imported under the start-up collector

@@ -1,12 +1,13 @@
 """imgui-bundle's ImGui and ImPlot without the rest of its package's ``__init__``.
 
-``import imgui_bundle`` loads the native module (all of its bindings, ~70 ms on the 2-core CPU
-machine) and then, in Python, everything else the package offers: its GLFW helpers (pyGLFW, which
-imports cffi and pycparser where cffi is installed: ~40 ms), immapp (asyncio: ~20 ms), the notebook
-patches. The panel uses ``imgui``, ``imgui_ctx``, ``implot`` and ``implot_ctx`` only, and a headless
-run has no GLFW at all: ``load()`` registers the package without running its ``__init__``, loads
-the native module and publishes those four as the package does. The panel's modules import them
-from here (``from app.ui.bundle import imgui, implot``).
+``import imgui_bundle`` loads the native module (all of its bindings) and then, in Python,
+everything else the package offers: its GLFW helpers (pyGLFW, which imports cffi and pycparser where
+cffi is installed), immapp (asyncio), the notebook patches; each of them a noticeable part of the
+start-up (bench/results/README.md, 'Start-up with the panel: imgui-bundle's light import'). The
+panel uses ``imgui``, ``imgui_ctx``, ``implot`` and ``implot_ctx`` only, and a headless run has no
+GLFW at all: ``load()`` registers the package without running its ``__init__``, loads the native
+module and publishes those four as the package does. The panel's modules import them from here
+(``from app.ui.bundle import imgui, implot``).
 
 The rest is there on demand: any other attribute asked of ``imgui_bundle`` (``from imgui_bundle
 import hello_imgui``, ``imgui_bundle.glfw_utils``) runs the package's own ``__init__`` first

@@ -18,7 +18,7 @@ copy swap, as Mesa's software winsys does: probed on the frame itself, never ass
 scene drew only beside the panel (``scene_rect``), the panel's pixels are still there from the
 frame before and the copy is skipped until the layer is redrawn. The frame's framebuffer comes
 from the surface (``Surface.draw_framebuffer``), never from glGetIntegerv: asked right after the
-scene's draw, that query made llvmpipe flush, ~250 us a frame.
+scene's draw, that query makes llvmpipe flush, every frame.
 
 The layer is never larger than GL allows (GL_MAX_TEXTURE_SIZE, GL_MAX_RENDERBUFFER_SIZE, the
 viewport's maximum): in a bigger window it covers the top left, where the panel is. A failure to
@@ -52,9 +52,10 @@ Rect = tuple[int, int, int, int]
 
 def default_panel_hz(info) -> float:
     """Redraws per second of the panel: ``PANEL_HZ``, or ``SOFTWARE_PANEL_HZ`` where the GL
-    rasterizes on the CPU (``GlInfo.software``): at 5 Hz llvmpipe's ~11 ms redraws cost a 50 fps
-    frame about 1.1 ms on average, at 2 Hz about 0.45 ms (glshare bench, panel_cost_ms). Input
-    still redraws at once."""
+    rasterizes on the CPU (``GlInfo.software``): each redraw there is a long stretch of CPU
+    rasterizing, and the average it adds to a frame (glshare bench, panel_cost_ms) is proportional
+    to the rate (bench/results/README.md, 'Second session of 2026-12-01'). Input still redraws at
+    once."""
     return SOFTWARE_PANEL_HZ if info.software else PANEL_HZ
 
 
@@ -230,15 +231,15 @@ class _Layer:
         self.rects = disjoint_rects(rects)
 
     def clear(self) -> None:
-        """Clear the whole layer: a full clear is llvmpipe's fast path (0.55 ms at 800x600 against
-        1.1 ms for a scissored clear of the panel alone: scratch measurement)."""
+        """Clear the whole layer: a full clear is llvmpipe's fast path, cheaper than a
+        scissored clear of the panel alone."""
         GL.glClearColor(0, 0, 0, 0)
         GL.glClear(GL.GL_COLOR_BUFFER_BIT)
 
     def composite(self, target: int, color: tuple[int, int, int] | None, rects: list[Rect] | None = None) -> None:
         """Copy the windows' rectangles (or ``rects``, a subset) into the draw framebuffer ``target``
         (bound), whose colour buffer the surface describes (``Surface.color_buffer``): both are
-        passed in, never asked of GL (asking for the binding made llvmpipe flush, ~250 us a frame)."""
+        passed in, never asked of GL (asking for the binding makes llvmpipe flush, every frame)."""
         rects = self.rects if rects is None else rects
         dy = self.fb_size[1] - self.size[1]  # the layer is the framebuffer's top: GL rows shift by this
         if color is not None and color[2] == GL.GL_RGBA8 and copy_image_supported():

@@ -8,7 +8,7 @@ from app.schedule.frame import PHASES
 
 SERIES = PHASES + ("panel", "frame")  # what the timing plot shows, in ms
 HISTORY = 240  # frames kept for median / p95
-PLOT_FRAMES = 120  # of those, plotted: on llvmpipe every point of the six lines costs ~0.3 us of setup
+PLOT_FRAMES = 120  # of those, plotted: on a CPU rasterizer every point of the six lines costs setup work
 STATS_EVERY = 8  # median / p95 recomputed every 8 frames (they move slowly; the plot is live)
 
 
@@ -53,7 +53,7 @@ class PhaseHistory:
         """{series: (median, p95)} in ms over the ring, NaN (missing phases) left out, 0 when empty.
 
         Linear interpolation between order statistics, as numpy's default percentile; done by one
-        sort of the ring (np.nanpercentile costs ~0.5 ms here, ten times more)."""
+        sort of the ring (np.nanpercentile, with its per-call overhead, costs several times more)."""
         if self._stats is None:
             m = min(self.count, self.n)
             out = {name: (0.0, 0.0) for name in SERIES}

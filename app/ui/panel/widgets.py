@@ -19,7 +19,7 @@ LANE_H_MIN, LANE_H_MAX = 15, 44
 HIT_PX = 6  # a bar narrower than this is hovered within this many pixels
 Y_FLOOR_MS = 0.01  # the timing plot's floor (log scale); shorter phases sit on it
 
-# ImGui flags as plain ints, computed once (an enum "|" costs ~20 us in Python)
+# ImGui flags as plain ints, computed once (an enum "|" is slow in Python, too slow for every frame)
 WINDOW_FLAGS = int(imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_saved_settings
                    | imgui.WindowFlags_.no_bring_to_front_on_focus)
 PLOT_FLAGS = int(implot.Flags_.no_menus | implot.Flags_.no_box_select | implot.Flags_.no_mouse_text

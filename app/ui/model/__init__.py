@@ -7,7 +7,7 @@ built from the session's read-only view, one module per concern:
 - ``history``: the timing plot's ring of phase durations, its median and p95;
 - ``findings``: the run's errors and hazards, folded (app/schedule/history.py), as the tabs show them;
 - ``timeline``: one frame's lanes, bars and markers on the host clock;
-- ``owners``: who owned each shared object over a frame (``owner_spans``, ``owners_at_boundaries``: app/schedule/owners.py, which the report and the trace read);
+- who owned each shared object over a frame is app/schedule/owners.py's (``owner_spans``, ``owners_at_boundaries``), read here as the report and the trace read it;
 - ``options``: the running scene's options as the panel's rows.
 
 The Caps, Memory and Lab tabs' parts live in ``app/ui/model_tabs.py``, imported when one of those
@@ -15,11 +15,11 @@ tabs is first shown (8 frozen dataclasses, kept off the start-up path); this pac
 """
 from __future__ import annotations
 
+from app.schedule.owners import owner_spans, owners_at_boundaries
 from app.ui.model.data import SAMPLE_REACH, PanelData
 from app.ui.model.findings import Finding, Findings, RunFindings
 from app.ui.model.history import HISTORY, PLOT_FRAMES, SERIES, STATS_EVERY, PhaseHistory
 from app.ui.model.options import OptionRow, option_rows
-from app.ui.model.owners import owner_spans, owners_at_boundaries
 from app.ui.model.parts import ClockInfo, ControlsPart, Header, PanelModel, Timing, empty_model
 from app.ui.model.timeline import (
     CLOCK_CL,

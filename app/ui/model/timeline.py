@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.schedule.frame import PHASES
-from app.schedule.owners import HANDOVER, IN_PROGRESS_TAIL_NS, WHERE_PHASE
+from app.schedule.owners import HANDOVER, IN_PROGRESS_TAIL_NS, WHERE_PHASE, owner_spans
 from app.ui.legend import cpu_name, device_name
-from app.ui.model.owners import owner_spans
 
 # a stepped frame's pause between two phases (the user reading) is drawn as long as a frame in
 # progress runs past its last step: one length for both

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.schedule.owners import owners_at_boundaries
 from app.ui import legend
 from app.ui.bundle import imgui, imgui_ctx
-from app.ui.model.owners import owners_at_boundaries
 from app.ui.panel.widgets import OWN_TABLE, OWNER_F4, hover_tip
 from app.ui.tabs import Tab, TabInput
 

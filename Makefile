@@ -35,7 +35,10 @@ lint: setup
 # app/native: the CL profiling stamps read in C, a batch per call (without a C compiler glshare reads
 # them through ctypes and says so in `glshare info`)
 NATIVE := app/native/_stamps.so
-setup: system $(STAMP) $(NATIVE) bytecode
+# glshare attach's libraries (app/native/attach/<stem>.c -> lib<stem>.so), loaded into the attached program
+ATTACH_SRC := $(wildcard app/native/attach/*.c)
+ATTACH_LIBS := $(foreach c,$(ATTACH_SRC),$(dir $(c))lib$(notdir $(c:.c=.so)))
+setup: system $(STAMP) $(NATIVE) $(ATTACH_LIBS) bytecode
 
 # glshare's own bytecode, compiled here (only what changed): where PYTHONDONTWRITEBYTECODE is set (as
 # in the 2-core machine's shell), Python never writes it, and every start compiled each module of app/ from
@@ -44,7 +47,7 @@ setup: system $(STAMP) $(NATIVE) bytecode
 bytecode: $(STAMP)
 	@$(PY) -m compileall -q app
 
-$(NATIVE): app/native/stamps.c app/native/__init__.py $(STAMP)
+$(NATIVE) $(ATTACH_LIBS): app/native/stamps.c $(ATTACH_SRC) app/native/__init__.py $(STAMP)
 	@$(PY) -m app.native build
 
 system:
@@ -55,4 +58,4 @@ $(STAMP): pyproject.toml .ci/install-venv.sh
 	@touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) out .pytest_cache $(NATIVE)
+	rm -rf $(VENV) out .pytest_cache $(NATIVE) $(ATTACH_LIBS)

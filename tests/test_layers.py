@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("session", ("app.session",)),
     ("ui", ("app.ui",)),
     ("trace", ("app.trace",)),
-    ("commands", ("app.run", "app.commands", "app.lab", "app.bench")),
+    ("commands", ("app.run", "app.commands", "app.lab", "app.bench", "app.attach")),
     ("cli", ("app.cli", "app.__main__")),
 )
 

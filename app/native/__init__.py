@@ -103,6 +103,48 @@ def build(force: bool = False) -> str:
     return f"built {_NAME} with {name}"
 
 
+ATTACH_DIR = os.path.join(_HERE, "attach")  # glshare attach's libraries: one lib<stem>.so per <stem>.c
+ATTACH_CFLAGS = ("-O2", "-shared", "-fPIC", "-std=gnu11", "-Wall", "-pthread")
+
+
+def attach_library(stem: str) -> str:
+    """The path of the attach library built from ``app/native/attach/<stem>.c``."""
+    return os.path.join(ATTACH_DIR, f"lib{stem}.so")
+
+
+def build_attach(force: bool = False) -> list[str]:
+    """Compile each ``app/native/attach/*.c`` into ``lib<stem>.so`` beside it (a library newer than
+    its source is kept unless ``force``). Unlike ``_stamps.so`` these are loaded into another
+    program (``glshare attach``), never into glshare: they may use the system's CL headers and libdl.
+    Returns one line per library; raises NativeUnavailable where one cannot be built."""
+    import glob
+    import subprocess  # start-up: build-time only
+
+    done_lines = []
+    for src in sorted(glob.glob(os.path.join(ATTACH_DIR, "*.c"))):
+        stem = os.path.splitext(os.path.basename(src))[0]
+        out = attach_library(stem)
+        if not force and os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(src):
+            done_lines.append(f"lib{stem}.so is up to date")
+            continue
+        cc = compiler()
+        if cc is None:
+            raise NativeUnavailable("no C compiler (cc, gcc or clang on PATH, or $CC)")
+        tmp = out + ".tmp"
+        try:
+            done = subprocess.run([*cc, *ATTACH_CFLAGS, "-o", tmp, src, "-ldl"], capture_output=True, text=True)
+        except OSError as exc:
+            raise NativeUnavailable(f"{cc[0]} could not run: {exc.strerror or exc}") from None
+        if done.returncode:
+            first = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise NativeUnavailable(f"{os.path.basename(cc[0])} failed on attach/{stem}.c: {first}")
+        os.replace(tmp, out)
+        done_lines.append(f"built lib{stem}.so")
+    return done_lines
+
+
 @lru_cache(maxsize=1)
 def load() -> ctypes.CDLL:
     """The loaded library, its calls typed; raises NativeUnavailable with the reason otherwise."""

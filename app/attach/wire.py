@@ -1,0 +1,93 @@
+"""What glshare attach's libraries write, and how glshare reads it: one JSON object per line.
+
+The attached program runs with glshare's OpenCL layer (``OPENCL_LAYERS`` names
+``app/native/attach/libcl_layer.so``; the ICD loader calls its ``clInitLayer``, cl_khr_... Khronos
+"OpenCL ICD loader layers") and its GL preload library (``LD_PRELOAD`` names
+``app/native/attach/libgl_preload.so``). Both write records to the file descriptor named by
+``GLSHARE_ATTACH_FD`` (a pipe to glshare, inherited), each record one ``write(2)`` of one line of at
+most ``MAX_LINE`` bytes: POSIX makes a pipe write of at most PIPE_BUF (4096) bytes atomic, so the
+lines of several threads and of both libraries never interleave. Without ``GLSHARE_ATTACH_FD`` both
+libraries do nothing but pass each call on.
+
+Every record has:
+  ``k``    its kind: "hello", "call", "ret", "stamps", "clock", "site", "note"
+  ``src``  who wrote it: "cl" (the layer), "gl" (the preload library), "py" (the Python site hook)
+  ``pid``  the writing process (a program may fork: each process is a separate record stream)
+  ``t``    CLOCK_MONOTONIC nanoseconds when it was written (the same clock as glshare's own)
+
+hello   ``{"k":"hello","src":"cl","pid":..,"t":..,"lib":"glshare-cl-layer","version":1}``: first
+        record of each library in each process (before any call).
+call    written *before* the call reaches the driver (so a call that kills the process is still
+        seen): ``id`` (an integer unique per src and pid, increasing), ``tid`` (gettid), ``fn``
+        (the entry point's name, e.g. "clEnqueueAcquireGLObjects", "glXSwapBuffers"), ``site``
+        (the caller's return address, "0x..." hex) and the call's arguments under the names
+        below. Handles (contexts, queues, mem objects, events, kernels, GL/GLX/EGL contexts and
+        displays, fences) are "0x..." hex strings, "0x0" for NULL; GL object names are integers.
+ret     written after the call returned: ``id`` (the call's), ``t``, ``status`` (the CL status the
+        program saw, 0 = CL_SUCCESS; a handle-returning call: its errcode_ret, and the new handle as
+        ``handle``; GL calls: absent), ``event`` (the event the call returned to the program, or the
+        layer's own event for the stamps, "0x..."), ``verdict`` (strict mode only: the status glshare
+        returned instead of calling the driver).
+stamps  the device's CL_PROFILING_COMMAND_{QUEUED,SUBMIT,START,END} of a call's command (OpenCL 3.0
+        section 5.14, clGetEventProfilingInfo) once its event completed: ``id`` (the call's),
+        ``queued``, ``submit``, ``start``, ``end`` (device nanoseconds), or ``error`` (why none: the
+        queue has no profiling, the command failed with status ``status``, the program ended first).
+clock   a pair of readings for mapping device time onto ``t``: ``device`` (a CL device handle),
+        ``device_ns``, ``host_ns`` (clGetDeviceAndHostTimer, OpenCL 2.1+), or ``error``.
+site    the Python file and line of the next call on this thread (``tid``, ``file``, ``line``,
+        ``func``), written by glshare's Python site hook in a Python program just before a
+        pyopencl or PyOpenGL call that reaches a recorded entry point.
+note    a library's own remark (``text``): a call it could not wrap, a record it had to drop.
+
+Strict mode (``GLSHARE_ATTACH_STRICT=1``): the layer's "call" record of each acquire and release
+(GL sharing, external memory, semaphores) has ``"verdict": true``; under one lock per process the
+layer then reads one line from ``GLSHARE_ATTACH_VERDICT_FD``: ``{"id": N, "status": S}``. S = 0: the
+call goes on to the driver; otherwise the layer returns S to the program (the spec's error for the
+violation glshare's validator found) and the driver is never called. Without an answer (glshare
+gone: end of file) the call goes on to the driver.
+
+Argument names of the CL calls (as the spec names the parameters, shortened):
+  clCreateContext/FromType: ``props`` ([[name, value], ...] as integers: CL_GL_CONTEXT_KHR,
+      CL_GLX_DISPLAY_KHR, CL_EGL_DISPLAY_KHR, CL_CONTEXT_PLATFORM ...), ``devices`` ([handles]),
+      ``device_type``; ret ``handle``.
+  clCreateCommandQueue(WithProperties): ``context``, ``device``, ``props`` (as given), ``profiling``
+      (true where the layer turned CL_QUEUE_PROFILING_ENABLE on itself); ret ``handle``.
+  clCreateFromGLBuffer/Texture/Renderbuffer: ``context``, ``flags``, ``gl_object`` (the GL name),
+      ``target``, ``miplevel``; ret ``handle``.
+  clCreateBufferWithProperties/clCreateImageWithProperties: ``context``, ``flags``, ``size``,
+      ``props`` (external memory: CL_EXTERNAL_MEMORY_HANDLE_*_KHR, the fd); ret ``handle``.
+  clEnqueueAcquire/ReleaseGLObjects, clEnqueueAcquire/ReleaseExternalMemObjectsKHR: ``queue``,
+      ``num`` (num_mem_objects), ``mems`` ([handles], as many as ``num`` where the list is not NULL;
+      null when NULL), ``num_wait``, ``wait`` ([handles] or null), ``event_out`` (the program asked
+      for an event).
+  clEnqueueWait/SignalSemaphoresKHR: ``queue``, ``num``, ``semaphores``, ``payloads``, ``num_wait``,
+      ``wait``, ``event_out``.
+  clSetKernelArg: ``kernel``, ``index``, ``mem`` (where the argument is a cl_mem the layer knows).
+  clCreateKernel: ``program``, ``name``; ret ``handle``.
+  clEnqueueNDRangeKernel/clEnqueueTask: ``queue``, ``kernel``, ``name``, ``mems`` (the mem objects
+      set as its arguments), ``dims``, ``gws``, ``lws``, ``num_wait``, ``wait``, ``event_out``.
+  clEnqueueRead/Write/Copy/Fill/Map Buffer/Image, clEnqueueUnmapMemObject: ``queue``, ``mems``
+      (source first), ``blocking``, ``size`` (bytes, where the call says), wait list as above.
+  clFinish, clFlush: ``queue``. clWaitForEvents: ``events``. clReleaseMemObject: ``mem``.
+  clCreateEventFromGLsyncKHR: ``context``, ``sync``; ret ``handle``.
+Argument names of the GL calls:
+  glXSwapBuffers, eglSwapBuffers: ``display``, ``drawable`` (a frame boundary).
+  glXMakeCurrent/glXMakeContextCurrent/eglMakeCurrent: ``display``, ``drawable``, ``context``.
+  glFinish, glFlush: none. glFenceSync: ret ``handle``. glClientWaitSync, glWaitSync: ``sync``,
+      ``timeout``; glDeleteSync: ``sync``.
+  glDeleteBuffers, glDeleteTextures, glDeleteRenderbuffers: ``names`` ([integers]).
+  glBufferData, glBufferSubData, glTexImage2D, glTexSubImage2D, glMapBuffer(Range), glUnmapBuffer:
+      ``target``, ``buffer`` or ``texture`` (the name bound to the target), ``size`` where known.
+  draws (glDrawArrays, glDrawElements, their Instanced forms): ``mode``, ``count``, ``buffers``
+      (the names bound to GL_ARRAY_BUFFER and GL_ELEMENT_ARRAY_BUFFER, and those of the bound
+      vertex array's attributes where it can tell), ``textures`` (the names bound to the active
+      texture units the library has seen bound).
+  Every GL call record also has ``ctx`` (the current GL context, "0x...").
+"""
+from __future__ import annotations
+
+MAX_LINE = 4096  # PIPE_BUF on Linux: one write of at most this many bytes is atomic on a pipe
+FD_ENV = "GLSHARE_ATTACH_FD"  # the pipe's write end, inherited by the program
+STRICT_ENV = "GLSHARE_ATTACH_STRICT"  # "1": acquires and releases wait for glshare's verdict
+VERDICT_FD_ENV = "GLSHARE_ATTACH_VERDICT_FD"  # strict mode: the pipe glshare answers on
+KINDS = ("hello", "call", "ret", "stamps", "clock", "site", "note")

@@ -258,7 +258,9 @@ def test_build_trace_links_release_to_gl_and_waits():
     assert cl_acq["ts"] == pytest.approx(want, abs=0.002) and cl_acq["dur"] == pytest.approx(1.0)
     assert cl_acq["args"]["frame"] == 7 and cl_acq["args"]["start_ns"] == 1_018_000 - off
     flows = {e["name"]: e for e in ev if e["ph"] == "s"}
-    assert set(flows) == {"release command -> gl", "glFinish -> acquire command", "release command -> clFinish"}
+    assert set(flows) == {"release command -> gl", "glFinish -> acquire command", "release command -> clFinish",
+                          "enqueue acquire -> acquire command", "enqueue kernel -> kernel",
+                          "enqueue release + wait -> release command"}
     finish = {e["id"]: e for e in ev if e["ph"] == "f"}
     gl_pass = next(e for e in ev if e["ph"] == "X" and e["name"] == "gl render")
     f = finish[flows["release command -> gl"]["id"]]

@@ -158,7 +158,7 @@ def dump(rt, live) -> dict:
          "rects": getattr(state, "rects", {}),
          "imgui_windows": imgui_windows(), "tab": state.tab, "zoom": getattr(state, "zoom", None),
          "auto_span": getattr(state, "auto_span", None), "scroll_y": getattr(state, "scroll_y", None),
-         "chosen_state": getattr(state, "chosen", None), "panel_failures": state.failures, "layer_failures": getattr(ui.layer, "failures", 0)}
+         "chosen_state": getattr(state, "chosen", None), "hot": getattr(state, "hot", None), "panel_failures": state.failures, "layer_failures": getattr(ui.layer, "failures", 0)}
     if model is not None and hasattr(model, "header"):
         h, t = model.header, model.timeline
         d.update({"header_frame": h.frame, "timeline_frame": t.frame, "owners_frame": model.owners.frame,

@@ -40,9 +40,11 @@ difference of its rounded ends.
 Slices are complete events (``ph: "X"``, ``ts``/``dur`` in microseconds from the first frame's
 start, on the host clock: CL and GL time are mapped there by app/schedule/clock.py, whose calibration
 is written in ``otherData.clock``). Every event's ``args`` holds its ``frame``. Flow events
-(``ph`` s/f, ``bp: "e"``) draw the hand-overs: a CL release to the GL pass that uses the released
-objects, a CPU wait before acquire (glFinish: GL's work done) to the CL acquire it orders, and a
-CL release to the CPU wait after it (clFinish) that waits for it.
+(``ph`` s/f, ``bp: "e"``) are the frame's links (app/schedule/flows.py, the links the panel's
+timeline draws): each CL command from the CPU call that enqueued it (``enqueue kernel -> kernel``,
+leaving the call at the command's QUEUED stamp), and the hand-overs: a CL release to the GL pass
+that uses the released objects, a CPU wait before acquire (glFinish: GL's work done) to the CL
+acquire it orders, and a CL release to the CPU wait after it (clFinish) that waits for it.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ import logging
 
 from app.outputs import write_text
 from app.schedule.clock import ClockMap
+from app.schedule.flows import COMMAND, ENQUEUE, PASS, PHASE, WAIT, frame_flows
 from app.schedule.owners import CL, GL, TO_CL, TO_GL, WHERE_PHASE, owner_timeline
 from app.schedule.races import RaceFlag
 from app.trace.names import CPU_NAMES, cpu_name, device_name
@@ -116,11 +119,13 @@ class _Flows:
         self.next_id = 1
         self.events: list[dict] = []
 
-    def link(self, name: str, src: dict, dst: dict, frame: int) -> None:
-        """An arrow from the end of slice ``src`` to slice ``dst`` (start, or end for a wait that ends there)."""
+    def link(self, name: str, src: dict, dst: dict, frame: int, src_ts: float | None = None) -> None:
+        """An arrow from slice ``src`` (its end, or ``src_ts`` held inside it) to slice ``dst`` (start,
+        or end for a wait that ends there)."""
         fid = self.next_id
         self.next_id += 1
-        src_ts = _inside(src["ts"], src["dur"], at_end=True)
+        end_ts = _inside(src["ts"], src["dur"], at_end=True)
+        src_ts = end_ts if src_ts is None else min(max(src_ts, _inside(src["ts"], src["dur"], at_end=False)), end_ts)
         dst_ts = max(_inside(dst["ts"], dst["dur"], at_end=dst.get("cat") == "cpu.wait"), src_ts)
         if dst_ts > dst["ts"] + dst["dur"]:  # clocks disagree by more than the slice: bind at its end
             dst_ts = _inside(dst["ts"], dst["dur"], at_end=True)
@@ -171,7 +176,7 @@ class _Trace:
     def add_frame(self, rec) -> None:
         cl_tid = self._tracks(rec)
         self._frame(rec)
-        phases_waits = self._cpu(rec)
+        cpu_ev = self._cpu(rec)
         cl_ev = self._cl(rec, cl_tid)
         gl_ev = {}
         for name, s, e in rec.gl_passes:
@@ -180,7 +185,7 @@ class _Trace:
             gl_ev.setdefault(name, ev)
             self.events.append(ev)
         self._flags(rec)
-        self._hand_overs(rec.index, phases_waits, cl_ev, gl_ev)
+        self._flows(rec, cpu_ev, cl_ev, gl_ev)
 
     def _tracks(self, rec) -> int:
         """The record's CL queue track and its objects' owner tracks, named at their first frame; the
@@ -212,21 +217,20 @@ class _Trace:
         self.events.append({"name": "bytes moved", "ph": "C", "pid": PID, "ts": self.us(rec.start_ns),
                             "args": {"bytes": rec.bytes_moved}})
 
-    def _cpu(self, rec) -> list[tuple[str | None, dict]]:
-        """The host phases, the CPU waits and the bookkeeping; (the phase each wait ran in, its slice)."""
-        f = rec.index
+    def _cpu(self, rec) -> dict[tuple[str, str, int], dict]:
+        """The host phases, the CPU waits and the bookkeeping; the phases' and the waits' slices by
+        (row, name, host start ns): app/schedule/flows.py's ends."""
+        f, slices = rec.index, {}
         for name, (s, e) in rec.phases.items():
-            self.events.append(_x(cpu_name(name), "cpu.phase", TID_CPU, self.us(s), (e - s) / 1e3,
-                                  {"frame": f, "phase": name}))
-        wait_ev = []
+            slices[(PHASE, name, s)] = ev = _x(cpu_name(name), "cpu.phase", TID_CPU, self.us(s), (e - s) / 1e3,
+                                               {"frame": f, "phase": name})
+            self.events.append(ev)
         for name, s, e in rec.waits:
-            ev = _x(name, "cpu.wait", TID_CPU, self.us(s), (e - s) / 1e3, {"frame": f})
-            phase = next((p for p, (ps, pe) in rec.phases.items() if ps <= s and e <= pe), None)
-            wait_ev.append((phase, ev))
+            slices[(WAIT, name, s)] = ev = _x(name, "cpu.wait", TID_CPU, self.us(s), (e - s) / 1e3, {"frame": f})
             self.events.append(ev)
         for name, s, e in rec.bookkeeping:  # glshare's reads of earlier frames' stamps, inside a wait's window
             self.events.append(_x(name, "cpu.bookkeeping", TID_CPU, self.us(s), (e - s) / 1e3, {"frame": f}))
-        return wait_ev
+        return slices
 
     def _cl(self, rec, cl_tid: int) -> dict[str, dict]:
         """The CL commands' slices from their device stamps, each with its queued -> start wait; by command."""
@@ -259,22 +263,22 @@ class _Trace:
             self.events.append(_instant(f"error {err.name}", "error", TID_CPU, self.us(_phase_mid(rec, err.where)),
                                         {**err.as_dict()}))
 
-    def _hand_overs(self, f: int, wait_ev: list, cl_ev: dict, gl_ev: dict) -> None:
-        """The flows of the frame's hand-overs: release -> GL pass, and each wait to what it orders."""
-        release = cl_ev.get("release")
-        first_gl = gl_ev.get("gl render") or next(iter(gl_ev.values()), None)
-        if release is not None and first_gl is not None:
-            self.flows.link("release command -> gl", release, first_gl, f)
-        # the wait before the acquire orders GL before CL's first command of the frame: the acquire,
-        # or the kernel when the acquire enqueued nothing (host_copy with nothing to copy in)
-        first_cl = next((n for n in ("acquire", "compute") if n in cl_ev), None)
-        for phase, ev in wait_ev:
-            if phase == "acquire" and first_cl is not None:
-                self.flows.link(f"{ev['name']} -> {device_name(first_cl)}", ev, cl_ev[first_cl], f)
-            elif phase == "release" and release is not None:
-                self.flows.link(f"release command -> {ev['name']}", release, ev, f)
-            elif phase == "render" and first_gl is not None:
-                self.flows.link(f"gl -> {ev['name']}", first_gl, ev, f)
+    def _flows(self, rec, cpu_ev: dict, cl_ev: dict, gl_ev: dict) -> None:
+        """The frame's links (app/schedule/flows.py, as the panel draws them): each CL command from
+        the CPU call that enqueued it (leaving it at the command's QUEUED stamp), and the hand-overs."""
+        for flow in frame_flows(rec, self.cl_off, self.gl_off):
+            src, dst = (self._slice(end, cpu_ev, cl_ev, gl_ev) for end in (flow.src, flow.dst))
+            if src is not None and dst is not None:
+                self.flows.link(flow.name, src, dst, rec.index,
+                                self.us(flow.from_ns) if flow.kind == ENQUEUE else None)
+
+    def _slice(self, end, cpu_ev: dict, cl_ev: dict, gl_ev: dict) -> dict | None:
+        """The slice of a link's end."""
+        if end.row == COMMAND:
+            return cl_ev.get(end.name)
+        if end.row == PASS:
+            return gl_ev.get(end.name)
+        return cpu_ev.get((end.row, end.name, end.start_ns))  # (phases and waits: host ns as recorded)
 
 
 def _run_instants(records: list, meta: dict, base: int) -> list[dict]:

@@ -39,6 +39,7 @@ from app.ui.model.timeline import (
     NOT_TIMED,
     WHERE_PHASE,
     Lane,
+    Link,
     Marker,
     Timeline,
     build_timeline,
@@ -48,7 +49,7 @@ __all__ = [
     "CLOCK_CL", "CLOCK_GL", "CLOCK_HOST", "HISTORY", "KIND_BOOKKEEPING", "KIND_GL", "KIND_OWNER", "KIND_PHASE",
     "KIND_QUEUED", "KIND_RUN", "KIND_WAIT", "LANE_CL", "LANE_CPU", "LANE_GL", "LANE_WAIT",
     "NOT_TIMED", "PLOT_FRAMES", "SAMPLE_REACH", "SERIES", "STATS_EVERY", "WHERE_PHASE",
-    "ClockInfo", "ControlsPart", "Finding", "Findings", "Header", "Lane", "Marker", "OptionRow",
+    "ClockInfo", "ControlsPart", "Finding", "Findings", "Header", "Lane", "Link", "Marker", "OptionRow",
     "PanelData", "PanelModel", "PhaseHistory", "RunFindings", "Timeline", "Timing", "build_timeline", "empty_model",
     "option_rows", "owner_spans", "owners_at_boundaries",
 ]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.schedule.flows import COMMAND, PASS, PHASE, WAIT, frame_flows
 from app.schedule.frame import PHASES
 from app.schedule.owners import HANDOVER, IN_PROGRESS_TAIL_NS, WHERE_PHASE, owner_spans
 from app.ui.legend import cpu_name, device_name
@@ -47,6 +48,19 @@ class Marker:
 
 
 @dataclass(frozen=True, slots=True)
+class Link:
+    """A link of the frame (app/schedule/flows.py, the trace's flow events) between two of its bars:
+    a CL command and the CPU call that enqueued it, or a hand-over; ms from the frame's start."""
+
+    name: str  # "enqueue kernel -> kernel"
+    kind: str  # flows.ENQUEUE or flows.HANDOVER
+    src: int  # the bars it joins (indices into the Timeline's arrays)
+    dst: int
+    from_ms: float  # where it leaves ``src`` (an enqueue: the command's QUEUED stamp) and lands in ``dst``
+    to_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class Timeline:
     """One frame on the host clock, in ms from its start: a bar per phase, wait, CL command and GL
     pass, the owner of each shared object over time, and the hazards and errors."""
@@ -72,10 +86,15 @@ class Timeline:
     # what each bar is called where it is drawn (app/trace/names.py): the CPU's call ("enqueue
     # kernel") on the CPU lane, the device's execution ("kernel") on the CL lane; ``names`` keys colours
     labels: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
 
     @property
     def count(self) -> int:
         return len(self.names)
+
+    def links_of(self, bar: int) -> tuple[Link, ...]:
+        """The links that join bar ``bar`` to another (hovering either end lights both)."""
+        return tuple(k for k in self.links if bar in (k.src, k.dst))
 
     def handover_ms(self, margin: float = 0.25) -> tuple[float, float] | None:
         """The view that holds every hand-over of the frame (its owner lanes' "GL -> CL" and
@@ -106,7 +125,12 @@ class _Bars:
         self.rows: list[tuple[int, int, int, int, int]] = []  # lane, kind, clock, start ns, end ns
         self.names: list[str] = []
 
-    def add(self, lane: int, kind: int, clock: int, s: int, e: int, name: str) -> None:
+        self.at: dict[tuple[str, str, int], int] = {}  # a link's end (flows.End's row, name, start) -> its bar
+
+    def add(self, lane: int, kind: int, clock: int, s: int, e: int, name: str, end: str = "") -> None:
+        """A bar; ``end``: the row of app/schedule/flows.py's ends it is (keyed by its own start)."""
+        if end:
+            self.at.setdefault((end, name, int(s)), len(self.rows))
         self.rows.append((lane, kind, clock, int(s), int(max(e, s))))
         self.names.append(name)
 
@@ -152,17 +176,17 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     lanes += [Lane(_nice_label(lab, scene), "object", f"{lab}: who owns it") for lab in labels]
     bars = _Bars()
     for name, (s, e) in rec.phases.items():
-        bars.add(LANE_CPU, KIND_PHASE, CLOCK_HOST, s, e, name)
+        bars.add(LANE_CPU, KIND_PHASE, CLOCK_HOST, s, e, name, PHASE)
     for name, s, e in rec.bookkeeping:
         bars.add(LANE_CPU, KIND_BOOKKEEPING, CLOCK_HOST, s, e, name)
     for name, s, e in rec.waits:
-        bars.add(LANE_WAIT, KIND_WAIT, CLOCK_HOST, s, e, name)
+        bars.add(LANE_WAIT, KIND_WAIT, CLOCK_HOST, s, e, name, WAIT)
     for name, (q, _sub, st, en) in rec.cl_profile.items():
         if st > q:
             bars.add(LANE_CL, KIND_QUEUED, CLOCK_CL, q, st, name)
-        bars.add(LANE_CL, KIND_RUN, CLOCK_CL, st, en, name)
+        bars.add(LANE_CL, KIND_RUN, CLOCK_CL, st, en, name, COMMAND)
     for name, s, e in rec.gl_passes:
-        bars.add(LANE_GL, KIND_GL, CLOCK_GL, s, e, name)
+        bars.add(LANE_GL, KIND_GL, CLOCK_GL, s, e, name, PASS)
 
     cl_off = clock.cl.offset if clock is not None else 0
     for k, s, e, state in owner_spans(rec, cl_off, in_progress=in_progress, live=live):
@@ -178,6 +202,7 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     t0 = rec.start_ns
     start, end = (start_ns - t0) / 1e6, (end_ns - t0) / 1e6
     markers = _markers(rec, squeeze, end, stop)
+    links = _links(rec, bars.at, cl_off, int(offsets[2]), squeeze)
     extent = float(end.max()) if len(end) else 0.0
     next_ms = None
     if next_rec is not None and next_rec.index == rec.index + 1 and not rec.stepped:
@@ -188,7 +213,23 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     return Timeline(rec.index, in_progress, current_phase, next_phase, tuple(lanes), arr[:, 0].copy(),
                     arr[:, 1].copy(), start, end, tuple(bars.names), tuple(markers), max(extent, 1e-3), next_ms,
                     f"{rec.scene} / {rec.backend} / {rec.sync}", notes, cl_note, gl_note, rec.stepped,
-                    _labels(arr[:, 0], arr[:, 1], bars.names))
+                    _labels(arr[:, 0], arr[:, 1], bars.names), links)
+
+
+def _links(rec, at: dict, cl_off: int, gl_off: int, squeeze) -> tuple[Link, ...]:
+    """The frame's links (app/schedule/flows.py) between its bars, in ms from its start (a stepped
+    frame's pauses shortened as its bars are)."""
+    out = []
+    own = {PHASE: 0, WAIT: 0, COMMAND: cl_off, PASS: gl_off}  # a bar is keyed by its own clock's start
+    for flow in frame_flows(rec, cl_off, gl_off):
+        src = at.get((flow.src.row, flow.src.name, flow.src.start_ns - own[flow.src.row]))
+        dst = at.get((flow.dst.row, flow.dst.name, flow.dst.start_ns - own[flow.dst.row]))
+        if src is None or dst is None:
+            continue
+        t = np.array([flow.from_ns, flow.to_ns], np.int64)
+        a, b = ((squeeze(t) if squeeze is not None else t) - rec.start_ns) / 1e6
+        out.append(Link(flow.name, flow.kind, src, dst, float(a), float(b)))
+    return tuple(out)
 
 
 def _labels(lane: np.ndarray, kind: np.ndarray, names: list[str]) -> tuple[str, ...]:

@@ -20,6 +20,8 @@ class PanelState:
         self.collapsed = False
         self.scroll_y = 0.0
         self.spots: dict[str, tuple[int, int, str]] = {}  # where some texts were drawn (tests)
+        # the timeline's hovered bar at the last redraw: (frame, bar, the names of the links it lights)
+        self.hot: tuple[int | None, int, tuple[str, ...]] | None = None
         self.rects: dict[str, tuple[int, int, int, int]] = {}  # where some items were drawn (tests)
         self._was_teaching = False
         self._stop_shown: int | None = None

@@ -16,8 +16,10 @@ from app.ui.model import (
     KIND_OWNER,
     KIND_PHASE,
     KIND_QUEUED,
+    KIND_RUN,
     KIND_WAIT,
     LANE_CPU,
+    Link,
     PanelModel,
     Timeline,
 )
@@ -201,7 +203,8 @@ def draw_timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
         dl.add_text((bx0 + 4, top + 2), TEXT, "timeline: waiting for a complete frame")
     elif not _bars(dl, tl, state, bx0, bx1, top, lane_h, t0, scale, hovered) and hovered:
         tooltip(f"frame {tl.frame} on {tl.segment}\nwheel: zoom, drag: pan, double-click: fit, "
-                "z: zoom to the hand-over"
+                "z: zoom to the hand-over; hover a bar: its links (the CPU call that enqueued a CL "
+                "command, the hand-overs) light up"
                 + ("" if state.zoom is None else " (zoomed now)") + "".join(f"\n{n}" for n in tl.notes))
     # lane labels' tooltips
     mouse = imgui.get_io().mouse_pos
@@ -391,6 +394,11 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
                 dl.add_text((a + 2, yt + (yb - yt - imgui.get_text_line_height()) / 2),
                             u32((20, 20, 28)) if dark else u32((250, 250, 250)), text)
     _folded_blocks(dl, blocks, bx0, bx1, top, lane_h)
+    for i in np.nonzero(visible & (kind == KIND_RUN))[0].tolist():  # where the CL commands were drawn (tests)
+        state.rects[f"bar {tl.labels[i]}"] = (int(xa_c[i]), int(y_top[i]), int(xb_c[i]), int(y_bot[i]))
+    hot = _hit_bar(tl, visible, xa_c, xb_c, top, lane_h) if hovered else None
+    state.hot = (tl.frame, hot, tuple(k.name for k in tl.links_of(hot))) if hot is not None else None
+    _links(dl, tl, hot, bx0, top, lane_h, t0, scale, xa_c, xb_c)
     if tl.current_phase:  # teaching: the phase that ran last, outlined on the CPU lane
         for i in np.nonzero((tl.lane == LANE_CPU) & (kind == KIND_PHASE))[0].tolist():
             if names[i] == tl.current_phase:
@@ -415,11 +423,71 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
     dl.pop_clip_rect()
     if not hovered:
         return False
-    return _bar_tooltip(tl, marks, blocks, visible, xa_c, xb_c, top, lane_h)
+    return _bar_tooltip(tl, marks, blocks, hot, top, lane_h)
 
 
-def _bar_tooltip(tl: Timeline, marks, blocks, visible, xa_c, xb_c, top: float, lane_h: int) -> bool:
-    """The tooltip of the marker, else of the narrowest bar, under the cursor; True when one was shown."""
+LINK_RGB = (235, 235, 245)  # a link's arrow: dim for every link of the frame, bright for the hovered bar's
+LINK_DIM, LINK_HOT = u32(LINK_RGB, 70), u32(LINK_RGB, 255)
+
+
+def _links(dl, tl: Timeline, hot: int | None, bx0: float, top: float, lane_h: int, t0: float, scale: float,
+           xa_c, xb_c) -> None:
+    """The frame's links as arrows, Perfetto's flows drawn as the trace writes them: from where a
+    link leaves its source bar (a CL command's enqueue: its QUEUED stamp on the CPU's call) to where
+    it lands (the command's start), each from the edge of the source's lane that faces the target's;
+    those of the hovered bar ``hot`` bright, with both bars outlined."""
+    lit = tl.links_of(hot) if hot is not None else ()
+    for link in tl.links:
+        if link not in lit:
+            _arrow(dl, link, tl, bx0, top, lane_h, t0, scale, LINK_DIM, 1.0)
+    for link in lit:
+        _arrow(dl, link, tl, bx0, top, lane_h, t0, scale, LINK_HOT, 2.0)
+        for i in (link.src, link.dst):
+            yt = top + int(tl.lane[i]) * lane_h
+            dl.add_rect((float(xa_c[i]) - 1, yt + 1), (float(xb_c[i]) + 1, yt + lane_h - 1), LINK_HOT, 0.0, 2.0)
+
+
+def _arrow(dl, link: Link, tl: Timeline, bx0: float, top: float, lane_h: int, t0: float, scale: float, col: int,
+           thick: float) -> None:
+    a, b = int(tl.lane[link.src]), int(tl.lane[link.dst])
+    down = b >= a
+    x0, x1 = bx0 + (link.from_ms - t0) * scale, bx0 + (link.to_ms - t0) * scale
+    y0 = top + (a + 1) * lane_h - 2 if down else top + a * lane_h + 2
+    y1 = top + b * lane_h + 2 if down else top + (b + 1) * lane_h - 2
+    bend = (y1 - y0) / 2
+    dl.add_bezier_cubic((x0, y0), (x0, y0 + bend), (x1, y1 - bend), (x1, y1), col, thick)
+    head = 5.0 if down else -5.0
+    dl.add_triangle_filled((x1, y1), (x1 - 3.5, y1 - head), (x1 + 3.5, y1 - head), col)
+
+
+def _hit_bar(tl: Timeline, visible, xa_c, xb_c, top: float, lane_h: int) -> int | None:
+    """The narrowest bar under the cursor, or None."""
+    m = imgui.get_io().mouse_pos
+    lane = int((m.y - top) // lane_h)
+    pad = np.maximum((HIT_PX - (xb_c - xa_c)) / 2, 0)
+    hit = np.nonzero(visible & (tl.lane == lane) & (xa_c - pad <= m.x) & (m.x <= xb_c + pad))[0]
+    return int(hit[np.argmin(xb_c[hit] - xa_c[hit])]) if hit.size else None
+
+
+def _link_lines(tl: Timeline, i: int) -> str:
+    """What bar ``i`` is linked to, a line each: the CPU call that enqueued a command, the command a
+    call enqueued (with the time between: the enqueue to the start), the hand-overs."""
+    lines = []
+    for k in tl.links_of(i):
+        other = k.dst if k.src == i else k.src
+        label = tl.labels[other] if other < len(tl.labels) else tl.names[other]
+        what = tl.lanes[int(tl.lane[other])].name
+        gap = duration_label(k.to_ms - k.from_ms)
+        if k.src == i:
+            lines.append(f"-> {what}: {label} at {k.to_ms:.3f} ms ({gap} later)")
+        else:
+            lines.append(f"<- {what}: {label} at {k.from_ms:.3f} ms ({gap} before)")
+    return "".join(f"\n{line}" for line in lines)
+
+
+def _bar_tooltip(tl: Timeline, marks, blocks, hot: int | None, top: float, lane_h: int) -> bool:
+    """The tooltip of the marker, else of the narrowest bar (``hot``), under the cursor; True when
+    one was shown."""
     kind, names = tl.kind, tl.names
     m = imgui.get_io().mouse_pos
     for mx, my, mk in marks:
@@ -436,10 +504,8 @@ def _bar_tooltip(tl: Timeline, marks, blocks, visible, xa_c, xb_c, top: float, l
             tooltip(f"{len(members)} zones too short to draw at this zoom (wheel to zoom in), frame {tl.frame}:\n"
                     + "\n".join(lines) + more)
             return True
-    pad = np.maximum((HIT_PX - (xb_c - xa_c)) / 2, 0)
-    hit = np.nonzero(visible & (tl.lane == lane) & (xa_c - pad <= m.x) & (m.x <= xb_c + pad))[0]
-    if hit.size:
-        i = int(hit[np.argmin(xb_c[hit] - xa_c[hit])])  # the narrowest under the cursor
+    if hot is not None:
+        i = hot
         s, e = float(tl.start[i]), float(tl.end[i])
         what = tl.lanes[int(tl.lane[i])].name
         kind_text = {KIND_QUEUED: " (waiting in the queue)", KIND_OWNER: "",
@@ -447,6 +513,6 @@ def _bar_tooltip(tl: Timeline, marks, blocks, visible, xa_c, xb_c, top: float, l
         owner = legend.OWNER_TITLES.get(names[i], "") if int(kind[i]) == KIND_OWNER else ""
         label = tl.labels[i] if i < len(tl.labels) else names[i]
         tooltip(f"{what}: {owner or label}{kind_text}, frame {tl.frame}\n"
-                f"{s:.3f} -> {e:.3f} ms ({duration_label(e - s)})")
+                f"{s:.3f} -> {e:.3f} ms ({duration_label(e - s)})" + _link_lines(tl, i))
         return True
     return False

@@ -38,6 +38,10 @@ class UiFlags(Protocol):
     def clear_findings(self) -> str:
         """Forget the errors and hazards the panel shows (the report keeps them); a status line."""
 
+    def takes_key(self, key: str) -> bool:
+        """Whether the UI acts on ``key`` itself now instead of the run (the panel walking its kept
+        frames with "right" while one older than the newest is chosen)."""
+
 
 @dataclass(frozen=True)
 class Command:
@@ -135,6 +139,8 @@ class Controls:
         """Run the command bound to ``key``; None when no command takes it now."""
         cmd = self.by_key.get(key)
         if cmd is None or (cmd.paused_only and not self.session.paused):
+            return None
+        if self.ui is not None and self.ui.takes_key(key):
             return None
         try:
             return self.run(cmd.name)

@@ -42,6 +42,16 @@ class UiHost:
     def mark_dirty(self) -> None:
         self.layer.mark_dirty()
 
+    def takes_key(self, key: str) -> bool:
+        """The panel, not the run, acts on "right" while it shows a chosen frame older than the
+        newest kept: it shows the next one (at the newest, "right" steps the run and the panel
+        chooses the new frame: app/ui/panel/timeline.py ``_keys``)."""
+        m = self.last_model
+        if key != "right" or not self.show_panel or self.state.chosen is None or m is None:
+            return False
+        newest = m.timing.newest_kept
+        return m.header.chosen and newest is not None and self.state.chosen < newest
+
     @property
     def redraws(self) -> int:
         return self.layer.redraws

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from app.ui import legend
-from app.ui.bundle import imgui
+from app.ui.bundle import imgui, imgui_ctx
 from app.ui.legend import u32
 from app.ui.model import (
     KIND_BOOKKEEPING,
@@ -25,6 +25,7 @@ from app.ui.model import (
 )
 from app.ui.panel.state import PanelState
 from app.ui.panel.widgets import (
+    DIM,
     DIM_U32,
     GRID,
     HIGHLIGHT,
@@ -266,15 +267,19 @@ def _zoom_indicator(state: PanelState, x: float, y: float, span: float) -> None:
               "(or double-click the timeline)")
 
 
+KEYS_HELP = "left / right: the frame before / after; right on the newest steps the run one frame and shows it"
+
+
 def _keys(state: PanelState, frame: int, chosen: bool, first: int, newest: int) -> None:
     """While paused: left shows the frame before the one shown; right, while a frame is chosen, the
-    one after it (the run's own "right" steps a frame too; at the newest the panel follows the run)."""
+    one after it. On the newest, right is the run's "step" (``UiHost.takes_key`` leaves it to the
+    run there): the frame it ran is the newest kept by this redraw, and the panel chooses it."""
     if imgui.get_io().want_text_input:
         return
     if imgui.is_key_pressed(imgui.Key.left_arrow, True) and frame > first:
         state.chosen = frame - 1
-    elif chosen and imgui.is_key_pressed(imgui.Key.right_arrow, True):
-        state.chosen = frame + 1 if frame + 1 < newest else None
+    elif chosen and imgui.is_key_pressed(imgui.Key.right_arrow, True) and frame < newest:
+        state.chosen = frame + 1
 
 
 def draw_frame_choice(m: PanelModel, state: PanelState) -> None:
@@ -295,8 +300,7 @@ def draw_frame_choice(m: PanelModel, state: PanelState) -> None:
         changed, value = imgui.slider_int("##frame", current, t.first_kept, t.newest_kept, "frame %d")
         if changed:
             state.chosen = value
-        hover_tip("any frame the run kept: the header, the owners and the timeline follow it; "
-                  "left / right: the frame before / after")
+        hover_tip(f"any frame the run kept: the header, the owners and the timeline follow it; {KEYS_HELP}")
         imgui.same_line()
     if h.chosen:
         if imgui.button("follow the run"):
@@ -304,6 +308,9 @@ def draw_frame_choice(m: PanelModel, state: PanelState) -> None:
         hover_tip("show the newest frame again (resuming does too)")
     elif browsing:
         imgui.text_disabled("(newest)")
+    if browsing:  # the help line, under the row: what the keys do while paused
+        with imgui_ctx.push_text_wrap_pos(0.0):
+            imgui.text_colored(DIM, f"keys: {KEYS_HELP}; z: zoom to the hand-over")
 
 
 FOLD_PX = 1.0  # bars narrower than this (px), this close to each other on one lane, are drawn as one block

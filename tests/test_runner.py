@@ -52,6 +52,7 @@ def _comparable(rec) -> dict:
     out["owners"] = [(b, o) for b, _, o in rec.owners]
     out["errors"] = [(e.frame, e.where, e.code) for e in rec.errors]
     out["hazards"] = [(h.case, h.label, h.frame) for h in rec.hazards]
+    out["commands"] = {n: (c.command_type, c.status) for n, c in (rec.commands or {}).items()}  # (not the handles)
     return out
 
 

@@ -702,6 +702,7 @@ def test_a_command_the_driver_gave_no_stamps_has_no_device_time(host_copy, surfa
 
         class ZeroForReleases:
             status = staticmethod(real.status)
+            command = staticmethod(real.command)
 
             @staticmethod
             def profile(ptr, submit=True):

@@ -224,6 +224,8 @@ def _core_calls():
     return set_arg, nd
 
 
+CL_EVENT_COMMAND_QUEUE = 0x11D0
+CL_EVENT_COMMAND_TYPE = 0x11D1
 CL_EVENT_CONTEXT = 0x11D4
 CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3
 PROFILING_PARAMS = (0x1280, 0x1281, 0x1282, 0x1283)  # CL_PROFILING_COMMAND_QUEUED, SUBMIT, START, END
@@ -274,6 +276,16 @@ class EventInfo:
         if self._fn(event_ptr, CL_EVENT_COMMAND_EXECUTION_STATUS, 4, self._status_ref, None):
             return None
         return self._status.value
+
+    def command(self, event_ptr: int) -> tuple[int, int] | None:
+        """The event's command queue handle and command type (CL_EVENT_COMMAND_QUEUE,
+        CL_EVENT_COMMAND_TYPE), or None where the driver refuses either query."""
+        if self._fn(event_ptr, CL_EVENT_COMMAND_QUEUE, ctypes.sizeof(vp), self._ptr_ref, None):
+            return None
+        queue = self._ptr.value or 0
+        if self._fn(event_ptr, CL_EVENT_COMMAND_TYPE, 4, self._status_ref, None):
+            return None
+        return queue, self._status.value
 
     def profile(self, event_ptr: int, submit: bool = True) -> tuple[int, int | None, int, int]:
         """clGetEventProfilingInfo's QUEUED, SUBMIT, START and END (ns, the device's clock); with

@@ -45,6 +45,17 @@ def error_record(frame: int, exc: BaseException, where: str) -> ErrorRecord:
     return ErrorRecord(frame, where, None, type(exc).__name__, str(exc))
 
 
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """What the driver said of one CL command of a frame, asked of its event when its stamps were
+    read (app/schedule/harvest.py): clGetEventInfo's queue, command type and execution status."""
+
+    event: int  # the cl_event handle the enqueue call returned
+    queue: int  # CL_EVENT_COMMAND_QUEUE: the cl_command_queue it was enqueued on
+    command_type: int  # CL_EVENT_COMMAND_TYPE (CL_COMMAND_NDRANGE_KERNEL, CL_COMMAND_ACQUIRE_GL_OBJECTS ...)
+    status: int  # CL_EVENT_COMMAND_EXECUTION_STATUS when read: CL_COMPLETE (0), or the command's error (< 0)
+
+
 @dataclass(slots=True)
 class FrameRecord:
     index: int
@@ -67,6 +78,8 @@ class FrameRecord:
     sampled: bool = True
     # the commands whose profile came back without device stamps (0: NVIDIA's markers), kept out of cl_profile
     unstamped: tuple[str, ...] = ()
+    # what the driver said of each profiled command's event (CommandInfo), by command; None: none read
+    commands: dict[str, CommandInfo] | None = None
     gl_passes: list[tuple[str, int, int]] = field(default_factory=list)  # GL timer queries (GL clock)
     errors: list[ErrorRecord] = field(default_factory=list)
     hazards: list[Any] = field(default_factory=list)
@@ -95,7 +108,7 @@ class FrameRecord:
         rec.phases, rec.events, rec.cl_profile = {}, {}, {}
         rec.waits, rec.bookkeeping, rec.gl_passes, rec.errors, rec.hazards, rec.owners = [], [], [], [], [], []
         rec.counts = {"acquire": 0, "compute": 0, "release": 0}
-        rec.sampled, rec.unstamped, rec.owner_labels = True, (), ()
+        rec.sampled, rec.unstamped, rec.owner_labels, rec.commands = True, (), (), None
         rec.stepped, rec.paused = stepped, False
         return rec
 

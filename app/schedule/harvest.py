@@ -14,7 +14,7 @@ import time
 import pyopencl as cl
 
 from app.cl.ext import event_info
-from app.schedule.frame import FrameRecord, error_record
+from app.schedule.frame import CommandInfo, FrameRecord, error_record
 
 ns = time.perf_counter_ns
 CL_COMPLETE = cl.command_execution_status.COMPLETE
@@ -97,13 +97,15 @@ class Profiles:
         # the timed frames' stamps (``FrameRecord.sampled``), in one call for the whole batch where
         # app/native is built (EventInfo.profiles); the other frames' events are dropped unread
         stamped = [item for item in read if item[0].sampled]
-        for (rec, name, _), prof in zip(stamped, info.profiles([ev.int_ptr for _, _, ev in stamped], self.submit)):
+        ptrs = [ev.int_ptr for _, _, ev in stamped]
+        for (rec, name, _), ptr, prof in zip(stamped, ptrs, info.profiles(ptrs, self.submit)):
             if isinstance(prof, cl.Error):
                 rec.errors.append(error_record(rec.index, prof, f"profile {name}"))
             elif prof[0] and prof[2] and prof[3]:
                 rec.cl_profile[name] = prof
             else:  # a zero stamp is none: the driver did not time the command (NVIDIA's markers)
                 rec.unstamped += (name,)
+            _command(rec, name, ptr, info)
         for rec, name, _ in read:
             del rec.events[name]
         while pending and not pending[0].events:
@@ -134,3 +136,15 @@ class Profiles:
                 rec.errors.append(error_record(rec.index, exc, f"profile {name}"))
                 del rec.events[name]
         return waited
+
+
+def _command(rec: FrameRecord, name: str, ptr: int, info) -> None:
+    """What the driver says of the timed command ``name``'s event, on its record (the panel's
+    Events tab shows it as the call's arguments): its handle, queue, command type and status."""
+    command = info.command(ptr)
+    status = info.status(ptr)
+    if command is None or status is None:
+        return
+    if rec.commands is None:
+        rec.commands = {}
+    rec.commands[name] = CommandInfo(ptr, command[0], command[1], status)

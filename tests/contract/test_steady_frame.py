@@ -43,6 +43,8 @@ def _comparable(rec) -> dict:
             value = sorted(value)
         elif f.name == "owners":
             value = [(boundary, owners) for boundary, _, owners in value]
+        elif f.name == "commands":  # what the driver said of each command (not its handles: per run)
+            value = {n: (c.command_type, c.status) for n, c in (value or {}).items()}
         elif f.name == "errors":
             value = [(e.frame, e.where, e.code, e.name) for e in value]
         elif f.name == "hazards":  # the tracker's (races from the stamps depend on timing: app/schedule/races.py)

@@ -99,6 +99,9 @@ def test_the_timeline_joins_the_bars_the_trace_joins():
     # hovering either end lights the link
     assert kernel in tl.links_of(kernel.src) and kernel in tl.links_of(kernel.dst)
     assert {k.name for k in tl.links_of(kernel.dst)} == {"enqueue kernel -> kernel"}
+    from app.ui.model import KIND_QUEUED
+    queued = next(i for i in range(tl.count) if tl.kind[i] == KIND_QUEUED and tl.names[i] == "compute")
+    assert tl.links_of(queued) == tl.links_of(kernel.dst)  # the kernel's wait in its queue: its run's links
 
     trace = json.loads(json.dumps(build_trace([rec], clock)))
     ev = trace["traceEvents"]

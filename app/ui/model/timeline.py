@@ -93,7 +93,12 @@ class Timeline:
         return len(self.names)
 
     def links_of(self, bar: int) -> tuple[Link, ...]:
-        """The links that join bar ``bar`` to another (hovering either end lights both)."""
+        """The links that join bar ``bar`` to another (hovering either end lights both); a command's
+        wait in its queue has its run's."""
+        if self.kind[bar] == KIND_QUEUED:
+            name = self.names[bar]
+            bar = next((i for i in np.flatnonzero((self.lane == LANE_CL) & (self.kind == KIND_RUN)).tolist()
+                        if self.names[i] == name), bar)
         return tuple(k for k in self.links if bar in (k.src, k.dst))
 
     def handover_ms(self, margin: float = 0.25) -> tuple[float, float] | None:

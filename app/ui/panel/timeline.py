@@ -267,7 +267,7 @@ def _zoom_indicator(state: PanelState, x: float, y: float, span: float) -> None:
               "(or double-click the timeline)")
 
 
-KEYS_HELP = "left / right: the frame before / after; right on the newest steps the run one frame and shows it"
+KEYS_HELP = "left / right: the frame before / after; right on the newest: step the run one frame"
 
 
 def _keys(state: PanelState, frame: int, chosen: bool, first: int, newest: int) -> None:

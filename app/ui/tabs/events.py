@@ -72,7 +72,7 @@ def returned(rec, phase: str) -> str:
 
 
 def _ns(v: int | None) -> str:
-    return "not read (a run with --trace reads it)" if v is None else f"{v:,} ns"
+    return "not read (--trace reads it)" if v is None else f"{v:,} ns"
 
 
 def _dt(ns: int) -> str:
@@ -194,6 +194,7 @@ def _ms(v: float) -> str:
 
 
 SPAN_ROW = int(imgui.SelectableFlags_.span_all_columns)
+FIXED, STRETCH = int(imgui.TableColumnFlags_.width_fixed), int(imgui.TableColumnFlags_.width_stretch)
 
 
 def _signed(v: int) -> int:
@@ -207,12 +208,14 @@ def _args(ev: Event) -> None:
     imgui.text_unformatted(f"{ev.name} ({ev.source}): its arguments")
     with imgui_ctx.begin_table("##args", 2, OWN_TABLE) as table:
         if table:
+            imgui.table_setup_column("argument", FIXED)
+            imgui.table_setup_column("value", STRETCH)  # what is left of the tab's width: a long value wraps
             for name, value in ev.args:
                 imgui.table_next_row()
                 imgui.table_next_column()
                 imgui.text_colored(DIM, name)
                 imgui.table_next_column()
-                imgui.text_unformatted(value)
+                imgui.text_wrapped(value)
 
 
 def draw(part: Events, model, request) -> None:

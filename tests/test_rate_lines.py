@@ -85,6 +85,7 @@ def test_a_reader_that_goes_away_stops_the_rate_lines_with_one_line(tmp_path):
     said once on standard error, and the run goes on to its last frame and writes its report (its
     "wrote" line then on standard error)."""
     r, w = os.pipe()
+    fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_BYTES)  # (the lines of 400 frames overflow it: a write meets the closed end)
     proc = _start(tmp_path, 400, w)
     os.close(w)
     with os.fdopen(r, "rb") as f:

@@ -276,9 +276,13 @@ class SemaphoreValidator:
         if seen is None or seen[1] != signal:
             return
         label = getattr(sema, "label", sema)
-        self._fail(rule, call, f"{label!s} was signalled by {seen[2] or 'an earlier signal'} and no wait took the "
-                               f"signal" if signal else f"{label!s} has no signal pending: " + (
-                                   "it was never signalled" if seen[2] is None else f"its last operation was {seen[2]}"))
+        if signal:
+            why = f"{label!s} was signalled by {seen[2] or 'an earlier signal'} and no wait took the signal"
+        elif seen[2] is None:
+            why = f"{label!s} has no signal pending: it was never signalled"
+        else:
+            why = f"{label!s} has no signal pending: its last operation was {seen[2]}"
+        self._fail(rule, call, why)
 
     def _check_binary_state(self, call: str, semas: list) -> None:
         if len(semas) > 1 and len({id(x) for x in semas}) < len(semas):

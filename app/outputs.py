@@ -17,7 +17,7 @@ character device such as /dev/null takes any number), ``-`` while standard outpu
 an output that is one of the run's inputs (a video, a kernel, a shader: ``inputs``).
 
 Every write loops until all the bytes are taken (a pipe or a terminal may take part of them per
-call) or fails with the count written. A fifo is opened without blocking: a reader has
+call; a non-blocking one none until it has room) or fails with the count written. A fifo is opened without blocking: a reader has
 ``FIFO_WAIT_S`` to open it, then the output fails with one line saying so.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import select
 import stat
 import sys
 import tempfile
@@ -299,12 +300,16 @@ def _mode_for_new() -> int:
 
 def _write_all(fd: int, data: bytes) -> None:
     """All of ``data`` to ``fd``: a write may take part of it (a pipe, a terminal, a file reaching
-    its size limit). An error says how much was written (``written`` on the OSError)."""
+    its size limit) or none yet (EAGAIN: a non-blocking descriptor with no room, waited on until it
+    has some). An error says how much was written (``written`` on the OSError)."""
     view = memoryview(data)
     done = 0
     while view:
         try:
             n = os.write(fd, view)
+        except BlockingIOError:  # a descriptor another process left non-blocking, full for now: wait for room
+            select.select([], [fd], [])
+            continue
         except OSError as exc:
             exc.written = done
             raise

@@ -32,7 +32,7 @@ from app import native, signals
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig
 from app.errors import GlshareError, OutputError
 from app.gl.context import check_gl
-from app.outputs import check_output
+from app.outputs import STDOUT, check_output, write_text
 from app.schedule.faults import stop_reason
 from app.schedule.frame import FrameRecord
 from app.session.controls import Controls
@@ -305,9 +305,14 @@ class Run:
             return
         med = statistics.median(self._fps_frames)
         s = self.session.setup_view()
-        print(f"glshare: {1000 / med:.1f} fps ({med:.2f} ms/frame, median of {len(self._fps_frames)} frames), "
-              f"{s.scene_title}, {s.backend}, sync {s.sync}, frame {self.session.frame}", flush=True)
+        line = (f"glshare: {1000 / med:.1f} fps ({med:.2f} ms/frame, median of {len(self._fps_frames)} frames), "
+                f"{s.scene_title}, {s.backend}, sync {s.sync}, frame {self.session.frame}\n")
         self._fps_at, self._fps_frames = now, []
+        try:  # as every output to standard output: whole or failed (app/outputs.py)
+            write_text(STDOUT, line)
+        except OutputError as exc:  # (the reader went away, a full disk): the run goes on without them
+            self.fps_lines = False
+            log.warning("frame-rate lines stopped: %s", exc)
 
     def draw_ui(self, rec: FrameRecord | None = None) -> None:
         """The overlay or the panel over the frame; the session's view is taken only when the cached

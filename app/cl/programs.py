@@ -9,7 +9,6 @@ set most arguments once, at build); on failure the last good program stays in us
 """
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
 import os
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pyopencl as cl
 
+from app.caches import redirect
 from app.cl.ext import NDRangeCall, set_kernel_arg
 from app.config import KERNELS_DIR
 from app.diagnostics import live
@@ -96,11 +96,8 @@ def usable_cache() -> str:
         os.unlink(probe)
         return folder
     except OSError as exc:
-        private = tempfile.mkdtemp(prefix="glshare-cache-")
-        atexit.register(shutil.rmtree, private, True)
+        private = redirect(os.path.dirname(folder), exc.strerror or str(exc))  # (app/caches.py: said once)
         os.environ["XDG_CACHE_HOME"] = private
-        log.warning("the cache folder %s cannot be written (%s): compiled kernels are cached in %s for this run",
-                    os.path.dirname(folder), exc.strerror or exc, private)
         return os.path.join(private, "pyopencl")
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from app.collector import collector_off
 from app.config import DEFAULT_HEADLESS_FRAMES, RunConfig, cl_device_selector, parse_local_size, parse_wxh
-from app.errors import GlshareError, UsageError
-from app.outputs import check_outputs
+from app.errors import GlshareError, OutputError, UsageError
+from app.outputs import STDOUT, check_outputs, write_text
 from app.signals import SIGNALS, exit_code, message
 
 
@@ -212,11 +212,19 @@ def _import_panel_beside_drivers() -> None:
 
 def _say_outputs(written: dict, failed: list, to_stderr: bool = False) -> None:
     """One line per output written (stdout, or stderr where an output is stdout: ``to_stderr``,
-    written or not), then one line on stderr per output that could not be written."""
+    written or not, or where stdout cannot take the line), then one line on stderr per output that
+    could not be written."""
 
     to_stderr = to_stderr or "standard output" in written.values()
     for kind, where in written.items():
-        print(f"glshare: wrote {kind} {where}", file=sys.stderr if to_stderr else sys.stdout)
+        line = f"glshare: wrote {kind} {where}\n"
+        if not to_stderr:
+            try:  # as every output to standard output: whole or failed (app/outputs.py)
+                write_text(STDOUT, line)
+                continue
+            except OutputError:  # (its reader went away): this line and the next on stderr
+                to_stderr = True
+        sys.stderr.write(line)
     for kind, exc in failed:
         why = exc.one_line() if isinstance(exc, GlshareError) else f"{type(exc).__name__}: {exc}"
         print(f"glshare: error: {kind} not written: {why}", file=sys.stderr)

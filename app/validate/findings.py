@@ -41,10 +41,14 @@ KHR_RUNTIME = "OpenCL API, KhronosGroup/OpenCL-Docs api/opencl_runtime_layer.asc
 KHR_ARCH = "OpenCL API, KhronosGroup/OpenCL-Docs api/opencl_architecture.asciidoc @1fb076b (v3.1.1+8)"
 KHR_APPENDIX_A = "OpenCL API, KhronosGroup/OpenCL-Docs api/appendix_a.asciidoc @1fb076b (v3.1.1+8)"
 KHR_GL_SHARING = "cl_khr_gl_sharing, KhronosGroup/OpenCL-Docs api/cl_khr_gl_sharing.asciidoc @1fb076b"
+# GL's semaphore calls on payloads CL shares (app/validate/semaphores.py, GL_RULES)
+EXT_OBJECTS = "EXT_external_objects rev. 13, KhronosGroup/OpenGL-Registry extensions/EXT/EXT_external_objects.txt @305db78"
+VK_SUBMIT = "Vulkan, KhronosGroup/Vulkan-Docs chapters/cmdbuffers.adoc @090f1b1"
 # the version named wherever a quote is shown (``Source.version``)
 VERSIONS = {SEED_GL: "OpenCL 3.0.16", KHR_GL_3016: "OpenCL 3.0.16", SEED_AMD: "cl_amd_planar_yuv 1.0",
             KHR_RUNTIME: "OpenCL-Docs @1fb076b", KHR_ARCH: "OpenCL-Docs @1fb076b",
-            KHR_APPENDIX_A: "OpenCL-Docs @1fb076b", KHR_GL_SHARING: "OpenCL-Docs @1fb076b"}
+            KHR_APPENDIX_A: "OpenCL-Docs @1fb076b", KHR_GL_SHARING: "OpenCL-Docs @1fb076b",
+            EXT_OBJECTS: "EXT_external_objects rev. 13", VK_SUBMIT: "Vulkan-Docs @090f1b1"}
 GL_SECTION = ("5.5.15", "Acquiring, Releasing, and Synchronizing Access to Shared OpenCL/OpenGL Memory Objects")
 GL_SYNC_SECTION = ("5.5.15.1", "Synchronizing Access to Memory Objects Shared With EGL or OpenGL")
 

@@ -21,9 +21,15 @@ CL_INVALID_CONTEXT (both apply; glshare answers the first, the lab accepts eithe
 Binary state: "Signaling the same binary semaphore twice without an interleaving wait may lead to
 undefined behavior." (and the same for waits). The same semaphore twice in one list breaks it on
 its own; across calls, the state is known for a semaphore whose every signal and wait glshare
-sees: its CL calls pass through here, and glshare issues GL's semaphore calls itself
-(GL_EXT_semaphore), which a backend reports with ``signalled`` / ``waited``. ``track(sem)``
-starts following one (unsignalled); an untracked semaphore's state is never guessed.
+sees: its CL calls pass through here, and glshare issues GL's semaphore calls on the same payload
+itself (the semaphore sync mode, app/sharing/sync/semaphore.py), each reported before it is made
+with ``signalled`` / ``waited`` (glSignalSemaphoreEXT / glWaitSemaphoreEXT) and held to GL's rules
+(``GL_RULES``): EXT_external_objects' wait rule, and for the signal Vulkan's, whose semantics GL's
+semaphores take ("map directly to the semantics of Vulkan semaphores"; the extension states no
+signal rule of its own, and the payload here is a Vulkan semaphore). A CL call the driver then
+refuses, or a GL call not made after all, is taken back with ``undo``. ``track(sem)`` starts
+following one (unsignalled: Vulkan makes binary semaphores so); an untracked semaphore's state is
+never guessed. One state per payload: the CL wrapper names it on both sides.
 """
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ import pyopencl as cl
 
 from app.memo import keep
 from app.validate import families
-from app.validate.findings import KHR_RUNTIME, UNDEFINED, Source
+from app.validate.findings import EXT_OBJECTS, KHR_RUNTIME, UNDEFINED, VK_SUBMIT, Source
 from app.validate.liveness import REGISTRY, ObjectRegistry, handle_of
 from app.validate.spec import NULL, EventFacts, Rule, check_wait_list, rule_error
 
@@ -80,6 +86,31 @@ RULES: dict[str, Rule] = {
         "event_wait_list is a negative integer value.")),
 }
 
+# GL's semaphore calls on the same payloads (glshare makes them itself: module text)
+GL_ENTRY_POINTS = {"gl_signal": "glSignalSemaphoreEXT", "gl_wait": "glWaitSemaphoreEXT"}
+GL_RULES: dict[str, Rule] = {
+    "gl_signal_twice": Rule(None, Source(
+        "Each binary semaphore element of the pSignalSemaphores member of any element of pSubmits must be "
+        "unsignaled when the semaphore signal operation it defines is executed on the device",
+        "VUID-vkQueueSubmit-pSignalSemaphores-00067", "vkQueueSubmit", VK_SUBMIT),
+        consequence=UNDEFINED, basis="requirement",
+        note="GL_EXT_semaphore's semaphores 'map directly to the semantics of Vulkan semaphores' (EXT_external_objects, "
+             "Overview) and it states no signal rule of its own; the payload is Vulkan's"),
+    "gl_wait_unsignalled": Rule(None, Source(
+        "Calling WaitSemaphore on a semaphore that has not previously had a signal operation flushed to the GL server "
+        "or submitted by an external semaphore signaler since the semaphore was created or last waited on results in "
+        "undefined behavior.", "4.2.3", "Waiting for Semaphores", EXT_OBJECTS),
+        consequence=UNDEFINED, basis="requirement", note="the text names no GL error for it"),
+}
+_ALL_RULES = {**RULES, **GL_RULES}
+_ALL_ENTRY_POINTS = {**ENTRY_POINTS, **GL_ENTRY_POINTS}
+_GL_SIGNAL, _GL_WAIT = GL_ENTRY_POINTS["gl_signal"], GL_ENTRY_POINTS["gl_wait"]
+_CL_SIGNAL, _CL_WAIT = ENTRY_POINTS["signal"], ENTRY_POINTS["wait"]
+# per operation: whether it leaves the semaphore signalled, the rule a repeat of it breaks, its entry point
+_OPS = {op: (signal, rule, _ALL_ENTRY_POINTS[op]) for op, signal, rule in (
+    ("signal", True, "signal_twice"), ("wait", False, "wait_twice"),
+    ("gl_signal", True, "gl_signal_twice"), ("gl_wait", False, "gl_wait_unsignalled"))}
+
 
 class SemaphoreValidator:
     """Checks one clEnqueueWaitSemaphoresKHR / clEnqueueSignalSemaphoresKHR call."""
@@ -100,7 +131,9 @@ class SemaphoreValidator:
         # check_python's accepted calls on one semaphore without a wait list:
         # (call, id) -> (queue, registry generation, the semaphore's handle object, the semaphore)
         self._one: dict[tuple, tuple] = {}
-        self._state: dict[int, tuple] = {}  # id -> (the semaphore, signalled): tracked semaphores only
+        # id -> (the semaphore, signalled, the entry point of its last operation (None: none since
+        # made), (signalled, entry point) before that operation, for ``undo``): tracked semaphores only
+        self._state: dict[int, tuple] = {}
 
     def check(self, call: str, queue: Any, num_semas: int, sema_objects: list | None,
               num_events: int, event_wait_list: list | None, event_out: Any = NULL) -> str:
@@ -149,39 +182,112 @@ class SemaphoreValidator:
         return "CL_SUCCESS"
 
     # -- the binary state ------------------------------------------------------------------------
-    def track(self, sema: Any, signalled: bool = False) -> None:
+    def track(self, sema: Any, signalled: bool = False, by: str | None = None) -> None:
         """Follow ``sema``'s binary state from now on: every signal and wait on its payload is seen
-        (CL's here, GL's through ``signalled`` / ``waited``)."""
-        self._state[id(sema)] = (sema, signalled)
+        (CL's here, GL's through ``signalled`` / ``waited``); ``by``: the entry point that left it so."""
+        self._state[id(sema)] = (sema, signalled, by, None)
+
+    def untrack(self, sema: Any) -> None:
+        self._state.pop(id(sema), None)
 
     def signalled(self, sema: Any) -> None:
-        """GL (or another API glshare drives) signalled ``sema``'s payload (a tracked semaphore only)."""
-        self._set(sema, True, "signal")
+        """glSignalSemaphoreEXT on ``sema``'s payload, about to be made (a tracked semaphore only):
+        raises SpecViolation (``gl_signal_twice``) where a signal is still pending."""
+        self.step_one("gl_signal", sema)
 
     def waited(self, sema: Any) -> None:
-        """GL waited on ``sema``'s payload (a tracked semaphore only)."""
-        self._set(sema, False, "wait")
+        """glWaitSemaphoreEXT on ``sema``'s payload, about to be made (a tracked semaphore only):
+        raises SpecViolation (``gl_wait_unsignalled``) where no signal is pending."""
+        self.step_one("gl_wait", sema)
 
-    def _set(self, sema: Any, signalled: bool, call: str) -> None:
+    def undo(self, call: str, semas: Iterable) -> None:
+        """The operation ``call`` ("signal", "wait", "gl_signal", "gl_wait") on ``semas`` was accepted
+        but not made (the driver refused it, or a check after it refused the frame): each tracked one
+        is as it was before."""
+        for x in semas:
+            seen = self._state.get(id(x))
+            if seen is not None and seen[3] is not None and seen[2] == _ALL_ENTRY_POINTS[call]:
+                self._state[id(x)] = (x, *seen[3], None)
+
+    def expect(self, sema: Any, signalled: bool) -> None:
+        """Raise where tracked ``sema`` is not ``signalled`` now: the rule CL's next operation on it
+        would break (its wait where ``signalled`` is expected, else its signal), raised before any of a
+        prepared list of calls is made (the native frame's)."""
+        seen = self._state.get(id(sema))
+        if seen is not None and seen[1] != signalled:
+            self.step_one("wait" if signalled else "signal", sema)
+
+    def list_before(self, gl_done: Any, cl_done: Any, gl_signals: bool) -> None:
+        """The semaphore calls of one prepared list (the native frame: GL's signal of ``gl_done`` where
+        ``gl_signals``, CL's wait on it, CL's signal of ``cl_done``, GL's wait on it), checked at once
+        before any of them is made: raises the rule the first one would break. GL's signal is
+        followed here, the rest in ``list_after``, once the list got past CL's wait."""
+        st = self._state
+        g, c = st.get(id(gl_done)), st.get(id(cl_done))
+        if g is not None and c is not None and g[1] != gl_signals and not c[1]:  # the steady frame's states
+            if gl_signals:
+                st[id(gl_done)] = (gl_done, True, _GL_SIGNAL, (False, g[2]))
+            return
+        if gl_signals:
+            self.step_one("gl_signal", gl_done)
+        try:
+            self.expect(gl_done, True)
+            self.expect(cl_done, False)
+        except BaseException:
+            if gl_signals:
+                self.undo("gl_signal", (gl_done,))
+            raise
+
+    def list_after(self, gl_done: Any, cl_done: Any) -> None:
+        """``list_before``'s list made past CL's wait: gl_done waited on by CL; cl_done signalled by CL
+        and waited on by GL (both, or neither where CL's signal failed: unsignalled either way)."""
+        st = self._state
+        g, c = st.get(id(gl_done)), st.get(id(cl_done))
+        if g is not None:
+            st[id(gl_done)] = (gl_done, False, _CL_WAIT, (g[1], g[2]))
+        if c is not None:
+            st[id(cl_done)] = (cl_done, False, _GL_WAIT, (True, _CL_SIGNAL))
+
+    def step(self, call: str, semas) -> None:
+        """``call`` on ``semas``, its other rules checked already: refused where it repeats a tracked
+        one's last kind of operation (the rule that breaks, the entry point that left it so in the
+        detail); else each tracked one's state follows."""
+        if len(semas) == 1:
+            self.step_one(call, semas[0])
+            return
+        for x in semas:
+            self._refuse_repeat(call, x)
+        for x in semas:
+            self.step_one(call, x)
+
+    def step_one(self, call: str, sema: Any) -> None:
+        """``step`` on one semaphore (every frame's case: kept short)."""
         seen = self._state.get(id(sema))
         if seen is None:
             return
-        if seen[1] == signalled:
-            self._fail(f"{call}_twice", call, f"{getattr(sema, 'label', sema)!s} was already "
-                                              f"{'signalled' if signalled else 'waited on'} outside CL")
-        self._state[id(sema)] = (sema, signalled)
+        signal, _, entry = _OPS[call]
+        if seen[1] == signal:
+            self._refuse_repeat(call, sema)
+        self._state[id(sema)] = (sema, signal, entry, (seen[1], seen[2]))
+
+    def _refuse_repeat(self, call: str, sema: Any) -> None:
+        seen = self._state.get(id(sema))
+        signal, rule, _ = _OPS[call]
+        if seen is None or seen[1] != signal:
+            return
+        label = getattr(sema, "label", sema)
+        if signal:
+            why = f"{label!s} was signalled by {seen[2] or 'an earlier signal'} and no wait took the signal"
+        elif seen[2] is None:
+            why = f"{label!s} has no signal pending: it was never signalled"
+        else:
+            why = f"{label!s} has no signal pending: its last operation was {seen[2]}"
+        self._fail(rule, call, why)
 
     def _check_binary_state(self, call: str, semas: list) -> None:
-        signal = call == "signal"
         if len(semas) > 1 and len({id(x) for x in semas}) < len(semas):
             self._fail(f"{call}_twice", call, "the same semaphore twice in one list")
-        tracked = [x for x in semas if id(x) in self._state]
-        for x in tracked:
-            if self._state[id(x)][1] == signal:
-                self._fail(f"{call}_twice", call, "no interleaving " + ("wait" if signal else "signal") +
-                           " since the last " + call)
-        for x in tracked:
-            self._state[id(x)] = (x, signal)
+        self.step(call, semas)
 
     def _queue_context(self, queue: Any) -> int:
         """The queue's context handle, asked of the driver once per queue (every frame names the
@@ -201,14 +307,17 @@ class SemaphoreValidator:
         no CL object was released or forgotten since (the registry's generation) and while the
         semaphore holds the handle it had (its ``release()`` clears it), gets the same verdict
         without the rules run again: the same inputs, the same answer (``check``'s own cache keys its
-        verdict on the same state). It still counts as checked; refusals are never remembered."""
-        if not wait_for and type(semaphores) is list and len(semaphores) == 1 and id(semaphores[0]) not in self._state:
+        verdict on the same state); a tracked semaphore's binary state is still checked and followed.
+        It still counts as checked; refusals are never remembered."""
+        if not wait_for and type(semaphores) is list and len(semaphores) == 1:
             sema = semaphores[0]
             key = (call, id(sema))
             seen = self._one.get(key)
             if (seen is not None and seen[0] is queue and seen[1] == self.registry.generation
                     and seen[2] is getattr(sema, "handle", None)):
                 self.checked += 1
+                if id(sema) in self._state:  # (a tracked one's state is checked every call)
+                    self.step(call, semaphores)
                 return "CL_SUCCESS"
             verdict = self.check(call, queue, 1, semaphores, 0, NULL)
             handle = getattr(sema, "handle", None)
@@ -221,8 +330,9 @@ class SemaphoreValidator:
 
     def remembers(self, call: str, queue: Any, semaphores: list) -> bool:
         """Whether ``check_python(call, queue, semaphores, None)`` would answer from its remembered
-        verdict now (the frame's own case, accepted before: module text of ``check_python``)."""
-        if type(semaphores) is not list or len(semaphores) != 1 or id(semaphores[0]) in self._state:
+        verdict now (the frame's own case, accepted before: module text of ``check_python``), the
+        binary state of a tracked semaphore aside (checked each call: ``expect``, ``step``)."""
+        if type(semaphores) is not list or len(semaphores) != 1:
             return False
         sema = semaphores[0]
         seen = self._one.get((call, id(sema)))
@@ -231,7 +341,7 @@ class SemaphoreValidator:
 
     def _fail(self, rule: str, call: str, detail: str = "") -> None:
         self.refused += 1
-        raise rule_error(rule, call, RULES, ENTRY_POINTS, detail)
+        raise rule_error(rule, call, _ALL_RULES, _ALL_ENTRY_POINTS, detail)
 
 
 # The lab's cases (the notation of app/validate/gl.py's LAB_CASES)

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from app.caches import mesa_shader_cache
 from app.errors import GlshareError
 from app.gl import api as GL
 
@@ -125,6 +126,7 @@ def select_platform(headless: bool) -> str:
                 "needs its own process", where="select_platform")
         return have
     os.environ["PYOPENGL_PLATFORM"] = want
+    mesa_shader_cache()  # Mesa reads its cache folder's variables when GL is loaded: before
     return want
 
 

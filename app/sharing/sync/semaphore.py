@@ -30,6 +30,18 @@ from app.sharing.sync.base import SyncMode
 from app.validate.liveness import REGISTRY
 
 
+class _Untracked:
+    """The validator's tracking as ``SemaphoreSync.unchecked`` leaves it: nothing checked or followed."""
+
+    checked = 0
+
+    def track(self, *a) -> None: ...
+    def untrack(self, *a) -> None: ...
+    def undo(self, *a) -> None: ...
+    def list_before(self, *a) -> None: ...
+    def list_after(self, *a) -> None: ...
+
+
 class SemaphoreSync(SyncMode):
     """Binary semaphores exported by Vulkan, imported by GL (GL_EXT_semaphore_fd) and CL
     (cl_khr_external_semaphore_opaque_fd). GL signals ``gl_done`` once its commands on the shared
@@ -44,7 +56,15 @@ class SemaphoreSync(SyncMode):
     right after drawing it, and CL waits on that signal before the copy's next acquire, slots
     frames later, while GL may still be drawing the copies in between. The more copies, the more
     of CL's and GL's work on different copies overlaps and the shorter the frame, in glshare's frame
-    as in the bench's bare loop of the same calls (bench/results/README.md, 'Fourth session')."""
+    as in the bench's bare loop of the same calls (bench/results/README.md, 'Fourth session').
+
+    Every signal and wait on both semaphores of a pair, GL's as CL's, goes through the backend's
+    semaphore validator (app/validate/semaphores.py), which tracks each payload's binary state by
+    its CL semaphore: CL's calls through ``check_python``, GL's through ``signalled`` / ``waited``
+    before each glSignalSemaphoreEXT / glWaitSemaphoreEXT; a call refused by a check is not made, a
+    CL call the driver refuses is taken back (``undo``). A GL signal no CL wait took yet (a copy's,
+    or the frame's where CL's wait failed) is ``_pending``: the next CL wait on it takes that one,
+    GL does not signal again."""
 
     name = "semaphore"
     order = 30
@@ -77,6 +97,7 @@ class SemaphoreSync(SyncMode):
         """On a failure whatever was made (Vulkan semaphores, CL and GL imports) is released, then
         the error raised."""
         super().__init__(backend)
+        self._semaphores = backend.validator.semaphores  # the binary states of both sides (class text)
         self._vk: list = []
         self._cl_sems: list = []  # what close() releases, however far __init__ got
         self._gl_sems: list[int] = []
@@ -103,15 +124,28 @@ class SemaphoreSync(SyncMode):
         self._names: tuple = ()
         self._names_array = uint_array(())
         self._names_version = -1
-        self._check = backend.validator.semaphores.check_python
+        self._check = self._semaphores.check_python
+        self._gl_signalled, self._gl_waited = self._semaphores.signalled, self._semaphores.waited
 
     @contextlib.contextmanager
     def unchecked(self) -> Iterator[None]:
-        checks, self._check = self._check, lambda *a: None
+        """Inside the block no check and no tracking (the bench's bare loop); the binary states are
+        set again from the mode's own afterwards (between frames: each copy's gl_done signalled where
+        ``_pending``, every cl_done waited on)."""
+        kept = self._check, self._gl_signalled, self._gl_waited, self._semaphores
+        self._check = self._gl_signalled = self._gl_waited = lambda *a: None
+        self._semaphores = _Untracked()
         try:
             yield
         finally:
-            self._check = checks
+            self._check, self._gl_signalled, self._gl_waited, self._semaphores = kept
+            self._track_pairs()
+
+    def _track_pairs(self) -> None:
+        """The binary state of each pair as the mode leaves it between frames."""
+        for (_, gl_done_cl, _, cl_done_cl), pending in zip(self._pairs, self._pending):
+            self._semaphores.track(gl_done_cl, pending, "glSignalSemaphoreEXT" if pending else None)
+            self._semaphores.track(cl_done_cl)
 
     def _in_order(self, queue) -> bool:
         """Whether ``queue`` is the backend's queue and runs its commands in order (any other queue is
@@ -125,6 +159,8 @@ class SemaphoreSync(SyncMode):
         self._pairs.append((gl_done_gl, gl_done_cl, cl_done_gl, cl_done_cl))
         self._lists.append(([gl_done_cl], [cl_done_cl]))  # the CL calls' semaphore lists, made once
         self._pending.append(False)
+        self._semaphores.track(gl_done_cl)  # (Vulkan makes them unsignalled)
+        self._semaphores.track(cl_done_cl)
 
     def set_slots(self, slots: int) -> None:
         """A pair of semaphores for each copy of the shared objects (made here, released by ``close``)."""
@@ -213,30 +249,50 @@ class SemaphoreSync(SyncMode):
     def before_acquire(self, waits: list, shadow=None) -> list[cl.Event]:
         queue = self.backend.queue
         slot = self.slot
+        signal = not self._pending[slot]  # else GL signalled this copy's gl_done already, unwaited
+        gl_done = self._gl_done_list
+        if signal:
+            self._gl_signalled(self.gl_done_cl)  # GL's signal, tracked before it is made
         # cl_khr_semaphore's rules, before the driver and before GL's signal: a refused wait leaves no
         # signal behind that the next frame's would repeat (the plan's failure rules: app/schedule/plan.py)
-        self._check("wait", queue, self._gl_done_list, None)
-        if self._pending[slot]:
-            # GL signalled this copy's gl_done after its last draw (``after_gl_use``), slots frames ago
-            self._pending[slot] = False
-        else:
+        try:
+            self._check("wait", queue, gl_done, None)
+        except BaseException:
+            if signal:
+                self._semaphores.undo("gl_signal", gl_done)
+            raise
+        if signal:
             n, bufs = self._buffers()
             self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
             self._flush()
-        # on an in-order queue the acquire enqueued next runs after the wait completes (OpenCL 3.0,
-        # 5.14), so the wait needs no event of its own; a queue that is not in order gets it in the
-        # acquire's wait list
-        if self._in_order(queue):
-            self.gl_done_cl.enqueue_wait(queue, event=False)
-            return []
-        return [self.gl_done_cl.enqueue_wait(queue)]
+            self._pending[slot] = True  # until CL's wait is enqueued: a refused one leaves GL's signal standing
+        try:
+            # on an in-order queue the acquire enqueued next runs after the wait completes (OpenCL 3.0,
+            # 5.14), so the wait needs no event of its own; a queue that is not in order gets it in the
+            # acquire's wait list
+            if self._in_order(queue):
+                self.gl_done_cl.enqueue_wait(queue, event=False)
+                made = []
+            else:
+                made = [self.gl_done_cl.enqueue_wait(queue)]
+        except BaseException:
+            self._semaphores.undo("wait", gl_done)  # gl_done keeps GL's signal: the next frame's wait takes it
+            raise
+        self._pending[slot] = False
+        return made
 
     def after_release(self, queue, release_event, waits, shadow=None) -> None:
         # on the in-order queue the signal runs after the release without naming it (OpenCL 3.0.16, 5.14)
         wait_for = [release_event] if release_event is not None and not self._in_order(queue) else None
-        self._check("signal", queue, self._cl_done_list, wait_for)
-        self.cl_done_cl.enqueue_signal(queue, wait_for, event=False)  # nothing waits on the signal's own event
+        cl_done = self._cl_done_list
+        self._check("signal", queue, cl_done, wait_for)
+        try:
+            self.cl_done_cl.enqueue_signal(queue, wait_for, event=False)  # nothing waits on the signal's own event
+        except BaseException:
+            self._semaphores.undo("signal", cl_done)
+            raise
         clext.flush(queue)
+        self._gl_waited(self.cl_done_cl)  # GL's wait, tracked before it is made
         n, bufs = self._buffers()
         self._wait(self.cl_done_gl, n, bufs, 0, None, self._layouts)
 
@@ -267,20 +323,31 @@ class SemaphoreSync(SyncMode):
         return before, after
 
     def native_before(self, queue, variant) -> None:
-        # the wait's check: its verdict was remembered when the list was made (``native_calls``), and
-        # stays the same for the list's life (the list is made again for a new hand-over, after any
-        # CL object was released: the registry's generation), so it is counted, as check_python counts it
-        self.backend.validator.semaphores.checked += 1
-        if variant[1]:
-            self._pending[variant[0]] = False  # GL's signal after the copy's last draw is the one CL waits on
+        """The wait's check: its verdict was remembered when the list was made (``native_calls``), and
+        stays the same for the list's life (the list is made again for a new hand-over, after any
+        CL object was released: the registry's generation), so it is counted, as check_python counts
+        it. The binary states of the whole list, checked before any of its calls: GL's signal (unless
+        the copy's is pending), then gl_done signalled for CL's wait and cl_done not for CL's signal
+        (GL's wait follows CL's signal in the list). GL's signal is followed here; CL's wait, CL's
+        signal and GL's wait in ``native_after``, which runs only where the list got past CL's wait
+        (a failed wait leaves GL's signal pending, as ``before_acquire``'s does)."""
+        sems = self._semaphores
+        sems.checked += 1
+        slot, pending = variant
+        sems.list_before(self.gl_done_cl, self.cl_done_cl, not pending)
+        self._pending[slot] = True  # (GL's signal stands until CL's wait went through: ``native_after``)
 
     def native_after(self, queue) -> None:
-        self.backend.validator.semaphores.checked += 1  # the signal's check (as ``native_before``'s)
+        sems = self._semaphores
+        sems.checked += 1  # the signal's check (as ``native_before``'s)
+        self._pending[self.slot] = False
+        sems.list_after(self.gl_done_cl, self.cl_done_cl)
 
     def after_gl_use(self, waits: list) -> None:
         """With copies: GL's draw of this copy is issued, so its gl_done is signalled now, ordering
         only the GL commands so far before the copy's next acquire (``before_acquire``)."""
         if len(self._pairs) > 1 and not self._pending[self.slot]:
+            self._gl_signalled(self.gl_done_cl)  # GL's signal, tracked before it is made
             n, bufs = self._buffers()
             self._signal(self.gl_done_gl, n, bufs, 0, None, self._layouts)
             # no glFlush here: CL waits on this signal only when the copy is used again, frames later,
@@ -296,6 +363,7 @@ class SemaphoreSync(SyncMode):
             self._pending = [False] * len(self._pending)
         cl_sems, self._cl_sems = self._cl_sems, []
         for cl_sem in cl_sems:
+            self._semaphores.untrack(cl_sem)
             REGISTRY.released(cl_sem)
             cl_sem.release()
         names, self._gl_sems = self._gl_sems, []

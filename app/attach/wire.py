@@ -25,7 +25,8 @@ call    written *before* the call reaches the driver (so a call that kills the p
         displays, fences) are "0x..." hex strings, "0x0" for NULL; GL object names are integers.
 ret     written after the call returned: ``id`` (the call's), ``t``, ``status`` (the CL status the
         program saw, 0 = CL_SUCCESS; a handle-returning call: its errcode_ret, and the new handle as
-        ``handle``; GL calls: absent), ``event`` (the event the call returned to the program, or the
+        ``handle``; GL calls: absent, see "ret of the GL calls" below), ``event`` (the event the call
+        returned to the program, or the
         layer's own event for the stamps, "0x..."), ``verdict`` (strict mode only: the status glshare
         returned instead of calling the driver).
 stamps  the device's CL_PROFILING_COMMAND_{QUEUED,SUBMIT,START,END} of a call's command (OpenCL 3.0
@@ -83,6 +84,17 @@ Argument names of the GL calls:
       vertex array's attributes where it can tell), ``textures`` (the names bound to the active
       texture units the library has seen bound).
   Every GL call record also has ``ctx`` (the current GL context, "0x...").
+  A list of names longer than the line has room for is cut: ``<key>_left`` (``names_left``,
+      ``buffers_left``, ``textures_left``) counts the names left out. glTexImage2D/glTexSubImage2D
+      ``size``: width x height x the bytes of one pixel of format and type (unpack row alignment not
+      counted), absent for a format or type it does not know.
+ret of the GL calls: written for the swaps, the make-currents, glFinish, glFenceSync, glWaitSync,
+  glClientWaitSync, glMapBuffer(Range) and glUnmapBuffer; ``result`` is the value the call
+  returned, as an integer (eglSwapBuffers' and the make-currents' Bool, glClientWaitSync's
+  GL_ALREADY_SIGNALED / TIMEOUT_EXPIRED / CONDITION_SATISFIED / WAIT_FAILED, glUnmapBuffer's
+  GLboolean); ``handle`` the pointer it returned (glFenceSync's sync, glMapBuffer(Range)'s mapping).
+  The GL library writes its "hello" with its first record: a process that makes no GL call (a shell
+  on the way to the program) writes none.
 """
 from __future__ import annotations
 

@@ -18,7 +18,9 @@ Every record has:
 hello   ``{"k":"hello","src":"cl","pid":..,"t":..,"lib":"glshare-cl-layer","version":1}``: first
         record of each library in each process (before any call).
 call    written *before* the call reaches the driver (so a call that kills the process is still
-        seen): ``id`` (an integer unique per src and pid, increasing), ``tid`` (gettid), ``fn``
+        seen): ``id`` (an integer unique per src and pid, increasing; the GL library's ids
+        increase in each thread's order, while lines of several threads may come in another order
+        than their ids), ``tid`` (gettid), ``fn``
         (the entry point's name, e.g. "clEnqueueAcquireGLObjects", "glXSwapBuffers"), ``site``
         (the caller's return address, "0x..." hex) and the call's arguments under the names
         below. Handles (contexts, queues, mem objects, events, kernels, GL/GLX/EGL contexts and

@@ -58,7 +58,7 @@ def gl_getproc(tmp_path_factory) -> Path:
     if cc is None:
         pytest.skip("no C compiler")
     out = tmp_path_factory.mktemp("gl_getproc") / "gl_getproc"
-    done = subprocess.run([*cc, "-O2", "-std=gnu11", "-Wall", "-DGL_LINKED", "-o", str(out),
+    done = subprocess.run([*cc, "-O2", "-std=gnu11", "-Wall", "-pthread", "-DGL_LINKED", "-o", str(out),
                            str(PROGRAMS / "gl_getproc.c"), "-ldl", "-l:libEGL.so.1", "-l:libOpenGL.so.0"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -124,10 +124,10 @@ def run_program(cmd: list[str], preload: str | None, record: bool = True, env: d
 
 def assert_wire_valid(run: Run) -> None:
     """Every line one JSON object of at most MAX_LINE bytes; one hello per process, first; call ids
-    unique and increasing per process; every ret answers an earlier call."""
+    unique, increasing in each thread; every ret answers an earlier call."""
     assert run.lines, "the library recorded nothing"
     seen_hello: set[int] = set()
-    last_id: dict[int, int] = {}
+    last_id: dict[tuple[int, int], int] = {}
     call_ids: set[tuple[int, int]] = set()
     for raw in run.lines:
         assert len(raw) <= wire.MAX_LINE and raw.endswith(b"\n"), raw[:200]
@@ -140,9 +140,9 @@ def assert_wire_valid(run: Run) -> None:
             seen_hello.add(pid)
             continue
         assert pid in seen_hello, f"a record before its process's hello: {rec}"
-        if rec["k"] == "call":
-            assert rec["id"] > last_id.get(pid, 0), rec
-            last_id[pid] = rec["id"]
+        if rec["k"] == "call":  # ids increase in each thread's order (threads take them before writing)
+            assert rec["id"] > last_id.get((pid, rec["tid"]), 0), rec
+            last_id[(pid, rec["tid"])] = rec["id"]
             call_ids.add((pid, rec["id"]))
             assert rec["site"].startswith("0x") and rec["ctx"].startswith("0x") and rec["tid"] > 0, rec
             assert isinstance(rec["fn"], str)
@@ -181,8 +181,12 @@ def assert_program_records(run: Run, names: dict, frames: int, swap: str, make_c
             ("glBufferData", GL_ELEMENT_ARRAY_BUFFER, names["ebo"])} <= uploads
     (mapped,) = run.calls("glMapBufferRange")
     assert mapped["buffer"] == names["ebo"] and mapped["size"] == 12 and run.ret(mapped)["handle"] != "0x0"
-    (unmapped,) = run.calls("glUnmapBuffer")
-    assert unmapped["buffer"] == names["ebo"] and run.ret(unmapped)["result"] == 1
+    (mapped_whole,) = run.calls("glMapBuffer")
+    assert mapped_whole["buffer"] == names["vbo"] and "size" not in mapped_whole
+    assert run.ret(mapped_whole)["handle"] != "0x0"
+    unmapped = run.calls("glUnmapBuffer")
+    assert [u["buffer"] for u in unmapped] == [names["ebo"], names["vbo"]]
+    assert all(run.ret(u)["result"] == 1 for u in unmapped)
     (image,) = run.calls("glTexImage2D")
     assert (image["target"], image["texture"], image["size"]) == (GL_TEXTURE_2D, names["tex"], 16)
     (sub,) = run.calls("glTexSubImage2D")
@@ -237,6 +241,31 @@ def test_c_program_is_recorded_on_each_road_and_draws_the_same(preload, gl_getpr
         assert_program_records(run, names, C_FRAMES, "glXSwapBuffers", "glXMakeCurrent")
     else:
         assert_program_records(run, names, C_FRAMES, "eglSwapBuffers", "eglMakeCurrent")
+
+
+def thread_run(run: Run, tid: int) -> Run:
+    """The records of one thread: its process's hello, its calls and their rets."""
+    ids = {r["id"] for r in run.records if r["k"] == "call" and r["tid"] == tid}
+    keep = [line for line, r in zip(run.lines, run.records)
+            if r["k"] == "hello" or (r["k"] == "call" and r["tid"] == tid) or (r["k"] == "ret" and r["id"] in ids)]
+    return Run(run.returncode, run.stdout, run.stderr, keep)
+
+
+def test_threads_with_a_context_each_are_recorded_apart(preload, gl_getproc, tmp_path):
+    """Two threads draw at once, each on its own context: each thread's records tell its scene
+    whole, naming its own context (bindings are per context: both use the names 1 and 2)."""
+    out = {k: tmp_path / f"{k}.rgba" for k in ("plain", "attached")}
+    run, names = run_pair(lambda k: [str(gl_getproc), "threads", str(out[k])], preload)
+    assert pixels(out["attached"]) == pixels(out["plain"])
+    assert_wire_valid(run)
+    tids = {r["tid"] for r in run.records if r["k"] == "call"}
+    assert len(tids) == 2
+    contexts = set()
+    for tid in tids:
+        alone = thread_run(run, tid)
+        assert_program_records(alone, names, C_FRAMES, "eglSwapBuffers", "eglMakeCurrent")
+        contexts.add(alone.calls("eglMakeCurrent")[0]["context"])
+    assert len(contexts) == 2
 
 
 def test_without_the_descriptor_nothing_is_written(preload, gl_getproc, tmp_path):

@@ -430,6 +430,11 @@ static pthread_mutex_t g_states_lock = PTHREAD_MUTEX_INITIALIZER;
 static ctx_state g_overflow_state; /* past MAX_CONTEXTS contexts: one shared, approximate state */
 
 static TLS void *t_ctx;
+/* t_ctx is the context current on this thread, read through the real getter at this thread's last
+ * make-current (and at each swap): a record then costs no getter call (glvnd's eglGetCurrentContext
+ * is slower than the rest of the record). Before the thread's first make-current seen here, each
+ * record asks the getter. */
+static TLS int t_ctx_known;
 static TLS ctx_state *t_state;
 
 static ctx_state *state_for(void *ctx) {
@@ -490,15 +495,14 @@ static vao_t *vao_of(ctx_state *s, GLuint name) {
 }
 
 /* ---- record helpers ------------------------------------------------------------------------------ */
-/* Opens a "call" record (returns its id); the caller adds the arguments and calls finish(). */
-static uint64_t call_head(line_t *l, int fn, void *site, void **ctx_out) {
+/* Opens a "call" record (returns its id); the caller adds the arguments and calls finish().
+ * ``fresh``: read the current context through the real getter (swaps, make-currents). */
+static uint64_t call_head(line_t *l, int fn, void *site, int fresh) {
     if (!t_tid)
         t_tid = syscall(SYS_gettid);
-    void *ctx = current_context();
+    void *ctx = (t_ctx_known && !fresh) ? t_ctx : current_context();
     if (ctx != t_ctx || !t_state)
         switch_state(ctx);
-    if (ctx_out)
-        *ctx_out = ctx;
     uint64_t id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
     head(l, "call");
     PUTS(l, ",\"id\":");
@@ -663,7 +667,7 @@ EXPORT void glXSwapBuffers(void *dpy, GLXDrawable drawable) {
         return real(dpy, drawable);
     t_depth++;
     line_t l;
-    uint64_t id = call_head(&l, F_glXSwapBuffers, SITE, NULL);
+    uint64_t id = call_head(&l, F_glXSwapBuffers, SITE, 1);
     put_kv_hex(&l, "display", (uintptr_t)dpy);
     put_kv_hex(&l, "drawable", (uintptr_t)drawable);
     finish(&l);
@@ -681,7 +685,7 @@ EXPORT EGLBoolean eglSwapBuffers(EGLDisplay dpy, EGLSurface surface) {
         return real(dpy, surface);
     t_depth++;
     line_t l;
-    uint64_t id = call_head(&l, F_eglSwapBuffers, SITE, NULL);
+    uint64_t id = call_head(&l, F_eglSwapBuffers, SITE, 1);
     put_kv_hex(&l, "display", (uintptr_t)dpy);
     put_kv_hex(&l, "drawable", (uintptr_t)surface);
     finish(&l);
@@ -694,7 +698,7 @@ EXPORT EGLBoolean eglSwapBuffers(EGLDisplay dpy, EGLSurface surface) {
 /* make-current: recorded, and this thread's context state follows the context now current */
 static uint64_t make_current_call(int fn, void *site, void *dpy, uintptr_t draw, void *ctx) {
     line_t l;
-    uint64_t id = call_head(&l, fn, site, NULL);
+    uint64_t id = call_head(&l, fn, site, 1);
     put_kv_hex(&l, "display", (uintptr_t)dpy);
     put_kv_hex(&l, "drawable", draw);
     put_kv_hex(&l, "context", (uintptr_t)ctx);
@@ -706,6 +710,7 @@ static void make_current_ret(uint64_t id, int api, int64_t result) {
     if (result)
         t_api = api;
     switch_state(current_context());
+    t_ctx_known = 1;
     write_ret_result(id, result);
 }
 
@@ -716,6 +721,7 @@ EXPORT int glXMakeCurrent(void *dpy, GLXDrawable drawable, GLXContext ctx) {
         return missing(F_glXMakeCurrent), 0;
     if (!RECORDING()) {
         t_state = NULL; /* found again from the context on the next tracked call */
+        t_ctx_known = 0;
         return real(dpy, drawable, ctx);
     }
     t_depth++;
@@ -733,6 +739,7 @@ EXPORT int glXMakeContextCurrent(void *dpy, GLXDrawable draw, GLXDrawable read, 
         return missing(F_glXMakeContextCurrent), 0;
     if (!RECORDING()) {
         t_state = NULL;
+        t_ctx_known = 0;
         return real(dpy, draw, read, ctx);
     }
     t_depth++;
@@ -750,6 +757,7 @@ EXPORT EGLBoolean eglMakeCurrent(EGLDisplay dpy, EGLSurface draw, EGLSurface rea
         return missing(F_eglMakeCurrent), 0;
     if (!RECORDING()) {
         t_state = NULL;
+        t_ctx_known = 0;
         return real(dpy, draw, read, ctx);
     }
     t_depth++;
@@ -769,7 +777,7 @@ EXPORT void glFinish(void) {
         return real();
     t_depth++;
     line_t l;
-    uint64_t id = call_head(&l, F_glFinish, SITE, NULL);
+    uint64_t id = call_head(&l, F_glFinish, SITE, 0);
     finish(&l);
     real();
     write_ret(id);
@@ -784,7 +792,7 @@ EXPORT void glFlush(void) {
         return real();
     t_depth++;
     line_t l;
-    call_head(&l, F_glFlush, SITE, NULL);
+    call_head(&l, F_glFlush, SITE, 0);
     finish(&l);
     real();
     t_depth--;
@@ -799,7 +807,7 @@ EXPORT GLsync glFenceSync(GLenum condition, GLbitfield flags) {
         return real(condition, flags);
     t_depth++;
     line_t l;
-    uint64_t id = call_head(&l, F_glFenceSync, SITE, NULL);
+    uint64_t id = call_head(&l, F_glFenceSync, SITE, 0);
     finish(&l);
     GLsync r = real(condition, flags);
     write_ret_handle(id, r);
@@ -816,7 +824,7 @@ EXPORT GLenum glClientWaitSync(GLsync sync, GLbitfield flags, GLuint64 timeout) 
         return real(sync, flags, timeout);
     t_depth++;
     line_t l;
-    uint64_t id = call_head(&l, F_glClientWaitSync, SITE, NULL);
+    uint64_t id = call_head(&l, F_glClientWaitSync, SITE, 0);
     put_kv_hex(&l, "sync", (uintptr_t)sync);
     put_kv_u(&l, "timeout", timeout);
     finish(&l);
@@ -835,7 +843,7 @@ EXPORT void glWaitSync(GLsync sync, GLbitfield flags, GLuint64 timeout) {
         return real(sync, flags, timeout);
     t_depth++;
     line_t l;
-    uint64_t id = call_head(&l, F_glWaitSync, SITE, NULL);
+    uint64_t id = call_head(&l, F_glWaitSync, SITE, 0);
     put_kv_hex(&l, "sync", (uintptr_t)sync);
     put_kv_u(&l, "timeout", timeout);
     finish(&l);
@@ -853,7 +861,7 @@ EXPORT void glDeleteSync(GLsync sync) {
         return real(sync);
     t_depth++;
     line_t l;
-    call_head(&l, F_glDeleteSync, SITE, NULL);
+    call_head(&l, F_glDeleteSync, SITE, 0);
     put_kv_hex(&l, "sync", (uintptr_t)sync);
     finish(&l);
     real(sync);
@@ -891,7 +899,7 @@ static void forget_textures(ctx_state *s, GLsizei n, const GLuint *names) {
 typedef void (*delete_fn)(GLsizei, const GLuint *);
 static void deleting(int fn, void *site, GLsizei n, const GLuint *names) {
     line_t l;
-    call_head(&l, fn, site, NULL);
+    call_head(&l, fn, site, 0);
     put_names(&l, "names", names, n);
     finish(&l);
 }
@@ -937,7 +945,7 @@ EXPORT void glDeleteRenderbuffers(GLsizei n, const GLuint *names) {
 /* An upload or map's record: ``target``, the name bound to it (``buffer``), ``size`` (< 0: none). */
 static uint64_t buffer_call(int fn, void *site, GLenum target, int64_t size) {
     line_t l;
-    uint64_t id = call_head(&l, fn, site, NULL);
+    uint64_t id = call_head(&l, fn, site, 0);
     int bt = buffer_target(target);
     ctx_state *s = t_state;
     GLuint name = 0;
@@ -1028,7 +1036,7 @@ EXPORT GLboolean glUnmapBuffer(GLenum target) {
 
 static void texture_call(int fn, void *site, GLenum target, GLsizei w, GLsizei h, GLenum format, GLenum type) {
     line_t l;
-    call_head(&l, fn, site, NULL);
+    call_head(&l, fn, site, 0);
     ctx_state *s = t_state;
     int tt = texture_target(target);
     GLuint name = (tt >= 0 && s->active_unit < MAX_UNITS) ? s->texture[s->active_unit][tt] : 0;
@@ -1070,7 +1078,7 @@ EXPORT void glTexSubImage2D(GLenum target, GLint level, GLint xoffset, GLint yof
 
 static void draw_call(int fn, void *site, GLenum mode, GLsizei count) {
     line_t l;
-    call_head(&l, fn, site, NULL);
+    call_head(&l, fn, site, 0);
     put_kv_u(&l, "mode", mode);
     put_kv_i(&l, "count", count);
     put_draw_bindings(&l, t_state);

@@ -5,11 +5,14 @@
  *   gpa     the GL functions through eglGetProcAddress
  *   dlsym   dlopen("libEGL.so.1"), dlopen("libOpenGL.so.0") and dlsym for every function
  *   glx     an X display (Xvfb): dlsym(libGL, "glXGetProcAddressARB"), then everything through it
+ *   threads dlsym's road; THREADS threads each draw the scene on a context of their own, at once
  * Usage: gl_getproc MODE PIXELS_OUT [bench N]. Prints the object names as one JSON line; writes
  * the last frame's RGBA pixels to PIXELS_OUT; "bench N" then times N glDeleteSync(0) (a no-op,
- * OpenGL 4.6 core 4.1.3) and prints the mean nanoseconds per call. */
+ * OpenGL 4.6 core 4.1.3) and prints the mean wall and thread-CPU nanoseconds per call: under the
+ * preload library with GLSHARE_ATTACH_FD, the cost of one recorded call. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,7 @@ typedef int EGLint;
     X(void, glBufferData, (GLenum, GLsizeiptr, const void *, GLenum))                                \
     X(void, glBufferSubData, (GLenum, GLintptr, GLsizeiptr, const void *))                           \
     X(void *, glMapBufferRange, (GLenum, GLintptr, GLsizeiptr, GLbitfield))                          \
+    X(void *, glMapBuffer, (GLenum, GLenum))                                                         \
     X(GLboolean, glUnmapBuffer, (GLenum))                                                            \
     X(void, glDeleteBuffers, (GLsizei, const GLuint *))                                              \
     X(void, glVertexAttribPointer, (GLuint, GLint, GLenum, GLboolean, GLsizei, const void *))        \
@@ -165,9 +169,10 @@ static void load(const char *mode) {
 }
 
 static EGLDisplay egl_display;
-static EGLSurface egl_surface;
+static EGLConfig egl_config;
+static __thread EGLSurface egl_surface;
 
-static void open_egl(void) {
+static void open_egl_display(void) {
     EGLDisplay dpy = f.eglGetPlatformDisplay(0x31DD /* EGL_PLATFORM_SURFACELESS_MESA */, NULL, NULL);
     EGLint major, minor, n = 0;
     if (!dpy || !f.eglInitialize(dpy, &major, &minor))
@@ -175,16 +180,20 @@ static void open_egl(void) {
     f.eglBindAPI(0x30A2 /* EGL_OPENGL_API */);
     const EGLint attrs[] = {0x3033, 0x0001, /* EGL_SURFACE_TYPE: PBUFFER_BIT */ 0x3040, 0x0008, /* RENDERABLE: OPENGL */
                             0x3024, 8, 0x3023, 8, 0x3022, 8, 0x3021, 8, 0x3038};
-    EGLConfig cfg;
-    if (!f.eglChooseConfig(dpy, attrs, &cfg, 1, &n) || n < 1)
+    if (!f.eglChooseConfig(dpy, attrs, &egl_config, 1, &n) || n < 1)
         die("eglChooseConfig");
-    const EGLint pb[] = {0x3057, SIZE, 0x3056, SIZE, 0x3038}; /* EGL_WIDTH, EGL_HEIGHT */
-    EGLSurface surf = f.eglCreatePbufferSurface(dpy, cfg, pb);
-    const EGLint ca[] = {0x3098, 3, 0x30FB, 3, 0x30FD, 1, 0x3038}; /* 3.3 core */
-    EGLContext ctx = f.eglCreateContext(dpy, cfg, NULL, ca);
-    if (!surf || !ctx || !f.eglMakeCurrent(dpy, surf, surf, ctx))
-        die("eglMakeCurrent");
     egl_display = dpy;
+}
+
+/* A pbuffer and a 3.3 core context, current on the calling thread. */
+static void open_egl_context(void) {
+    const EGLint pb[] = {0x3057, SIZE, 0x3056, SIZE, 0x3038}; /* EGL_WIDTH, EGL_HEIGHT */
+    EGLSurface surf = f.eglCreatePbufferSurface(egl_display, egl_config, pb);
+    const EGLint ca[] = {0x3098, 3, 0x30FB, 3, 0x30FD, 1, 0x3038}; /* 3.3 core */
+    f.eglBindAPI(0x30A2 /* EGL_OPENGL_API: per thread */);
+    EGLContext ctx = f.eglCreateContext(egl_display, egl_config, NULL, ca);
+    if (!surf || !ctx || !f.eglMakeCurrent(egl_display, surf, surf, ctx))
+        die("eglMakeCurrent");
     egl_surface = surf;
 }
 
@@ -229,16 +238,16 @@ static const char *FS = "#version 330 core\n"
                         "in vec2 v_uv; uniform sampler2D tex; out vec4 color;\n"
                         "void main() { color = texture(tex, v_uv); }\n";
 
-int main(int argc, char **argv) {
-    if (argc < 3)
-        die("usage: gl_getproc MODE PIXELS_OUT [bench N]");
-    const char *mode = argv[1];
-    load(mode);
-    if (strcmp(mode, "glx") == 0)
-        open_glx();
-    else
-        open_egl();
+typedef struct {
+    GLuint vao, bufs[2], tex, rb;
+    unsigned char pixels[SIZE * SIZE * 4];
+} scene_t;
 
+static int use_glx;
+
+/* The scene on the current context: FRAMES frames, a swap after each; the last one's pixels read
+ * back before its swap. */
+static void draw_scene(scene_t *sc) {
     GLuint prog = f.glCreateProgram(), sh[2] = {f.glCreateShader(0x8B31), f.glCreateShader(0x8B30)};
     f.glShaderSource(sh[0], 1, &VS, NULL);
     f.glShaderSource(sh[1], 1, &FS, NULL);
@@ -254,41 +263,42 @@ int main(int argc, char **argv) {
     f.glUseProgram(prog);
     f.glUniform1i(f.glGetUniformLocation(prog, "tex"), 1); /* the texture is on unit 1 */
 
-    GLuint vao, bufs[2], tex, rb;
-    f.glGenVertexArrays(1, &vao);
-    f.glBindVertexArray(vao);
-    f.glGenBuffers(2, bufs);
+    f.glGenVertexArrays(1, &sc->vao);
+    f.glBindVertexArray(sc->vao);
+    f.glGenBuffers(2, sc->bufs);
     const float verts[] = {-0.8f, -0.8f, 0, 0, 0.8f, -0.8f, 1, 0, 0.8f, 0.8f, 1, 1, -0.8f, 0.8f, 0, 1};
     const unsigned short idx[] = {0, 1, 2, 0, 2, 3};
-    f.glBindBuffer(0x8892, bufs[0]); /* GL_ARRAY_BUFFER */
+    f.glBindBuffer(0x8892, sc->bufs[0]); /* GL_ARRAY_BUFFER */
     f.glBufferData(0x8892, sizeof verts, NULL, 0x88E4 /* GL_STATIC_DRAW */);
     f.glBufferSubData(0x8892, 0, sizeof verts, verts);
     f.glVertexAttribPointer(0, 2, 0x1406, 0, 16, (void *)0);
     f.glVertexAttribPointer(1, 2, 0x1406, 0, 16, (void *)8);
     f.glEnableVertexAttribArray(0);
     f.glEnableVertexAttribArray(1);
-    f.glBindBuffer(0x8893, bufs[1]); /* GL_ELEMENT_ARRAY_BUFFER */
+    f.glBindBuffer(0x8893, sc->bufs[1]); /* GL_ELEMENT_ARRAY_BUFFER */
     f.glBufferData(0x8893, sizeof idx, NULL, 0x88E4);
     unsigned short *mapped = f.glMapBufferRange(0x8893, 0, sizeof idx, 0x0002 /* GL_MAP_WRITE_BIT */);
     if (!mapped)
         die("glMapBufferRange");
     memcpy(mapped, idx, sizeof idx);
     f.glUnmapBuffer(0x8893);
+    if (!f.glMapBuffer(0x8892, 0x88B8 /* GL_READ_ONLY */))
+        die("glMapBuffer");
+    f.glUnmapBuffer(0x8892);
     f.glBindBuffer(0x8892, 0); /* the draws name the vertex array's buffers */
 
-    f.glGenTextures(1, &tex);
+    f.glGenTextures(1, &sc->tex);
     f.glActiveTexture(0x84C0 + 1);
-    f.glBindTexture(0x0DE1, tex);
+    f.glBindTexture(0x0DE1, sc->tex);
     const unsigned char texels[] = {255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 0, 255};
     f.glTexImage2D(0x0DE1, 0, 0x8058 /* GL_RGBA8 */, 2, 2, 0, 0x1908, 0x1401, texels);
     const unsigned char white[] = {255, 255, 255, 255};
     f.glTexSubImage2D(0x0DE1, 0, 1, 1, 1, 1, 0x1908, 0x1401, white);
     f.glTexParameteri(0x0DE1, 0x2801, 0x2600); /* MIN_FILTER: NEAREST */
     f.glTexParameteri(0x0DE1, 0x2800, 0x2600); /* MAG_FILTER: NEAREST */
-    f.glGenRenderbuffers(1, &rb);
+    f.glGenRenderbuffers(1, &sc->rb);
 
     f.glViewport(0, 0, SIZE, SIZE);
-    static unsigned char pixels[SIZE * SIZE * 4];
     for (int frame = 0; frame < FRAMES; frame++) {
         f.glClearColor(0.1f * frame, 0.2f, 0.3f, 1.0f);
         f.glClear(0x4000);
@@ -306,33 +316,85 @@ int main(int argc, char **argv) {
             f.glDeleteSync(sync);
             f.glFlush();
             f.glFinish();
-            f.glReadPixels(0, 0, SIZE, SIZE, 0x1908, 0x1401, pixels);
+            f.glReadPixels(0, 0, SIZE, SIZE, 0x1908, 0x1401, sc->pixels);
         }
-        if (strcmp(mode, "glx") == 0)
+        if (use_glx)
             f.glXSwapBuffers(x_display, x_window);
         else
             f.eglSwapBuffers(egl_display, egl_surface);
     }
     if (f.glGetError())
         die("a GL error");
-    printf("{\"vao\":%u,\"vbo\":%u,\"ebo\":%u,\"tex\":%u,\"rb\":%u}\n", vao, bufs[0], bufs[1], tex, rb);
-    FILE *out = fopen(argv[2], "wb");
-    if (!out || fwrite(pixels, 1, sizeof pixels, out) != sizeof pixels || fclose(out))
-        die("writing the pixels");
+}
 
+/* Deletes the scene's objects and finishes. */
+static void delete_scene(scene_t *sc) {
+    f.glDeleteBuffers(2, sc->bufs);
+    f.glDeleteTextures(1, &sc->tex);
+    f.glDeleteRenderbuffers(1, &sc->rb);
+    f.glDeleteVertexArrays(1, &sc->vao);
+    f.glFinish();
+}
+
+#define THREADS 2
+static scene_t thread_scenes[THREADS];
+
+static void *scene_thread(void *arg) {
+    scene_t *sc = arg;
+    open_egl_context();
+    draw_scene(sc);
+    delete_scene(sc);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3)
+        die("usage: gl_getproc MODE PIXELS_OUT [bench N]");
+    const char *mode = argv[1];
+    int threads = strcmp(mode, "threads") == 0; /* dlsym's road, a context and a scene on each of THREADS threads */
+    load(threads ? "dlsym" : mode);
+    use_glx = strcmp(mode, "glx") == 0;
+    static scene_t main_scene;
+    scene_t *sc = &main_scene;
+    if (use_glx) {
+        open_glx();
+    } else {
+        open_egl_display();
+        if (!threads)
+            open_egl_context();
+    }
+    if (threads) {
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++)
+            if (pthread_create(&t[i], NULL, scene_thread, &thread_scenes[i]))
+                die("pthread_create");
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(t[i], NULL);
+        for (int i = 1; i < THREADS; i++)
+            if (memcmp(thread_scenes[i].pixels, thread_scenes[0].pixels, sizeof thread_scenes[0].pixels))
+                die("the threads drew different pictures");
+        sc = &thread_scenes[0];
+    } else {
+        draw_scene(sc);
+    }
+    printf("{\"vao\":%u,\"vbo\":%u,\"ebo\":%u,\"tex\":%u,\"rb\":%u}\n", sc->vao, sc->bufs[0], sc->bufs[1], sc->tex, sc->rb);
+    FILE *out = fopen(argv[2], "wb");
+    if (!out || fwrite(sc->pixels, 1, sizeof sc->pixels, out) != sizeof sc->pixels || fclose(out))
+        die("writing the pixels");
     if (argc >= 5 && strcmp(argv[3], "bench") == 0) {
         long n = atol(argv[4]);
-        struct timespec a, b;
+        struct timespec a, b, ca, cb; /* wall time, and this thread's CPU time (the cost on a shared machine) */
         clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
         for (long i = 0; i < n; i++)
             f.glDeleteSync(NULL);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cb);
         clock_gettime(CLOCK_MONOTONIC, &b);
-        printf("{\"ns_per_call\":%.1f}\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / (double)n);
+        printf("{\"ns_per_call\":%.1f,\"cpu_ns_per_call\":%.1f}\n",
+               ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / (double)n,
+               ((cb.tv_sec - ca.tv_sec) * 1e9 + (cb.tv_nsec - ca.tv_nsec)) / (double)n);
     }
-    f.glDeleteBuffers(2, bufs);
-    f.glDeleteTextures(1, &tex);
-    f.glDeleteRenderbuffers(1, &rb);
-    f.glDeleteVertexArrays(1, &vao);
-    f.glFinish();
+    if (!threads)
+        delete_scene(sc);
     return 0;
 }

@@ -1,9 +1,10 @@
 """A small PyOpenGL + GLFW program for tests/attach/test_gl_preload.py (GLX, under Xvfb).
 
-Draws a textured quad from a vertex array (a vertex buffer, an index buffer) into a hidden 64x64
-window for FRAMES frames with a swap after each, alternating the four draw calls; then a fence
-(glFenceSync, glWaitSync, glClientWaitSync, glDeleteSync), glFlush, glFinish; reads the last
-frame's pixels back before its swap, writes them to argv[1] (raw RGBA) and deletes its objects.
+Draws a textured quad from a vertex array (a vertex buffer, an index buffer, both mapped once)
+into a hidden 64x64 window for FRAMES frames with a swap after each, alternating the four draw
+calls; then a fence (glFenceSync, glWaitSync, glClientWaitSync, glDeleteSync), glFlush, glFinish;
+reads the last frame's pixels back before its swap, writes them to argv[1] (raw RGBA) and deletes
+its objects.
 Prints the object names as one JSON line. GLFW and PyOpenGL load libGL with dlopen and look each
 function up with dlsym: the road glshare's preload library must catch.
 """
@@ -75,6 +76,9 @@ def main(out_path: str) -> None:
     ptr = GL.glMapBufferRange(GL.GL_ELEMENT_ARRAY_BUFFER, 0, idx.nbytes, GL.GL_MAP_WRITE_BIT)
     ctypes.memmove(ptr, idx.ctypes.data, idx.nbytes)
     GL.glUnmapBuffer(GL.GL_ELEMENT_ARRAY_BUFFER)
+    if not GL.glMapBuffer(GL.GL_ARRAY_BUFFER, GL.GL_READ_ONLY):
+        raise SystemExit("glMapBuffer failed")
+    GL.glUnmapBuffer(GL.GL_ARRAY_BUFFER)
     GL.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)  # the draws name the vertex array's buffers
 
     tex = int(GL.glGenTextures(1))

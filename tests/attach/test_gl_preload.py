@@ -268,6 +268,33 @@ def test_threads_with_a_context_each_are_recorded_apart(preload, gl_getproc, tmp
     assert len(contexts) == 2
 
 
+def test_dlsym_keeps_its_meaning_for_the_program(preload, tmp_path):
+    """The interposed dlsym: RTLD_NEXT still resolves from the caller's object (a library's own
+    RTLD_NEXT lookup finds the next library's function, not its own), dlerror() reads as the
+    program's own lookups left it, and a GL function found in libOpenGL is the recorded one."""
+    cc = native.compiler()
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = str(PROGRAMS / "gl_dlsym_next.c")
+    for n in (1, 2):
+        done = subprocess.run([*cc, "-shared", "-fPIC", f"-DPROBE_LIB={n}", "-o", str(tmp_path / f"libprobe{n}.so"),
+                               src], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    prog = tmp_path / "gl_dlsym_next"
+    done = subprocess.run([*cc, "-o", str(prog), src, f"-L{tmp_path}", "-Wl,--no-as-needed", "-lprobe1", "-lprobe2",
+                           "-ldl", f"-Wl,-rpath,{tmp_path}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    plain = run_program([str(prog)], None, record=False)
+    attached = run_program([str(prog)], preload)
+    assert plain.returncode == 0 and attached.returncode == 0, attached.stderr
+    expected = {"next": 2, "clear_after_found": True, "set_after_missing": True}
+    assert json.loads(plain.stdout) == expected
+    assert json.loads(attached.stdout) == expected
+    assert_wire_valid(attached)
+    (finish,) = attached.calls("glFinish")
+    assert finish["ctx"] == "0x0"
+
+
 def test_without_the_descriptor_nothing_is_written(preload, gl_getproc, tmp_path):
     """LD_PRELOAD alone: the program draws the same and the pipe stays empty; the same pipe named in
     GLSHARE_ATTACH_FD gets the records (so the empty pipe is the library's choice, not a fault)."""

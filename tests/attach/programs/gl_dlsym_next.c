@@ -1,0 +1,40 @@
+/* dlsym as a program sees it under the GL preload library (tests/attach/test_gl_preload.py).
+ * Built three times: -DPROBE_LIB=1 and -DPROBE_LIB=2 give libprobe1.so / libprobe2.so, each
+ * defining probe() (returning 1 or 2); libprobe1.so also defines next_probe(), which calls the
+ * probe() after its own one, found with dlsym(RTLD_NEXT): 2, where dlsym resolves RTLD_NEXT from
+ * its caller's object as glibc does (an interposed dlsym that called the real one as a plain call
+ * would make it resolve from the preload library's place, finding libprobe1's own: 1).
+ * Without PROBE_LIB: the program, linked against both (libprobe1 first); prints one JSON line:
+ * next (next_probe()), and whether dlerror() is clear after a successful lookup of glFinish in
+ * libOpenGL.so.0 and set after a failed lookup there; then calls the glFinish it found (with no
+ * context current: a no-op, OpenGL through glvnd) so that the call shows in the records. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+
+#if defined(PROBE_LIB)
+int probe(void) { return PROBE_LIB; }
+#if PROBE_LIB == 1
+int next_probe(void) {
+    int (*next)(void) = (int (*)(void))dlsym(RTLD_NEXT, "probe");
+    return next ? next() : 0;
+}
+#endif
+#else
+int next_probe(void);
+
+int main(void) {
+    void *gl = dlopen("libOpenGL.so.0", RTLD_NOW | RTLD_LOCAL);
+    dlerror();
+    void *found = gl ? dlsym(gl, "glFinish") : NULL;
+    int clear_after_found = found && dlerror() == NULL;
+    void *missing = gl ? dlsym(gl, "glshareNoSuchFunction") : NULL;
+    int set_after_missing = !missing && dlerror() != NULL;
+    printf("{\"next\":%d,\"clear_after_found\":%s,\"set_after_missing\":%s}\n", next_probe(),
+           clear_after_found ? "true" : "false", set_after_missing ? "true" : "false");
+    fflush(stdout);
+    if (found)
+        ((void (*)(void))found)();
+    return 0;
+}
+#endif

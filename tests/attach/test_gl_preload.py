@@ -268,31 +268,49 @@ def test_threads_with_a_context_each_are_recorded_apart(preload, gl_getproc, tmp
     assert len(contexts) == 2
 
 
-def test_dlsym_keeps_its_meaning_for_the_program(preload, tmp_path):
-    """The interposed dlsym: RTLD_NEXT still resolves from the caller's object (a library's own
-    RTLD_NEXT lookup finds the next library's function, not its own), dlerror() reads as the
-    program's own lookups left it, and a GL function found in libOpenGL is the recorded one."""
+@pytest.fixture(scope="module")
+def dlsym_next(tmp_path_factory) -> Path:
+    """gl_dlsym_next.c: the program, linked against its two probe libraries (libprobe1 first)."""
     cc = native.compiler()
     if cc is None:
         pytest.skip("no C compiler")
+    where = tmp_path_factory.mktemp("gl_dlsym_next")
     src = str(PROGRAMS / "gl_dlsym_next.c")
     for n in (1, 2):
-        done = subprocess.run([*cc, "-shared", "-fPIC", f"-DPROBE_LIB={n}", "-o", str(tmp_path / f"libprobe{n}.so"),
-                               src], capture_output=True, text=True)
+        done = subprocess.run([*cc, "-shared", "-fPIC", f"-DPROBE_LIB={n}", "-o", str(where / f"libprobe{n}.so"), src],
+                              capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
-    prog = tmp_path / "gl_dlsym_next"
-    done = subprocess.run([*cc, "-o", str(prog), src, f"-L{tmp_path}", "-Wl,--no-as-needed", "-lprobe1", "-lprobe2",
-                           "-ldl", f"-Wl,-rpath,{tmp_path}"], capture_output=True, text=True)
+    prog = where / "gl_dlsym_next"
+    done = subprocess.run([*cc, "-o", str(prog), src, f"-L{where}", "-Wl,--no-as-needed", "-lprobe1", "-lprobe2",
+                           "-ldl", f"-Wl,-rpath,{where}"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    plain = run_program([str(prog)], None, record=False)
-    attached = run_program([str(prog)], preload)
+    return prog
+
+
+def test_dlsym_keeps_its_meaning_for_the_program(preload, dlsym_next):
+    """The interposed dlsym: RTLD_NEXT still resolves from the caller's object (a library's own
+    RTLD_NEXT lookup finds the next library's function, not its own), dlerror() reads as the
+    program's own lookups left it, and a GL function found in libOpenGL is the recorded one."""
+    plain = run_program([str(dlsym_next)], None, record=False)
+    attached = run_program([str(dlsym_next)], preload)
     assert plain.returncode == 0 and attached.returncode == 0, attached.stderr
     expected = {"next": 2, "clear_after_found": True, "set_after_missing": True}
     assert json.loads(plain.stdout) == expected
     assert json.loads(attached.stdout) == expected
     assert_wire_valid(attached)
-    (finish,) = attached.calls("glFinish")
-    assert finish["ctx"] == "0x0"
+    assert [f["ctx"] for f in attached.calls("glFinish")] == ["0x0", "0x0"]  # no context current
+
+
+def test_a_forked_child_writes_a_stream_of_its_own(preload, dlsym_next):
+    """After fork the child's records carry its pid, after a hello of its own."""
+    run = run_program([str(dlsym_next)], preload)
+    assert run.returncode == 0, run.stderr
+    assert_wire_valid(run)  # each process's hello before its records
+    finishes = run.calls("glFinish")
+    pids = [f["pid"] for f in finishes]
+    assert len(set(pids)) == 2 and [r["pid"] for r in run.records if r["k"] == "hello"] != []
+    assert {r["pid"] for r in run.records if r["k"] == "hello"} == set(pids)
+    assert all(f["tid"] == f["pid"] for f in finishes)  # each process's only thread
 
 
 def test_without_the_descriptor_nothing_is_written(preload, gl_getproc, tmp_path):

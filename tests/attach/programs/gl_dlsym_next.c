@@ -7,10 +7,13 @@
  * Without PROBE_LIB: the program, linked against both (libprobe1 first); prints one JSON line:
  * next (next_probe()), and whether dlerror() is clear after a successful lookup of glFinish in
  * libOpenGL.so.0 and set after a failed lookup there; then calls the glFinish it found (with no
- * context current: a no-op, OpenGL through glvnd) so that the call shows in the records. */
+ * context current: a no-op, OpenGL through glvnd) so that the call shows in the records, forks,
+ * and the child calls it too (a new process: a record stream of its own). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #if defined(PROBE_LIB)
 int probe(void) { return PROBE_LIB; }
@@ -33,8 +36,15 @@ int main(void) {
     printf("{\"next\":%d,\"clear_after_found\":%s,\"set_after_missing\":%s}\n", next_probe(),
            clear_after_found ? "true" : "false", set_after_missing ? "true" : "false");
     fflush(stdout);
-    if (found)
+    if (!found)
+        return 1;
+    ((void (*)(void))found)();
+    pid_t child = fork();
+    if (child == 0) {
         ((void (*)(void))found)();
-    return 0;
+        _exit(0);
+    }
+    int status = 0;
+    return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 #endif

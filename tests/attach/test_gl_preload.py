@@ -301,6 +301,18 @@ def test_dlsym_keeps_its_meaning_for_the_program(preload, dlsym_next):
     assert [f["ctx"] for f in attached.calls("glFinish")] == ["0x0", "0x0"]  # no context current
 
 
+def test_a_long_name_list_is_cut_to_the_line(preload, dlsym_next):
+    """glDeleteBuffers of 2000 names: the record stays one line of at most MAX_LINE bytes, the names
+    that fit listed in order, ``names_left`` counting the others."""
+    run = run_program([str(dlsym_next)], preload)
+    assert run.returncode == 0, run.stderr
+    assert_wire_valid(run)  # every line within MAX_LINE
+    (deleted,) = run.calls("glDeleteBuffers")
+    listed = deleted["names"]
+    assert len(listed) > 100 and listed == list(range(1, len(listed) + 1))
+    assert len(listed) + deleted["names_left"] == 2000
+
+
 def test_a_forked_child_writes_a_stream_of_its_own(preload, dlsym_next):
     """After fork the child's records carry its pid, after a hello of its own."""
     run = run_program([str(dlsym_next)], preload)

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -78,7 +79,7 @@ typedef void (*any_fn)(void);
     X(glDrawElementsInstanced) X(glBindBuffer) X(glBindTexture) X(glActiveTexture)                    \
     X(glBindVertexArray) X(glDeleteVertexArrays) X(glVertexAttribPointer) X(glVertexAttribIPointer)   \
     X(glEnableVertexAttribArray) X(glDisableVertexAttribArray) X(glXGetProcAddress)                   \
-    X(glXGetProcAddressARB) X(eglGetProcAddress)
+    X(glXGetProcAddressARB) X(eglGetProcAddress) X(glXDestroyContext) X(eglDestroyContext)
 
 #define AS_ENUM(name) F_##name,
 enum { ENTRY_POINTS(AS_ENUM) F_COUNT };
@@ -415,6 +416,7 @@ typedef struct {
 
 typedef struct {
     void *ctx;
+    int _Atomic destroyed; /* the context was destroyed: a new one at its address starts clean */
     GLuint buffer[BT_COUNT];
     GLuint texture[MAX_UNITS][TT_COUNT];
     uint32_t units_used;
@@ -706,11 +708,23 @@ static uint64_t make_current_call(int fn, void *site, void *dpy, uintptr_t draw,
     return id;
 }
 
+/* The state of a context made current: cleared here, on the thread it is current on, where the
+ * context that had its address was destroyed (never while another thread may use it). */
+static void current_state_after_make_current(void) {
+    ctx_state *s = switch_state(current_context());
+    if (s != &g_overflow_state && atomic_exchange(&s->destroyed, 0)) {
+        free(s->vaos);
+        void *ctx = s->ctx;
+        memset((char *)s + offsetof(ctx_state, buffer), 0, sizeof *s - offsetof(ctx_state, buffer));
+        s->ctx = ctx;
+    }
+    t_ctx_known = 1;
+}
+
 static void make_current_ret(uint64_t id, int api, int64_t result) {
     if (result)
         t_api = api;
-    switch_state(current_context());
-    t_ctx_known = 1;
+    current_state_after_make_current();
     write_ret_result(id, result);
 }
 
@@ -1261,6 +1275,38 @@ EXPORT void glDisableVertexAttribArray(GLuint index) {
     if (RECORDING())
         attrib_enable(index, 0);
     real(index);
+}
+
+/* ---- context destruction: tracked, not recorded ------------------------------------------------------ */
+static void context_destroyed(void *ctx) {
+    for (int i = 0; ctx && i < MAX_CONTEXTS; i++) {
+        ctx_state *s = atomic_load_explicit(&g_states[i], memory_order_acquire);
+        if (!s)
+            return;
+        if (s->ctx == ctx)
+            atomic_store(&s->destroyed, 1);
+    }
+}
+
+typedef void (*glx_destroy_fn)(void *, GLXContext);
+EXPORT void glXDestroyContext(void *dpy, GLXContext ctx) {
+    glx_destroy_fn real = REAL_FN(glXDestroyContext, glx_destroy_fn);
+    if (!real)
+        return missing(F_glXDestroyContext);
+    if (RECORDING())
+        context_destroyed(ctx);
+    real(dpy, ctx);
+}
+
+typedef EGLBoolean (*egl_destroy_fn)(EGLDisplay, EGLContext);
+EXPORT EGLBoolean eglDestroyContext(EGLDisplay dpy, EGLContext ctx) {
+    egl_destroy_fn real = REAL_FN(eglDestroyContext, egl_destroy_fn);
+    if (!real)
+        return missing(F_eglDestroyContext), 0;
+    EGLBoolean r = real(dpy, ctx);
+    if (r && RECORDING())
+        context_destroyed(ctx);
+    return r;
 }
 
 /* ---- the roads to GL: GetProcAddress and dlsym ------------------------------------------------------ */

@@ -7,13 +7,16 @@
  * Without PROBE_LIB: the program, linked against both (libprobe1 first); prints one JSON line:
  * next (next_probe()), and whether dlerror() is clear after a successful lookup of glFinish in
  * libOpenGL.so.0 and set after a failed lookup there; then calls the glFinish it found (with no
- * context current: a no-op, OpenGL through glvnd) so that the call shows in the records, forks,
- * and the child calls it too (a new process: a record stream of its own). */
+ * context current: a no-op, OpenGL through glvnd) so that the call shows in the records, and
+ * glDeleteBuffers with NAMES names (no context: a no-op too; its record has no room for them all),
+ * forks, and the child calls glFinish too (a new process: a record stream of its own). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define NAMES 2000
 
 #if defined(PROBE_LIB)
 int probe(void) { return PROBE_LIB; }
@@ -39,6 +42,13 @@ int main(void) {
     if (!found)
         return 1;
     ((void (*)(void))found)();
+    void (*delete_buffers)(int, const unsigned *) = (void (*)(int, const unsigned *))dlsym(gl, "glDeleteBuffers");
+    static unsigned names[NAMES];
+    for (unsigned i = 0; i < NAMES; i++)
+        names[i] = i + 1;
+    if (!delete_buffers)
+        return 1;
+    delete_buffers(NAMES, names);
     pid_t child = fork();
     if (child == 0) {
         ((void (*)(void))found)();

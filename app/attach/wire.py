@@ -81,7 +81,9 @@ Argument names of the GL calls:
   glDeleteBuffers, glDeleteTextures, glDeleteRenderbuffers: ``names`` ([integers]).
   glBufferData, glBufferSubData, glTexImage2D, glTexSubImage2D, glMapBuffer(Range), glUnmapBuffer:
       ``target``, ``buffer`` or ``texture`` (the name bound to the target), ``size`` where known.
-  draws (glDrawArrays, glDrawElements, their Instanced forms): ``mode``, ``count``, ``buffers``
+  draws (glDrawArrays, glDrawElements, their Instanced forms; the GL library also records
+      glDrawRangeElements and the BaseVertex / BaseInstance forms, ImGui's OpenGL 3 renderer
+      drawing with glDrawElementsBaseVertex): ``mode``, ``count``, ``buffers``
       (the names bound to GL_ARRAY_BUFFER and GL_ELEMENT_ARRAY_BUFFER, and those of the bound
       vertex array's attributes where it can tell), ``textures`` (the names bound to the active
       texture units the library has seen bound).

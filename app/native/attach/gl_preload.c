@@ -17,8 +17,9 @@
  * - A "call" record is written before the call goes on (a call that kills the process is seen).
  * - A GL call made while this thread is inside a wrapper (the driver calling an exported entry
  *   point) is passed on unrecorded: the program did not make it.
- * - dlsym(RTLD_NEXT or RTLD_DEFAULT, ...) is a tail call of the real dlsym, so the real one sees
- *   the program's return address (glibc resolves both relative to the caller's object).
+ * - dlsym(RTLD_NEXT, ...) and any lookup of a name not wrapped here is a tail call of the real
+ *   dlsym, so the real one sees the program's return address (glibc resolves RTLD_NEXT and
+ *   RTLD_DEFAULT relative to the caller's object).
  * - GL object names, bindings and vertex array state are per GL context (OpenGL 4.6 core, 5.1:
  *   buffers and textures may be shared, bindings and vertex array objects are not): they are kept
  *   per context, found by the context current on the thread.
@@ -79,7 +80,10 @@ typedef void (*any_fn)(void);
     X(glDrawElementsInstanced) X(glBindBuffer) X(glBindTexture) X(glActiveTexture)                    \
     X(glBindVertexArray) X(glDeleteVertexArrays) X(glVertexAttribPointer) X(glVertexAttribIPointer)   \
     X(glEnableVertexAttribArray) X(glDisableVertexAttribArray) X(glXGetProcAddress)                   \
-    X(glXGetProcAddressARB) X(eglGetProcAddress) X(glXDestroyContext) X(eglDestroyContext)
+    X(glXGetProcAddressARB) X(eglGetProcAddress) X(glXDestroyContext) X(eglDestroyContext)            \
+    X(glDrawRangeElements) X(glDrawElementsBaseVertex) X(glDrawRangeElementsBaseVertex)               \
+    X(glDrawElementsInstancedBaseVertex) X(glDrawArraysInstancedBaseInstance)                         \
+    X(glDrawElementsInstancedBaseInstance) X(glDrawElementsInstancedBaseVertexBaseInstance)
 
 #define AS_ENUM(name) F_##name,
 enum { ENTRY_POINTS(AS_ENUM) F_COUNT };
@@ -188,14 +192,54 @@ static void learn_getters(void *(*lookup)(void *, const char *), void *handle, i
     }
 }
 
+static int is_gl_name(const char *path);
+
+#define MAX_GL_LIBS 8
+typedef struct {
+    int n;
+    char path[MAX_GL_LIBS][512];
+} gl_libs_t;
+
+static int collect_gl_library(struct dl_phdr_info *info, size_t size, void *data) {
+    gl_libs_t *libs = data;
+    (void)size;
+    if (libs->n < MAX_GL_LIBS && info->dlpi_name && info->dlpi_name[0] && is_gl_name(info->dlpi_name) &&
+        strlen(info->dlpi_name) < sizeof libs->path[0])
+        strcpy(libs->path[libs->n++], info->dlpi_name);
+    return 0;
+}
+
+/* ``idx`` in a loaded GL library outside the global scope (dlopen()ed RTLD_LOCAL, or the local
+ * dependency of such a library: a Python extension linking libOpenGL), where a program's call
+ * bound to this library's export must go on. */
+static void *find_in_local_gl(dlsym_fn ds, int idx) {
+    gl_libs_t libs = {0};
+    dl_iterate_phdr(collect_gl_library, &libs); /* paths first: no dlopen under its lock */
+    for (int i = 0; i < libs.n; i++) {
+        void *h = dlopen(libs.path[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            continue;
+        void *p = ds(h, NAMES[idx]);
+        if (p && p != WRAPPER[idx])
+            learn_real(idx, p, 1);
+        dlclose(h);
+        if (p && p != WRAPPER[idx])
+            break;
+    }
+    dlerror(); /* the failed lookups leave no error for the program to read */
+    return atomic_load_explicit(&REAL[idx], memory_order_acquire);
+}
+
 static void *real_of(int idx) {
     void *p = atomic_load_explicit(&REAL[idx], memory_order_acquire);
     if (p)
         return p;
     dlsym_fn ds = real_dlsym();
-    if (ds)
-        learn_real(idx, ds(RTLD_NEXT, NAMES[idx]), 0);
-    return atomic_load_explicit(&REAL[idx], memory_order_acquire);
+    if (!ds)
+        return NULL;
+    learn_real(idx, ds(RTLD_NEXT, NAMES[idx]), 0);
+    p = atomic_load_explicit(&REAL[idx], memory_order_acquire);
+    return p ? p : find_in_local_gl(ds, idx);
 }
 
 /* ---- writing records ----------------------------------------------------------------------------- */
@@ -1151,6 +1195,42 @@ EXPORT void glDrawElementsInstanced(GLenum mode, GLsizei count, GLenum type, con
     t_depth--;
 }
 
+/* The other draws of OpenGL 4.6 core 10.4 that name a count of vertices (ImGui's OpenGL 3 renderer
+ * draws with glDrawElementsBaseVertex). */
+#define DRAW_WRAPPER(name, params, args, mode_arg, count_arg)                                            \
+    typedef void (*name##_fn) params;                                                                  \
+    EXPORT void name params {                                                                          \
+        name##_fn real = REAL_FN(name, name##_fn);                                                     \
+        if (!real)                                                                                     \
+            return missing(F_##name);                                                                  \
+        if (!RECORDING())                                                                              \
+            return real args;                                                                          \
+        t_depth++;                                                                                     \
+        draw_call(F_##name, SITE, mode_arg, count_arg);                                                \
+        real args;                                                                                     \
+        t_depth--;                                                                                     \
+    }
+DRAW_WRAPPER(glDrawRangeElements, (GLenum mode, GLuint start, GLuint end, GLsizei count, GLenum type, const void *indices),
+             (mode, start, end, count, type, indices), mode, count)
+DRAW_WRAPPER(glDrawElementsBaseVertex, (GLenum mode, GLsizei count, GLenum type, const void *indices, GLint basevertex),
+             (mode, count, type, indices, basevertex), mode, count)
+DRAW_WRAPPER(glDrawRangeElementsBaseVertex,
+             (GLenum mode, GLuint start, GLuint end, GLsizei count, GLenum type, const void *indices, GLint basevertex),
+             (mode, start, end, count, type, indices, basevertex), mode, count)
+DRAW_WRAPPER(glDrawElementsInstancedBaseVertex,
+             (GLenum mode, GLsizei count, GLenum type, const void *indices, GLsizei instances, GLint basevertex),
+             (mode, count, type, indices, instances, basevertex), mode, count)
+DRAW_WRAPPER(glDrawArraysInstancedBaseInstance,
+             (GLenum mode, GLint first, GLsizei count, GLsizei instances, GLuint baseinstance),
+             (mode, first, count, instances, baseinstance), mode, count)
+DRAW_WRAPPER(glDrawElementsInstancedBaseInstance,
+             (GLenum mode, GLsizei count, GLenum type, const void *indices, GLsizei instances, GLuint baseinstance),
+             (mode, count, type, indices, instances, baseinstance), mode, count)
+DRAW_WRAPPER(glDrawElementsInstancedBaseVertexBaseInstance,
+             (GLenum mode, GLsizei count, GLenum type, const void *indices, GLsizei instances, GLint basevertex,
+              GLuint baseinstance),
+             (mode, count, type, indices, instances, basevertex, baseinstance), mode, count)
+
 /* ---- tracked, not recorded: the bindings the records name ----------------------------------------- */
 typedef void (*bind_fn)(GLenum, GLuint);
 EXPORT void glBindBuffer(GLenum target, GLuint buffer) {
@@ -1344,14 +1424,11 @@ EXPORT any_fn glXGetProcAddress(const GLubyte *name) { return get_proc(F_glXGetP
 EXPORT any_fn glXGetProcAddressARB(const GLubyte *name) { return get_proc(F_glXGetProcAddressARB, name); }
 EXPORT any_fn eglGetProcAddress(const char *name) { return get_proc(F_eglGetProcAddress, (const GLubyte *)name); }
 
-/* Whether ``handle`` (a dlopen handle) is one of the GL API libraries programs look GL up in
- * (not a vendor library such as libGLX_mesa or libEGL_mesa: glvnd's own lookups stay unwrapped). */
-static int is_gl_library(void *handle) {
-    struct link_map *map = NULL;
-    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name)
-        return 0;
-    const char *base = strrchr(map->l_name, '/');
-    base = base ? base + 1 : map->l_name;
+/* Whether ``path`` names one of the GL API libraries programs look GL up in (not a vendor library
+ * such as libGLX_mesa or libEGL_mesa: glvnd's own lookups stay unwrapped). */
+static int is_gl_name(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
     static const char *const libs[] = {"libGL.so", "libEGL.so", "libOpenGL.so", "libGLX.so", "libGLESv2.so"};
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
         if (strncmp(base, libs[i], strlen(libs[i])) == 0)
@@ -1359,10 +1436,27 @@ static int is_gl_library(void *handle) {
     return 0;
 }
 
-/* The lookup in ``handle``, its result swapped for the wrapper where it is a GL library's. */
-static void *__attribute__((noinline)) dlsym_in(dlsym_fn real, void *handle, const char *name) {
+static int is_gl_library(void *handle) {
+    struct link_map *map = NULL;
+    return dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && is_gl_name(map->l_name);
+}
+
+/* The lookup of entry point ``idx`` in ``handle``: a GL library's function swapped for its wrapper.
+ * A lookup in the global scope (RTLD_DEFAULT, the program's own handle) finds this library's export
+ * first: it is handed out only where the program would have found the function without this
+ * library (after it in the global scope), else NULL, as the program would have had. */
+static void *__attribute__((noinline)) dlsym_gl(dlsym_fn real, void *handle, const char *name, int idx) {
     void *p = real(handle, name);
-    if (!p || t_depth || name_index(name) < 0 || !is_gl_library(handle))
+    if (!p)
+        return p;
+    if (p == WRAPPER[idx]) {
+        void *next = real(RTLD_NEXT, name);
+        if (!next)
+            return NULL;
+        learn_real(idx, next, 0);
+        return p;
+    }
+    if (!atomic_load_explicit(&g_on, memory_order_relaxed) || t_depth || !is_gl_library(handle))
         return p;
     learn_getters((void *(*)(void *, const char *))real, handle, 1);
     return wrap_found(name, p);
@@ -1373,9 +1467,10 @@ static void init(void);
 EXPORT void *dlsym(void *restrict handle, const char *restrict name) {
     pthread_once(&init_once, init);
     dlsym_fn real = real_dlsym();
-    if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || !atomic_load_explicit(&g_on, memory_order_relaxed))
-        return real(handle, name); /* a tail call: glibc resolves these from the caller's address */
-    return dlsym_in(real, handle, name);
+    int idx;
+    if (handle == RTLD_NEXT || (idx = name_index(name)) < 0)
+        return real(handle, name); /* a tail call: glibc resolves RTLD_NEXT from the caller's address */
+    return dlsym_gl(real, handle, name, idx);
 }
 
 /* ---- start-up and fork ------------------------------------------------------------------------------ */

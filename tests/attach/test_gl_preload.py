@@ -30,7 +30,10 @@ SIZE = 64  # both programs draw 64x64 RGBA
 C_FRAMES = 5  # gl_getproc.c's FRAMES
 GL_TEXTURE_2D, GL_ARRAY_BUFFER, GL_ELEMENT_ARRAY_BUFFER = 0x0DE1, 0x8892, 0x8893
 GL_ALREADY_SIGNALED, GL_CONDITION_SATISFIED = 0x911A, 0x911C
-DRAWS = {"glDrawArrays", "glDrawElements", "glDrawArraysInstanced", "glDrawElementsInstanced"}
+DRAWS = {"glDrawArrays", "glDrawElements", "glDrawArraysInstanced", "glDrawElementsInstanced", "glDrawRangeElements",
+         "glDrawElementsBaseVertex", "glDrawRangeElementsBaseVertex", "glDrawElementsInstancedBaseVertex",
+         "glDrawArraysInstancedBaseInstance", "glDrawElementsInstancedBaseInstance",
+         "glDrawElementsInstancedBaseVertexBaseInstance"}
 
 needs_display = pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="needs an X display (run under xvfb-run)")
 
@@ -241,6 +244,7 @@ def test_c_program_is_recorded_on_each_road_and_draws_the_same(preload, gl_getpr
         assert_program_records(run, names, C_FRAMES, "glXSwapBuffers", "glXMakeCurrent")
     else:
         assert_program_records(run, names, C_FRAMES, "eglSwapBuffers", "eglMakeCurrent")
+    assert run.calls(DRAWS)[-1]["fn"] == "glDrawElementsBaseVertex"
 
 
 def thread_run(run: Run, tid: int) -> Run:
@@ -276,9 +280,10 @@ def dlsym_next(tmp_path_factory) -> Path:
         pytest.skip("no C compiler")
     where = tmp_path_factory.mktemp("gl_dlsym_next")
     src = str(PROGRAMS / "gl_dlsym_next.c")
-    for n in (1, 2):
-        done = subprocess.run([*cc, "-shared", "-fPIC", f"-DPROBE_LIB={n}", "-o", str(where / f"libprobe{n}.so"), src],
-                              capture_output=True, text=True)
+    for n in (1, 2, 3):
+        link_gl = ["-l:libOpenGL.so.0"] if n == 3 else []
+        done = subprocess.run([*cc, "-shared", "-fPIC", f"-DPROBE_LIB={n}", "-o", str(where / f"libprobe{n}.so"), src,
+                               *link_gl], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     prog = where / "gl_dlsym_next"
     done = subprocess.run([*cc, "-o", str(prog), src, f"-L{where}", "-Wl,--no-as-needed", "-lprobe1", "-lprobe2",
@@ -290,15 +295,29 @@ def dlsym_next(tmp_path_factory) -> Path:
 def test_dlsym_keeps_its_meaning_for_the_program(preload, dlsym_next):
     """The interposed dlsym: RTLD_NEXT still resolves from the caller's object (a library's own
     RTLD_NEXT lookup finds the next library's function, not its own), dlerror() reads as the
-    program's own lookups left it, and a GL function found in libOpenGL is the recorded one."""
+    program's own lookups left it, RTLD_DEFAULT finds no GL function where no GL library is global
+    (the library's own export is not handed out), and a GL function found in libOpenGL is the
+    recorded one."""
     plain = run_program([str(dlsym_next)], None, record=False)
     attached = run_program([str(dlsym_next)], preload)
     assert plain.returncode == 0 and attached.returncode == 0, attached.stderr
-    expected = {"next": 2, "clear_after_found": True, "set_after_missing": True}
-    assert json.loads(plain.stdout) == expected
-    assert json.loads(attached.stdout) == expected
+    expected = {"next": 2, "clear_after_found": True, "set_after_missing": True, "default_found": False}
+    assert json.loads(plain.stdout.splitlines()[0]) == expected
+    assert json.loads(attached.stdout.splitlines()[0]) == expected
     assert_wire_valid(attached)
-    assert [f["ctx"] for f in attached.calls("glFinish")] == ["0x0", "0x0"]  # no context current
+    assert attached.calls("glFinish")[0]["ctx"] == "0x0"  # no context current
+
+
+def test_a_call_bound_to_the_export_reaches_a_local_gl_library(preload, dlsym_next):
+    """A library outside the global scope that links libOpenGL (dlopen()ed RTLD_LOCAL, as Python
+    imports an extension) binds its glFinish to this library's export, first in the global scope:
+    the call is recorded and goes on to that library's libOpenGL (no "no real glFinish" note)."""
+    run = run_program([str(dlsym_next)], preload)
+    assert run.returncode == 0, run.stderr
+    assert_wire_valid(run)
+    sites = {f["site"] for f in run.calls("glFinish")}
+    assert len(run.calls("glFinish")) == 3 and len(sites) == 3  # main (parent, child) and libprobe3
+    assert [r for r in run.records if r["k"] == "note"] == []
 
 
 def test_a_long_name_list_is_cut_to_the_line(preload, dlsym_next):

@@ -1,5 +1,7 @@
 /* A small GL program for tests/attach/test_gl_preload.py: draws a textured, indexed quad into a
- * 64x64 pbuffer (an X window with glx) for FRAMES frames, with a fence and glFinish, then deletes its objects. It reaches
+ * framebuffer object for FRAMES frames (with glDrawElements, glDrawArrays, their Instanced forms,
+ * then glDrawElementsBaseVertex), swapping a 64x64 pbuffer (an X window with glx) after each, with
+ * a fence and glFinish in the last frame, then deletes its objects. It reaches
  * GL on the road named by its first argument (no GL headers: the few types are declared here):
  *   direct  exported symbols of libEGL.so.1 / libOpenGL.so.0, linked (LD_PRELOAD interposition)
  *   gpa     the GL functions through eglGetProcAddress
@@ -67,10 +69,18 @@ typedef int EGLint;
     X(void, glTexSubImage2D, (GLenum, GLint, GLint, GLint, GLsizei, GLsizei, GLenum, GLenum, const void *)) \
     X(void, glDeleteTextures, (GLsizei, const GLuint *))                                             \
     X(void, glGenRenderbuffers, (GLsizei, GLuint *))                                                 \
+    X(void, glBindRenderbuffer, (GLenum, GLuint))                                                    \
+    X(void, glRenderbufferStorage, (GLenum, GLenum, GLsizei, GLsizei))                               \
+    X(void, glGenFramebuffers, (GLsizei, GLuint *))                                                  \
+    X(void, glBindFramebuffer, (GLenum, GLuint))                                                     \
+    X(void, glFramebufferRenderbuffer, (GLenum, GLenum, GLenum, GLuint))                             \
+    X(GLenum, glCheckFramebufferStatus, (GLenum))                                                    \
+    X(void, glDeleteFramebuffers, (GLsizei, const GLuint *))                                         \
     X(void, glDeleteRenderbuffers, (GLsizei, const GLuint *))                                        \
     X(void, glDrawArrays, (GLenum, GLint, GLsizei))                                                  \
     X(void, glDrawElements, (GLenum, GLsizei, GLenum, const void *))                                 \
     X(void, glDrawArraysInstanced, (GLenum, GLint, GLsizei, GLsizei))                                \
+    X(void, glDrawElementsBaseVertex, (GLenum, GLsizei, GLenum, const void *, GLint))                \
     X(void, glDrawElementsInstanced, (GLenum, GLsizei, GLenum, const void *, GLsizei))               \
     X(GLsync, glFenceSync, (GLenum, GLbitfield))                                                     \
     X(GLenum, glClientWaitSync, (GLsync, GLbitfield, uint64_t))                                      \
@@ -239,7 +249,7 @@ static const char *FS = "#version 330 core\n"
                         "void main() { color = texture(tex, v_uv); }\n";
 
 typedef struct {
-    GLuint vao, bufs[2], tex, rb;
+    GLuint vao, bufs[2], tex, rb, fbo;
     unsigned char pixels[SIZE * SIZE * 4];
 } scene_t;
 
@@ -296,14 +306,27 @@ static void draw_scene(scene_t *sc) {
     f.glTexSubImage2D(0x0DE1, 0, 1, 1, 1, 1, 0x1908, 0x1401, white);
     f.glTexParameteri(0x0DE1, 0x2801, 0x2600); /* MIN_FILTER: NEAREST */
     f.glTexParameteri(0x0DE1, 0x2800, 0x2600); /* MAG_FILTER: NEAREST */
+    /* drawn into a framebuffer object: the picture does not depend on the window's or pbuffer's state */
     f.glGenRenderbuffers(1, &sc->rb);
+    f.glBindRenderbuffer(0x8D41 /* GL_RENDERBUFFER */, sc->rb);
+    f.glRenderbufferStorage(0x8D41, 0x8058 /* GL_RGBA8 */, SIZE, SIZE);
+    f.glGenFramebuffers(1, &sc->fbo);
+    f.glBindFramebuffer(0x8D40 /* GL_FRAMEBUFFER */, sc->fbo);
+    f.glFramebufferRenderbuffer(0x8D40, 0x8CE0 /* COLOR_ATTACHMENT0 */, 0x8D41, sc->rb);
+    if (f.glCheckFramebufferStatus(0x8D40) != 0x8CD5 /* GL_FRAMEBUFFER_COMPLETE */)
+        die("framebuffer incomplete");
 
     f.glViewport(0, 0, SIZE, SIZE);
     for (int frame = 0; frame < FRAMES; frame++) {
         f.glClearColor(0.1f * frame, 0.2f, 0.3f, 1.0f);
         f.glClear(0x4000);
         switch (frame % 4) {
-        case 0: f.glDrawElements(4, 6, 0x1403, 0); break;
+        case 0:
+            if (frame)
+                f.glDrawElementsBaseVertex(4, 6, 0x1403, 0, 0);
+            else
+                f.glDrawElements(4, 6, 0x1403, 0);
+            break;
         case 1: f.glDrawArrays(4, 0, 3); break;
         case 2: f.glDrawElementsInstanced(4, 6, 0x1403, 0, 2); break;
         default: f.glDrawArraysInstanced(4, 0, 3, 2); break;
@@ -331,6 +354,8 @@ static void draw_scene(scene_t *sc) {
 static void delete_scene(scene_t *sc) {
     f.glDeleteBuffers(2, sc->bufs);
     f.glDeleteTextures(1, &sc->tex);
+    f.glBindFramebuffer(0x8D40, 0);
+    f.glDeleteFramebuffers(1, &sc->fbo);
     f.glDeleteRenderbuffers(1, &sc->rb);
     f.glDeleteVertexArrays(1, &sc->vao);
     f.glFinish();

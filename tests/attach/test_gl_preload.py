@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -368,6 +369,33 @@ def test_a_reader_gone_does_not_kill_the_program(preload, gl_getproc, tmp_path):
     plain = run_program([str(gl_getproc), "direct", str(tmp_path / "plain.rgba")], None, record=False)
     assert plain.returncode == 0, plain.stderr
     assert pixels(tmp_path / "orphan.rgba") == pixels(tmp_path / "plain.rgba")
+
+
+def test_a_socket_descriptor_gets_one_record_per_message(preload, gl_getproc, tmp_path):
+    """GLSHARE_ATTACH_FD may name a socket: a SOCK_SEQPACKET pair delivers each record as one
+    message (send with MSG_NOSIGNAL: a reader gone raises no SIGPIPE either)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    messages: list[bytes] = []
+
+    def drain() -> None:
+        while message := ours.recv(2 * wire.MAX_LINE):
+            messages.append(message)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", wire.FD_ENV)}
+    env.update(LD_PRELOAD=preload, **{wire.FD_ENV: str(theirs.fileno())})
+    try:
+        done = subprocess.run([str(gl_getproc), "gpa", str(tmp_path / "a.rgba")], env=env, pass_fds=(theirs.fileno(),),
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        theirs.close()
+    reader.join(timeout=30)
+    ours.close()
+    assert done.returncode == 0, done.stderr
+    assert messages and all(m.endswith(b"\n") and m.count(b"\n") == 1 for m in messages)
+    run = Run(done.returncode, done.stdout, done.stderr, messages)
+    assert_program_records(run, json.loads(done.stdout.splitlines()[0]), C_FRAMES, "eglSwapBuffers", "eglMakeCurrent")
 
 
 def test_records_name_their_process_and_thread(preload, gl_getproc, tmp_path):

@@ -7,13 +7,15 @@
  *   3. dlsym(handle, name) on a handle of libGL, libEGL, libOpenGL, libGLX or libGLESv2 (PyOpenGL,
  *      GLFW, ctypes: dlopen + dlsym): this library's dlsym returns the wrapper likewise.
  * Without GLSHARE_ATTACH_FD every wrapper only passes the call on, and dlsym / GetProcAddress
- * return the real pointers.
+ * return the real pointers (a lookup in the global scope finds this library's export first, which
+ * passes the call on).
  *
  * Invariants:
  * - A wrapper passes its arguments on unchanged and returns the real function's value: the
  *   program computes and draws exactly what it would without this library.
- * - Each record is one write(2) of one line of at most RECORD_MAX bytes to the pipe: POSIX makes a
- *   pipe write of at most PIPE_BUF bytes atomic, so lines of several threads never interleave.
+ * - Each record is one write(2) of one line of at most RECORD_MAX bytes to the pipe (or one
+ *   message on a socket): POSIX makes a pipe write of at most PIPE_BUF bytes atomic, so lines of
+ *   several threads never interleave.
  * - A "call" record is written before the call goes on (a call that kills the process is seen).
  * - A GL call made while this thread is inside a wrapper (the driver calling an exported entry
  *   point) is passed on unrecorded: the program did not make it.
@@ -66,8 +68,6 @@ typedef void *EGLSurface;
 typedef void *EGLContext;
 typedef void (*any_fn)(void);
 
-#define GL_ARRAY_BUFFER 0x8892
-#define GL_ELEMENT_ARRAY_BUFFER 0x8893
 #define GL_TEXTURE0 0x84C0
 
 /* ---- the entry points: one index each ------------------------------------------------------------ */
@@ -243,31 +243,40 @@ static void *real_of(int idx) {
 }
 
 /* ---- writing records ----------------------------------------------------------------------------- */
+/* The end of a failed write: glshare gone (EPIPE, ECONNRESET, a closed descriptor) stops the
+ * recording, the program goes on; a full non-blocking descriptor drops the record (counted). */
+static void write_failed(int err) {
+    if (err == EAGAIN || err == EWOULDBLOCK)
+        atomic_fetch_add(&g_dropped, 1);
+    else if (err == EPIPE || err == ECONNRESET || err == EBADF || err == ENOTCONN)
+        atomic_store(&g_on, 0);
+}
+
 static void emit(const char *line, size_t n) {
     int saved = errno;
+    ssize_t r;
     if (g_is_socket) {
-        while (send(g_fd, line, n, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-        }
+        do {
+            r = send(g_fd, line, n, MSG_NOSIGNAL);
+        } while (r < 0 && errno == EINTR);
+        if (r < 0)
+            write_failed(errno);
     } else {
-        /* a pipe whose reader is gone raises SIGPIPE: kept pending here, never delivered */
+        /* a pipe whose reader is gone raises SIGPIPE: blocked around the write, taken if raised */
         sigset_t pipe_set, old;
         sigemptyset(&pipe_set);
         sigaddset(&pipe_set, SIGPIPE);
         pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-        ssize_t r;
         do {
             r = write(g_fd, line, n);
         } while (r < 0 && errno == EINTR);
-        if (r < 0 && errno == EPIPE) {
-            if (!sigismember(&old, SIGPIPE)) {
+        if (r < 0) {
+            int err = errno;
+            if (err == EPIPE && !sigismember(&old, SIGPIPE)) {
                 struct timespec zero = {0, 0};
                 sigtimedwait(&pipe_set, NULL, &zero);
             }
-            atomic_store(&g_on, 0); /* glshare is gone: the program goes on unrecorded */
-        } else if (r < 0 && errno == EAGAIN) {
-            atomic_fetch_add(&g_dropped, 1);
-        } else if (r < 0 && errno == EBADF) {
-            atomic_store(&g_on, 0);
+            write_failed(err);
         }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
@@ -363,8 +372,9 @@ static void finish(line_t *l) {
         int n = atomic_exchange(&g_dropped, 0);
         line_t note;
         head(&note, "note");
-        PUTS(&note, ",\"text\":\"records dropped: the pipe was full\",\"dropped\":");
+        PUTS(&note, ",\"text\":\"");
         put_u64(&note, (uint64_t)n);
+        PUTS(&note, " records dropped: the descriptor was full\"");
         note.b[note.n++] = '}';
         note.b[note.n++] = '\n';
         emit(note.b, note.n);

@@ -29,10 +29,9 @@ call    written *before* the call reaches the driver (so a call that kills the p
         displays, fences) are "0x..." hex strings, "0x0" for NULL; GL object names are integers.
 ret     written after the call returned: ``id`` (the call's), ``t``, ``status`` (the CL status the
         program saw, 0 = CL_SUCCESS; a handle-returning call: its errcode_ret, and the new handle as
-        ``handle``; GL calls: absent, see "ret of the GL calls" below), ``event`` (the event the call
-        returned to the program, or the
-        layer's own event for the stamps, "0x..."), ``verdict`` (strict mode only: the status glshare
-        returned instead of calling the driver).
+        ``handle``; GL calls: absent, see "ret of the GL calls" below), ``event`` (the event the
+        call returned to the program, or the layer's own event for the stamps, "0x..."),
+        ``verdict`` (strict mode only: the status glshare returned instead of calling the driver).
 stamps  the device's CL_PROFILING_COMMAND_{QUEUED,SUBMIT,START,END} of a call's command (OpenCL 3.0
         section 5.14, clGetEventProfilingInfo) once its event completed: ``id`` (the call's),
         ``queued``, ``submit``, ``start``, ``end`` (device nanoseconds), or ``error`` (why none: the

@@ -412,13 +412,15 @@ def test_records_name_their_process_and_thread(preload, gl_getproc, tmp_path):
 
 # -- glshare's own headless run ------------------------------------------------------------------------
 def test_glshare_headless_run_under_the_library(preload, tmp_path):
-    """glshare's headless mode (EGL surfaceless, an FBO, no window) has no swap: its frame boundary
-    is EglSurface.present's glFlush; host_copy's frame waits in glFinish."""
+    """glshare's headless mode (EGL, an FBO, no window) has no swap: its frame boundary is
+    EglSurface.present's glFlush; host_copy with the finish sync waits in glFinish each frame (named:
+    the GPU machine's default is another backend)."""
     frames = 30
     env = {"PYTHONPATH": pythonpath_with_root()}
     env_run = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
     run = run_program([sys.executable, "-m", "app", "run", "--headless", "--frames", str(frames), "--quiet",
-                       "--report", str(tmp_path / "r.json")], preload, env={**env_run, **env}, timeout=240)
+                       "--backend", "host_copy", "--sync", "finish", "--report", str(tmp_path / "r.json")],
+                      preload, env={**env_run, **env}, timeout=240)
     assert run.returncode == 0, run.stderr[-2000:]
     assert_wire_valid(run)
     assert run.calls("eglMakeCurrent") and not run.calls({"eglSwapBuffers", "glXSwapBuffers"})

@@ -93,6 +93,7 @@ typedef int EGLint;
 
 #define EGL_FUNCS(X)                                                                                 \
     X(EGLDisplay, eglGetPlatformDisplay, (GLenum, void *, const intptr_t *))                         \
+    X(EGLDisplay, eglGetDisplay, (void *))                                                           \
     X(EGLBoolean, eglInitialize, (EGLDisplay, EGLint *, EGLint *))                                   \
     X(EGLBoolean, eglBindAPI, (GLenum))                                                              \
     X(EGLBoolean, eglChooseConfig, (EGLDisplay, const EGLint *, EGLConfig *, EGLint, EGLint *))      \
@@ -182,11 +183,15 @@ static EGLDisplay egl_display;
 static EGLConfig egl_config;
 static __thread EGLSurface egl_surface;
 
+/* Mesa's surfaceless platform, else the default display (NVIDIA's EGL answers that one). */
 static void open_egl_display(void) {
     EGLDisplay dpy = f.eglGetPlatformDisplay(0x31DD /* EGL_PLATFORM_SURFACELESS_MESA */, NULL, NULL);
     EGLint major, minor, n = 0;
-    if (!dpy || !f.eglInitialize(dpy, &major, &minor))
-        die("eglInitialize");
+    if (!dpy || !f.eglInitialize(dpy, &major, &minor)) {
+        dpy = f.eglGetDisplay(NULL /* EGL_DEFAULT_DISPLAY */);
+        if (!dpy || !f.eglInitialize(dpy, &major, &minor))
+            die("eglInitialize");
+    }
     f.eglBindAPI(0x30A2 /* EGL_OPENGL_API */);
     const EGLint attrs[] = {0x3033, 0x0001, /* EGL_SURFACE_TYPE: PBUFFER_BIT */ 0x3040, 0x0008, /* RENDERABLE: OPENGL */
                             0x3024, 8, 0x3023, 8, 0x3022, 8, 0x3021, 8, 0x3038};

@@ -1417,7 +1417,7 @@ static any_fn get_proc(int fn, const GLubyte *name) {
     if (!real)
         return missing(fn), NULL;
     any_fn p = real(name);
-    if (!p || t_depth)
+    if (!p || t_depth || !atomic_load_explicit(&g_on, memory_order_relaxed))
         return p;
     getctx_fn _Atomic *slot = fn == F_eglGetProcAddress ? &real_egl_getctx : &real_glx_getctx;
     if (!atomic_load(slot)) {
@@ -1494,7 +1494,6 @@ static void after_fork_child(void) {
 static void init(void) {
 #define AS_WRAPPER(name) WRAPPER[F_##name] = (void *)&name;
     ENTRY_POINTS(AS_WRAPPER)
-    real_dlsym();
     atomic_store(&g_pid, (long)getpid());
     dlsym_fn ds = real_dlsym();
     if (ds)

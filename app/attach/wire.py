@@ -7,7 +7,9 @@ The attached program runs with glshare's OpenCL layer (``OPENCL_LAYERS`` names
 ``GLSHARE_ATTACH_FD`` (a pipe to glshare, inherited), each record one ``write(2)`` of one line of at
 most ``MAX_LINE`` bytes: POSIX makes a pipe write of at most PIPE_BUF (4096) bytes atomic, so the
 lines of several threads and of both libraries never interleave. Without ``GLSHARE_ATTACH_FD`` both
-libraries do nothing but pass each call on.
+libraries do nothing but pass each call on. (The GL library also writes to a socket there: with a
+SOCK_SEQPACKET pair each record is one message, sent with MSG_NOSIGNAL; on a pipe it blocks SIGPIPE
+around each write, two more system calls a record, so that a glshare gone never kills the program.)
 
 Every record has:
   ``k``    its kind: "hello", "call", "ret", "stamps", "clock", "site", "note"
@@ -18,16 +20,18 @@ Every record has:
 hello   ``{"k":"hello","src":"cl","pid":..,"t":..,"lib":"glshare-cl-layer","version":1}``: first
         record of each library in each process (before any call).
 call    written *before* the call reaches the driver (so a call that kills the process is still
-        seen): ``id`` (an integer unique per src and pid, increasing), ``tid`` (gettid), ``fn``
+        seen): ``id`` (an integer unique per src and pid, increasing; the GL library's ids
+        increase in each thread's order, while lines of several threads may come in another order
+        than their ids), ``tid`` (gettid), ``fn``
         (the entry point's name, e.g. "clEnqueueAcquireGLObjects", "glXSwapBuffers"), ``site``
         (the caller's return address, "0x..." hex) and the call's arguments under the names
         below. Handles (contexts, queues, mem objects, events, kernels, GL/GLX/EGL contexts and
         displays, fences) are "0x..." hex strings, "0x0" for NULL; GL object names are integers.
 ret     written after the call returned: ``id`` (the call's), ``t``, ``status`` (the CL status the
         program saw, 0 = CL_SUCCESS; a handle-returning call: its errcode_ret, and the new handle as
-        ``handle``; GL calls: absent), ``event`` (the event the call returned to the program, or the
-        layer's own event for the stamps, "0x..."), ``verdict`` (strict mode only: the status glshare
-        returned instead of calling the driver).
+        ``handle``; GL calls: absent, see "ret of the GL calls" below), ``event`` (the event the
+        call returned to the program, or the layer's own event for the stamps, "0x..."),
+        ``verdict`` (strict mode only: the status glshare returned instead of calling the driver).
 stamps  the device's CL_PROFILING_COMMAND_{QUEUED,SUBMIT,START,END} of a call's command (OpenCL 3.0
         section 5.14, clGetEventProfilingInfo) once its event completed: ``id`` (the call's),
         ``queued``, ``submit``, ``start``, ``end`` (device nanoseconds), or ``error`` (why none: the
@@ -78,11 +82,24 @@ Argument names of the GL calls:
   glDeleteBuffers, glDeleteTextures, glDeleteRenderbuffers: ``names`` ([integers]).
   glBufferData, glBufferSubData, glTexImage2D, glTexSubImage2D, glMapBuffer(Range), glUnmapBuffer:
       ``target``, ``buffer`` or ``texture`` (the name bound to the target), ``size`` where known.
-  draws (glDrawArrays, glDrawElements, their Instanced forms): ``mode``, ``count``, ``buffers``
+  draws (glDrawArrays, glDrawElements, their Instanced forms; the GL library also records
+      glDrawRangeElements and the BaseVertex / BaseInstance forms, ImGui's OpenGL 3 renderer
+      drawing with glDrawElementsBaseVertex): ``mode``, ``count``, ``buffers``
       (the names bound to GL_ARRAY_BUFFER and GL_ELEMENT_ARRAY_BUFFER, and those of the bound
       vertex array's attributes where it can tell), ``textures`` (the names bound to the active
       texture units the library has seen bound).
   Every GL call record also has ``ctx`` (the current GL context, "0x...").
+  A list of names longer than the line has room for is cut: ``<key>_left`` (``names_left``,
+      ``buffers_left``, ``textures_left``) counts the names left out. glTexImage2D/glTexSubImage2D
+      ``size``: width x height x the bytes of one pixel of format and type (unpack row alignment not
+      counted), absent for a format or type it does not know.
+ret of the GL calls: written for the swaps, the make-currents, glFinish, glFenceSync, glWaitSync,
+  glClientWaitSync, glMapBuffer(Range) and glUnmapBuffer; ``result`` is the value the call
+  returned, as an integer (eglSwapBuffers' and the make-currents' Bool, glClientWaitSync's
+  GL_ALREADY_SIGNALED / TIMEOUT_EXPIRED / CONDITION_SATISFIED / WAIT_FAILED, glUnmapBuffer's
+  GLboolean); ``handle`` the pointer it returned (glFenceSync's sync, glMapBuffer(Range)'s mapping).
+  The GL library writes its "hello" with its first record: a process that makes no GL call (a shell
+  on the way to the program) writes none.
 """
 from __future__ import annotations
 

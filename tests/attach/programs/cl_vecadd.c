@@ -1,0 +1,184 @@
+/* A small OpenCL program for the layer's tests (tests/attach/test_cl_layer.py) and its overhead probe
+ * (bench/probes/attach_cl_overhead.py); it knows nothing of glshare.
+ *
+ *   cl_vecadd PLATFORM MODE [ARG]
+ * PLATFORM: a part of the platform's name ("Portable", "Intel"). MODE:
+ *   run OUT       a kernel enqueued 8 times on one buffer pair, the result read back into the file OUT
+ *   threads OUT   two threads, each its own queue, buffers and kernel; both results into OUT
+ *   gl            clCreateFromGLBuffer on a context without GL (PoCL aborts the process there)
+ *   acquire       clEnqueueAcquireGLObjects of a plain buffer; prints the status it got
+ *   bench N       N enqueues of a small kernel then clFinish, the loop's ns per enqueue printed
+ * Exit status 0 on success, 1 with one line on stderr otherwise. */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_gl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define N 4096
+#define CHECK(x)                                                                   \
+    do {                                                                           \
+        cl_int e_ = (x);                                                           \
+        if (e_ != CL_SUCCESS) {                                                    \
+            fprintf(stderr, "cl_vecadd: %s failed: %d (line %d)\n", #x, e_, __LINE__); \
+            exit(1);                                                               \
+        }                                                                          \
+    } while (0)
+
+static const char *SOURCE =
+    "__kernel void scale(__global const float *a, __global float *b, float k) {\n"
+    "    size_t i = get_global_id(0);\n"
+    "    b[i] = b[i] * 0.5f + a[i] * k + (float)i;\n"
+    "}\n";
+
+static cl_platform_id platform;
+static cl_device_id device;
+static cl_context context;
+static cl_program program;
+
+static void setup(const char *want)
+{
+    cl_platform_id ps[16];
+    cl_uint n = 0;
+    CHECK(clGetPlatformIDs(16, ps, &n));
+    for (cl_uint i = 0; i < n && !platform; i++) {
+        char name[256] = {0};
+        CHECK(clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name - 1, name, NULL));
+        if (strstr(name, want))
+            platform = ps[i];
+    }
+    if (!platform) {
+        fprintf(stderr, "cl_vecadd: no platform named like %s\n", want);
+        exit(1);
+    }
+    CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL));
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
+    cl_int err;
+    context = clCreateContext(props, 1, &device, NULL, NULL, &err);
+    CHECK(err);
+    program = clCreateProgramWithSource(context, 1, &SOURCE, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(program, 1, &device, "", NULL, NULL));
+}
+
+/* One queue, one buffer pair, one kernel: `reps` enqueues, the result read into out[N]. */
+static void compute(int reps, float *out)
+{
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);
+    CHECK(err);
+    float *a = malloc(N * sizeof *a);
+    for (int i = 0; i < N; i++)
+        a[i] = (float)(i % 97) * 0.25f;
+    cl_mem da = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, N * sizeof *a, a, &err);
+    CHECK(err);
+    cl_mem db = clCreateBuffer(context, CL_MEM_READ_WRITE, N * sizeof *a, NULL, &err);
+    CHECK(err);
+    float zero = 0.0f;
+    CHECK(clEnqueueFillBuffer(q, db, &zero, sizeof zero, 0, N * sizeof zero, 0, NULL, NULL));
+    cl_kernel k = clCreateKernel(program, "scale", &err);
+    CHECK(err);
+    float factor = 1.5f;
+    CHECK(clSetKernelArg(k, 0, sizeof da, &da));
+    CHECK(clSetKernelArg(k, 1, sizeof db, &db));
+    CHECK(clSetKernelArg(k, 2, sizeof factor, &factor));
+    size_t gws = N, lws = 64;
+    cl_event last = NULL;
+    for (int r = 0; r < reps; r++)
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &gws, &lws, 0, NULL, r == reps - 1 ? &last : NULL));
+    CHECK(clFlush(q));
+    CHECK(clWaitForEvents(1, &last));
+    CHECK(clEnqueueReadBuffer(q, db, CL_TRUE, 0, N * sizeof *out, out, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    clReleaseEvent(last);
+    clReleaseKernel(k);
+    clReleaseMemObject(da);
+    clReleaseMemObject(db);
+    clReleaseCommandQueue(q);
+    free(a);
+}
+
+static void *worker(void *out)
+{
+    compute(50, out);
+    return NULL;
+}
+
+static void save(const char *path, const float *v, size_t count)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(v, sizeof *v, count, f) != count) {
+        fprintf(stderr, "cl_vecadd: cannot write %s\n", path);
+        exit(1);
+    }
+    fclose(f);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|bench [OUT|N]\n");
+        return 1;
+    }
+    setup(argv[1]);
+    const char *mode = argv[2];
+    cl_int err;
+    if (!strcmp(mode, "run") && argc > 3) {
+        static float out[N];
+        compute(8, out);
+        save(argv[3], out, N);
+    } else if (!strcmp(mode, "threads") && argc > 3) {
+        static float out[2][N];
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&th[i], NULL, worker, out[i]);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        save(argv[3], &out[0][0], 2 * N);
+    } else if (!strcmp(mode, "gl")) {
+        cl_mem m = clCreateFromGLBuffer(context, CL_MEM_READ_WRITE, 1, &err);
+        printf("clCreateFromGLBuffer: %d %p\n", err, (void *)m);
+    } else if (!strcmp(mode, "acquire")) {
+        cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);
+        CHECK(err);
+        cl_mem m = clCreateBuffer(context, CL_MEM_READ_WRITE, 64, NULL, &err);
+        CHECK(err);
+        cl_int st = clEnqueueAcquireGLObjects(q, 1, &m, 0, NULL, NULL);
+        printf("clEnqueueAcquireGLObjects: %d\n", st);
+        clFinish(q);
+    } else if (!strcmp(mode, "bench") && argc > 3) {
+        int reps = atoi(argv[3]);
+        cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);
+        CHECK(err);
+        cl_mem m = clCreateBuffer(context, CL_MEM_READ_WRITE, 64 * sizeof(float), NULL, &err);
+        CHECK(err);
+        cl_kernel k = clCreateKernel(program, "scale", &err);
+        CHECK(err);
+        float factor = 1.0f;
+        CHECK(clSetKernelArg(k, 0, sizeof m, &m));
+        CHECK(clSetKernelArg(k, 1, sizeof m, &m));
+        CHECK(clSetKernelArg(k, 2, sizeof factor, &factor));
+        size_t gws = 64;
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &gws, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        double t0 = now_s();
+        for (int r = 0; r < reps; r++)
+            CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &gws, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        printf("%.1f\n", (now_s() - t0) * 1e9 / reps);
+    } else {
+        fprintf(stderr, "cl_vecadd: unknown mode %s\n", mode);
+        return 1;
+    }
+    return 0;
+}

@@ -7,6 +7,9 @@
  *   threads OUT   two threads, each its own queue, buffers and kernel; both results into OUT
  *   gl            clCreateFromGLBuffer on a context without GL (PoCL aborts the process there)
  *   acquire       clEnqueueAcquireGLObjects of a plain buffer; prints the status it got
+ *   ext           clGetGLContextInfoKHR through clGetExtensionFunctionAddressForPlatform, without a GL
+ *                 context; prints the status it got ("none" where the platform has no such entry point)
+ *   fork          a buffer made in a forked child (the parent waits for it)
  *   bench N       N enqueues of a small kernel then clFinish, the loop's ns per enqueue printed
  * Exit status 0 on success, 1 with one line on stderr otherwise. */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -16,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define N 4096
 #define CHECK(x)                                                                   \
@@ -127,7 +132,7 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|bench [OUT|N]\n");
+        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|ext|fork|bench [OUT|N]\n");
         return 1;
     }
     setup(argv[1]);
@@ -156,6 +161,31 @@ int main(int argc, char **argv)
         cl_int st = clEnqueueAcquireGLObjects(q, 1, &m, 0, NULL, NULL);
         printf("clEnqueueAcquireGLObjects: %d\n", st);
         clFinish(q);
+    } else if (!strcmp(mode, "ext")) {
+        typedef cl_int (*info_fn)(const cl_context_properties *, cl_gl_context_info, size_t, void *, size_t *);
+        info_fn info = (info_fn)clGetExtensionFunctionAddressForPlatform(platform, "clGetGLContextInfoKHR");
+        if (!info) {
+            printf("clGetGLContextInfoKHR: none\n");
+            return 0;
+        }
+        cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
+        cl_device_id dev = NULL;
+        printf("clGetGLContextInfoKHR: %d\n", info(props, CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR, sizeof dev, &dev, NULL));
+    } else if (!strcmp(mode, "fork")) {
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) {
+            cl_mem m = clCreateBuffer(context, CL_MEM_READ_WRITE, 64, NULL, &err);
+            _exit(err == CL_SUCCESS && m ? 0 : 1);
+        }
+        int status = 0;
+        if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status)) {
+            fprintf(stderr, "cl_vecadd: the forked child failed\n");
+            return 1;
+        }
+        cl_mem m = clCreateBuffer(context, CL_MEM_READ_WRITE, 64, NULL, &err);
+        CHECK(err);
+        clReleaseMemObject(m);
     } else if (!strcmp(mode, "bench") && argc > 3) {
         int reps = atoi(argv[3]);
         cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);

@@ -98,22 +98,76 @@ static void put(rec_t *r, const char *s, size_t len)
 
 static void puts_(rec_t *r, const char *s) { put(r, s, strlen(s)); }
 
+/* Hand-made number formatting for the per-call records (printf's cost shows at every enqueue). */
+static size_t key_(char *t, const char *key)
+{
+    size_t k = strlen(key);
+    t[0] = ',';
+    t[1] = '"';
+    memcpy(t + 2, key, k);
+    t[k + 2] = '"';
+    t[k + 3] = ':';
+    return k + 4;
+}
+
+static size_t dec_(char *t, uint64_t v)
+{
+    char d[24];
+    size_t i = 0;
+    do {
+        d[i++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t j = 0; j < i; j++)
+        t[j] = d[i - 1 - j];
+    return i;
+}
+
+static size_t sdec_(char *t, int64_t v)
+{
+    if (v >= 0)
+        return dec_(t, (uint64_t)v);
+    t[0] = '-';
+    return 1 + dec_(t + 1, -(uint64_t)v);
+}
+
+/* A handle as a JSON string, "0x..." */
+static size_t hex_(char *t, uintptr_t v)
+{
+    char d[20];
+    size_t i = 0;
+    do {
+        d[i++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    t[0] = '"';
+    t[1] = '0';
+    t[2] = 'x';
+    for (size_t j = 0; j < i; j++)
+        t[3 + j] = d[i - 1 - j];
+    t[3 + i] = '"';
+    return i + 4;
+}
+
 static void put_u64(rec_t *r, const char *key, uint64_t v)
 {
     char t[96];
-    put(r, t, (size_t)snprintf(t, sizeof t, ",\"%s\":%llu", key, (unsigned long long)v));
+    size_t n = key_(t, key);
+    put(r, t, n + dec_(t + n, v));
 }
 
 static void put_i64(rec_t *r, const char *key, int64_t v)
 {
     char t[96];
-    put(r, t, (size_t)snprintf(t, sizeof t, ",\"%s\":%lld", key, (long long)v));
+    size_t n = key_(t, key);
+    put(r, t, n + sdec_(t + n, v));
 }
 
 static void put_ptr(rec_t *r, const char *key, const void *p)
 {
     char t[96];
-    put(r, t, (size_t)snprintf(t, sizeof t, ",\"%s\":\"0x%llx\"", key, (unsigned long long)(uintptr_t)p));
+    size_t n = key_(t, key);
+    put(r, t, n + hex_(t + n, (uintptr_t)p));
 }
 
 static void put_bool(rec_t *r, const char *key, int v)
@@ -165,9 +219,9 @@ static void put_handles(rec_t *r, const char *key, const void *const *h, cl_uint
             r->cut = 1;
             break;
         }
-        size_t len = (size_t)snprintf(t, sizeof t, "%s\"0x%llx\"", i ? "," : "", (unsigned long long)(uintptr_t)h[i]);
-        memcpy(r->b + r->n, t, len);
-        r->n += len;
+        if (i)
+            r->b[r->n++] = ',';
+        r->n += hex_(r->b + r->n, (uintptr_t)h[i]);
     }
     r->b[r->n++] = ']';
 }
@@ -219,9 +273,13 @@ static void begin(rec_t *r, const char *kind)
 {
     r->n = 0;
     r->cut = 0;
-    char t[160];
-    put(r, t, (size_t)snprintf(t, sizeof t, "{\"k\":\"%s\",\"src\":\"cl\",\"pid\":%d,\"t\":%llu", kind, (int)cur_pid,
-                               (unsigned long long)now_ns()));
+    static const char head[] = "{\"k\":\"";
+    memcpy(r->b, head, sizeof head - 1);
+    r->n = sizeof head - 1;
+    puts_(r, kind);
+    puts_(r, "\",\"src\":\"cl\"");
+    put_i64(r, "pid", cur_pid);
+    put_u64(r, "t", now_ns());
 }
 
 static void note(const char *text)
@@ -299,9 +357,16 @@ static uint64_t call_head(rec_t *r, const char *fn, const void *site)
     ensure_hello();
     uint64_t id = atomic_fetch_add(&next_id, 1);
     begin(r, "call");
-    char t[200];
-    put(r, t, (size_t)snprintf(t, sizeof t, ",\"id\":%llu,\"tid\":%d,\"fn\":\"%s\",\"site\":\"0x%llx\"",
-                               (unsigned long long)id, (int)tid(), fn, (unsigned long long)(uintptr_t)site));
+    put_u64(r, "id", id);
+    put_i64(r, "tid", tid());
+    char t[160];
+    size_t n = key_(t, "fn"), k = strlen(fn);
+    t[n++] = '"';
+    memcpy(t + n, fn, k);
+    n += k;
+    t[n++] = '"';
+    put(r, t, n);
+    put_ptr(r, "site", site);
     return id;
 }
 
@@ -500,6 +565,7 @@ static plist_t pending, working;  /* working: taken by the reader, under drv_mu 
 static clockdev_t devices[32];
 static int ndevices;
 static int thread_started, exiting;
+static int due;  /* the program waited: its commands' events are worth a pass now */
 
 static int plist_push(plist_t *l, uint64_t id, cl_event ev)
 {
@@ -633,24 +699,28 @@ static void clocks_all(void)
     pthread_mutex_unlock(&st_mu);
 }
 
-/* Polls rather than waits: clWaitForEvents would flush the program's queues at other times than the
- * program does. The wait between passes grows while nothing completes (0.1 ms to 2 ms). */
+/* Reads the events' status rather than waiting on them: clWaitForEvents would flush the program's
+ * queues at other times than the program does. A pass runs when the program waited (clFinish,
+ * clWaitForEvents, a blocking transfer: its commands are then complete), else every 50 ms while
+ * events are pending and every second otherwise (the clock records): no wake-up per command. */
 static void *stamps_thread(void *arg)
 {
     (void)arg;
-    unsigned backoff_us = 100;
     uint64_t last_clock = now_ns();
     for (;;) {
         pthread_mutex_lock(&drv_mu);
-        int idle = working.n == 0;
+        int waiting = working.n > 0;
         pthread_mutex_unlock(&drv_mu);
         pthread_mutex_lock(&st_mu);
-        if (idle && !exiting && pending.n == 0) {
+        if (!due && !exiting) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
+            uint64_t ns = until.tv_nsec + (waiting || pending.n ? 50000000ull : 1000000000ull);
+            until.tv_sec += (time_t)(ns / 1000000000ull);
+            until.tv_nsec = (long)(ns % 1000000000ull);
             pthread_cond_timedwait(&st_cv, &st_mu, &until);
         }
+        due = 0;
         pthread_mutex_unlock(&st_mu);
         pthread_mutex_lock(&drv_mu);
         if (exiting) {
@@ -658,18 +728,23 @@ static void *stamps_thread(void *arg)
             return NULL;
         }
         take_pending();
-        size_t done = poll_working(0);
-        int waiting = working.n > 0;
+        poll_working(0);
         if (now_ns() - last_clock >= 1000000000ull) {
             clocks_all();
             last_clock = now_ns();
         }
         pthread_mutex_unlock(&drv_mu);
-        if (waiting) {
-            backoff_us = done ? 100 : (backoff_us * 2 > 2000 ? 2000 : backoff_us * 2);
-            usleep(backoff_us);
-        }
     }
+}
+
+static void stamps_due(void)
+{
+    pthread_mutex_lock(&st_mu);
+    if (thread_started) {
+        due = 1;
+        pthread_cond_signal(&st_cv);
+    }
+    pthread_mutex_unlock(&st_mu);
 }
 
 /* Starts the stamps thread once per process (st_mu held); it takes no signal meant for the program. */
@@ -696,7 +771,6 @@ static void watch_event(uint64_t id, cl_event ev)
     pthread_mutex_lock(&st_mu);
     if (!exiting && plist_push(&pending, id, ev)) {
         start_thread_locked();
-        pthread_cond_signal(&st_cv);
     } else {
         nx->clReleaseEvent(ev);
     }
@@ -1609,6 +1683,8 @@ static void transfer_head(enq_t *e, const char *fn, const void *site, cl_command
     cl_int st = CALL_ON;                                                       \
     depth--;                                                                   \
     enq_done(&e, st, event);                                                   \
+    if ((BLOCKING) == 1)                                                       \
+        stamps_due();                                                          \
     return st
 
 static size_t region_cells(const size_t *region) { return region ? region[0] * region[1] * region[2] : 0; }
@@ -1743,6 +1819,8 @@ static cl_int CL_API_CALL w_clEnqueueCopyBufferToImage(cl_command_queue q, cl_me
     if (err)                                                                   \
         *err = st;                                                             \
     enq_done(&e, st, event);                                                   \
+    if ((BLOCKING) == 1)                                                       \
+        stamps_due();                                                          \
     return p
 
 static void *CL_API_CALL w_clEnqueueMapBuffer(cl_command_queue q, cl_mem buf, cl_bool blocking, cl_map_flags flags,
@@ -1788,6 +1866,8 @@ static cl_int queue_call(const char *fn, const void *site, cl_int(CL_API_CALL *n
     cl_int st = next(q);
     depth--;
     ret_rec(id, st, 0, NULL, NULL);
+    if (next == nx->clFinish)
+        stamps_due();
     return st;
 }
 
@@ -1807,6 +1887,7 @@ static cl_int CL_API_CALL w_clWaitForEvents(cl_uint n, const cl_event *list)
     cl_int st = nx->clWaitForEvents(n, list);
     depth--;
     ret_rec(id, st, 0, NULL, NULL);
+    stamps_due();
     return st;
 }
 

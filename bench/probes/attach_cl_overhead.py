@@ -1,0 +1,135 @@
+"""Probe: what glshare attach's OpenCL layer (app/native/attach/cl_layer.c) costs a program, with and
+without the layer in the same run, on every CPU implementation present:
+
+- per call: tests/attach/programs/cl_vecadd.c's ``bench`` mode, N enqueues of a 64-item kernel and
+  one clFinish (each enqueue recorded twice, its stamps read by the layer's thread);
+- per frame: an image-scene-sized frame without acquires (a Julia kernel over W x H RGBA8 pixels, the
+  image read back, clFinish: host_copy's hand-over), pyopencl, F frames after a warm-up.
+
+The records go to a pipe this probe reads and counts, as glshare would. Not part of the package; run
+from a project root:
+
+    python3 bench/probes/attach_cl_overhead.py [enqueues frames WxH]   # 20000 300 1024x768
+
+Measurement only: prints one line per figure; the lead records them in bench/results/.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.getcwd())
+from app import native  # noqa: E402
+from app.attach import wire  # noqa: E402
+
+ROUNDS = 3  # with and without alternate, the median of each kept
+JULIA = """
+__kernel void julia(__global uchar4 *out, int w, int h, float cr, float ci) {
+    int x = get_global_id(0), y = get_global_id(1);
+    float a = x * 3.0f / w - 1.5f, b = y * 3.0f / h - 1.5f;
+    int n = 0;
+    for (; n < 64 && a * a + b * b < 4.0f; n++) { float t = a * a - b * b + cr; b = 2.0f * a * b + ci; a = t; }
+    out[y * w + x] = (uchar4)(n * 4, n * 2, n, 255);
+}
+"""
+
+
+def frame_child(platform: str, frames: int, width: int, height: int) -> None:
+    """The per-frame loop (run in a child so the loader sees the layer or not): prints us per frame."""
+    import numpy as np
+    import pyopencl as cl
+
+    plat = next(p for p in cl.get_platforms() if p.name == platform)
+    ctx = cl.Context(plat.get_devices()[:1])
+    queue = cl.CommandQueue(ctx)
+    kernel = cl.Program(ctx, JULIA).build().julia
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, width * height * 4)
+    host = np.empty((height, width, 4), np.uint8)
+    kernel.set_args(out, np.int32(width), np.int32(height), np.float32(-0.8), np.float32(0.156))
+    for _ in range(20):
+        cl.enqueue_nd_range_kernel(queue, kernel, (width, height), None)
+    queue.finish()
+    t0 = time.perf_counter()
+    for f in range(frames):
+        kernel.set_arg(3, np.float32(-0.8 + 1e-4 * f))
+        cl.enqueue_nd_range_kernel(queue, kernel, (width, height), None)
+        cl.enqueue_copy(queue, host, out)
+        queue.finish()
+    print(f"{(time.perf_counter() - t0) * 1e6 / frames:.1f}")
+
+
+def timed(cmd: list[str], layer: str | None) -> tuple[float, int]:
+    """(the number the child printed, the records read) with or without the layer."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENCL_LAYERS", wire.FD_ENV)}
+    fds: tuple[int, ...] = ()
+    count = [0]
+    reader = None
+    if layer:
+        r, w = os.pipe()
+        env.update(OPENCL_LAYERS=layer, **{wire.FD_ENV: str(w)})
+        fds = (w,)
+
+        def drain() -> None:
+            with os.fdopen(r, "rb") as f:
+                count[0] = sum(1 for _ in f)
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+    try:
+        done = subprocess.run(cmd, env=env, pass_fds=fds, capture_output=True, text=True, timeout=600)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if reader:
+        reader.join(60)
+    if done.returncode:
+        sys.exit(f"attach_cl_overhead: {' '.join(cmd[:3])} failed: {done.stderr.strip()[-300:]}")
+    return float(done.stdout.split()[-1]), count[0]
+
+
+def compare(what: str, cmd: list[str], layer: str, unit: str) -> None:
+    plain, attached, records = [], [], 0
+    for _ in range(ROUNDS):
+        plain.append(timed(cmd, None)[0])
+        value, records = timed(cmd, layer)
+        attached.append(value)
+    p, a = statistics.median(plain), statistics.median(attached)
+    print(f"{what}: {p:.1f} {unit} without the layer, {a:.1f} with ({a / p:.3f}x, +{a - p:.1f} {unit}); "
+          f"{records} records per attached run; medians of {ROUNDS}")
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--frames-child":
+        frame_child(argv[1], int(argv[2]), int(argv[3]), int(argv[4]))
+        return 0
+    enqueues = int(argv[0]) if argv else 20000
+    frames = int(argv[1]) if len(argv) > 1 else 300
+    width, height = (int(v) for v in (argv[2] if len(argv) > 2 else "1024x768").split("x"))
+    import pyopencl as cl
+
+    platforms = sorted({p.name for p in cl.get_platforms() if any(d.type & cl.device_type.CPU for d in p.get_devices())})
+    cc = native.compiler()
+    if cc is None:
+        sys.exit("attach_cl_overhead: no C compiler")
+    with tempfile.TemporaryDirectory() as tmp:
+        layer, prog = os.path.join(tmp, "libcl_layer.so"), os.path.join(tmp, "cl_vecadd")
+        for cmd in ([*cc, *native.ATTACH_CFLAGS, "-o", layer, os.path.join(native.ATTACH_DIR, "cl_layer.c"), "-ldl"],
+                    [*cc, "-O2", "-std=gnu11", "-pthread", "-o", prog, "tests/attach/programs/cl_vecadd.c",
+                     "-l:libOpenCL.so.1"]):
+            subprocess.run(cmd, check=True)
+        for platform in platforms:
+            print(f"== {platform}")
+            compare(f"{enqueues} enqueues", [prog, platform, "bench", str(enqueues)], layer, "ns per enqueue")
+            compare(f"{frames} frames of {width}x{height} (kernel, read back, finish)",
+                    [sys.executable, __file__, "--frames-child", platform, str(frames), str(width), str(height)],
+                    layer, "us per frame")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

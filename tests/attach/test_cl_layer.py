@@ -313,3 +313,18 @@ def test_without_the_fd_the_layer_passes_everything_on_and_writes_nothing(built,
     assert silent.records == []
     for name in ("recorded.bin", "silent.bin"):
         assert (tmp_path / name).read_bytes() == (tmp_path / "plain.bin").read_bytes()
+
+
+@pytest.mark.gpu
+def test_the_c_program_on_the_nvidia_gpu(built, tmp_path):
+    plain = run_plain([str(built["prog"]), "NVIDIA", "run", str(tmp_path / "plain.bin")])
+    assert plain.returncode == 0, plain.stderr
+    run = attach([str(built["prog"]), "NVIDIA", "run", str(tmp_path / "layer.bin")], built["layer"])
+    assert run.rc == 0, run.stderr
+    assert (tmp_path / "layer.bin").read_bytes() == (tmp_path / "plain.bin").read_bytes()
+    check_stream(run)
+    enqueues = run.calls("clEnqueueNDRangeKernel")
+    assert len(enqueues) == 8
+    for e in enqueues:
+        assert e["name"] == "scale" and len(e["mems"]) == 2
+        check_stamps(run, e)

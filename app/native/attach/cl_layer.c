@@ -1994,6 +1994,21 @@ EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const cl_icd_dispatch
     const cl_uint ours = sizeof(cl_icd_dispatch) / sizeof(void *);
     if (!target || !num_entries_ret || !layer_dispatch_ret || num_entries < ours)
         return CL_INVALID_VALUE;
+    if (nx && nx != target) {
+        /* A second ICD loader in the process (a Python wheel's own beside the system's) loads the same
+         * library: the wrappers call the first loader's table, so the second one's calls pass through
+         * unrecorded, on a copy of its own table. */
+        static cl_icd_dispatch others[4];
+        static int n_others;
+        if (n_others == 4)
+            return CL_OUT_OF_RESOURCES;
+        memcpy(&others[n_others], target, sizeof others[0]);
+        if (out_fd >= 0)
+            note("a second OpenCL ICD loader in this process: its calls are not recorded");
+        *num_entries_ret = ours;
+        *layer_dispatch_ret = &others[n_others++];
+        return CL_SUCCESS;
+    }
     nx = target;
     memcpy(&disp, target, sizeof disp);
     out_fd = open_fd_from_env("GLSHARE_ATTACH_FD");

@@ -66,9 +66,9 @@ class Attached:
         return found[0] if found else None
 
 
-def attach(cmd: list[str], layer: Path | None, *, verdict: int | None = None, fd_env: bool = True) -> Attached:
+def attach(cmd: list[str], layer: Path | None, *, verdict: int | str | None = None, fd_env: bool = True) -> Attached:
     """Runs ``cmd`` with the layer; every line read is parsed as JSON (a line that is not fails the test).
-    ``verdict``: strict mode, glshare's answer to every question."""
+    ``verdict``: strict mode, glshare's answer to every question ("eof": the answer pipe closed at once)."""
     read_end, write_end = os.pipe()
     env = {**os.environ}
     env.pop("PYOPENGL_PLATFORM", None)
@@ -83,6 +83,9 @@ def attach(cmd: list[str], layer: Path | None, *, verdict: int | None = None, fd
         env[wire.STRICT_ENV] = "1"
         env[wire.VERDICT_FD_ENV] = str(question_end)
         fds.append(question_end)
+        if verdict == "eof":
+            os.close(answer_end)
+            answer_end = None
     records: list[dict] = []
     bad: list[str] = []
 
@@ -273,6 +276,32 @@ def test_strict_mode_with_a_zero_verdict_calls_the_driver(built):
     [call] = run.calls("clEnqueueAcquireGLObjects")
     assert call["verdict"] is True
     assert run.ret(call)["status"] == driver_said and "verdict" not in run.ret(call)
+
+
+def test_strict_mode_goes_on_to_the_driver_when_glshare_is_gone(built):
+    if CPU_IMPLEMENTATIONS["pocl"] not in [n for _, n in IMPLS]:
+        pytest.skip("PoCL is not present")
+    plain = run_plain([str(built["prog"]), CPU_IMPLEMENTATIONS["pocl"], "acquire"])
+    run = attach([str(built["prog"]), CPU_IMPLEMENTATIONS["pocl"], "acquire"], built["layer"], verdict="eof")
+    assert run.rc == plain.returncode == 0 and run.stdout == plain.stdout, run.stderr
+    [call] = run.calls("clEnqueueAcquireGLObjects")
+    assert call["verdict"] is True and "verdict" not in run.ret(call)
+
+
+@impl
+def test_a_list_too_long_for_one_line_is_cut_with_a_note(built, platform):
+    run = attach([str(built["prog"]), platform, "many"], built["layer"])
+    assert run.rc == 0, run.stderr
+    check_stream(run)
+    fills = run.calls("clEnqueueFillBuffer")
+    assert len(fills) == 300 and all(run.ret(f)["status"] == 0 for f in fills)
+    [wait] = run.calls("clWaitForEvents")
+    assert 0 < len(wait["events"]) < 300
+    assert wait["events"] == [run.ret(f)["event"] for f in fills][: len(wait["events"])]
+    notes = [r for r in run.records if r["k"] == "note"]
+    assert any(f"call {wait['id']} cut" in n["text"] for n in notes), notes
+    for f in fills:
+        check_stamps(run, f)
 
 
 @impl

@@ -60,6 +60,7 @@ static __thread pid_t my_tid;
 static __thread int depth;         /* > 0 while this thread is inside a wrapper's call on */
 static pthread_mutex_t hello_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t verdict_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t x_mu = PTHREAD_MUTEX_INITIALIZER;  /* the extension entry points handed out */
 
 static inline int recording(void) { return __builtin_expect(out_fd >= 0, 1) && depth == 0; }
 
@@ -821,7 +822,7 @@ static void at_exit(void)
 static void in_child(void)
 {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    hello_mu = verdict_mu = tables_mu = st_mu = drv_mu = fresh;
+    hello_mu = verdict_mu = tables_mu = st_mu = drv_mu = x_mu = fresh;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     st_cv = cv;
     pending.n = working.n = 0;
@@ -1209,7 +1210,6 @@ static struct {
     const void *icd;  /* NULL: from clGetExtensionFunctionAddress (any platform) */
     void *fn;
 } x_fns[X_COUNT][X_ICDS];
-static pthread_mutex_t x_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static const void *icd_of(const void *handle) { return handle ? *(const void *const *)handle : NULL; }
 

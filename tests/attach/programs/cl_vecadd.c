@@ -10,6 +10,7 @@
  *   ext           clGetGLContextInfoKHR through clGetExtensionFunctionAddressForPlatform, without a GL
  *                 context; prints the status it got ("none" where the platform has no such entry point)
  *   fork          a buffer made in a forked child (the parent waits for it)
+ *   many          300 fills, each with its event, then one clWaitForEvents on all 300
  *   bench N       N enqueues of a small kernel then clFinish, the loop's ns per enqueue printed
  * Exit status 0 on success, 1 with one line on stderr otherwise. */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -132,7 +133,7 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|ext|fork|bench [OUT|N]\n");
+        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|ext|fork|many|bench [OUT|N]\n");
         return 1;
     }
     setup(argv[1]);
@@ -171,6 +172,18 @@ int main(int argc, char **argv)
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
         cl_device_id dev = NULL;
         printf("clGetGLContextInfoKHR: %d\n", info(props, CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR, sizeof dev, &dev, NULL));
+    } else if (!strcmp(mode, "many")) {
+        cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);
+        CHECK(err);
+        cl_mem m = clCreateBuffer(context, CL_MEM_READ_WRITE, 64, NULL, &err);
+        CHECK(err);
+        static cl_event evs[300];
+        int one = 1;
+        for (int i = 0; i < 300; i++)
+            CHECK(clEnqueueFillBuffer(q, m, &one, sizeof one, 0, 64, 0, NULL, &evs[i]));
+        CHECK(clWaitForEvents(300, evs));
+        for (int i = 0; i < 300; i++)
+            clReleaseEvent(evs[i]);
     } else if (!strcmp(mode, "fork")) {
         fflush(stdout);
         pid_t child = fork();

@@ -52,7 +52,8 @@ Argument names of the CL calls (as the spec names the parameters, shortened):
       ``device_type``; ret ``handle``.
   clCreateCommandQueue(WithProperties): ``context``, ``device``, ``props`` (as given: the bitfield's
       integer for clCreateCommandQueue), ``profiling`` (true where the layer turned
-      CL_QUEUE_PROFILING_ENABLE on itself); ret ``handle``.
+      CL_QUEUE_PROFILING_ENABLE on itself); ret ``handle``, and ``"profiling": false`` where the
+      driver refused it (the queue was then made with the program's own properties).
   clCreateFromGLBuffer/Texture/Renderbuffer: ``context``, ``flags``, ``gl_object`` (the GL name),
       ``target``, ``miplevel``; ret ``handle``.
   clCreateBuffer(WithProperties)/clCreateImage(WithProperties): ``context``, ``flags``, ``size``

@@ -289,6 +289,18 @@ def test_strict_mode_goes_on_to_the_driver_when_glshare_is_gone(built):
 
 
 @impl
+def test_a_queue_the_driver_refuses_is_refused_as_without_the_layer(built, platform):
+    plain = run_plain([str(built["prog"]), platform, "badqueue"])
+    run = attach([str(built["prog"]), platform, "badqueue"], built["layer"])
+    assert run.rc == plain.returncode == 0 and run.stdout == plain.stdout, (run.stdout, plain.stdout)
+    [call] = run.calls("clCreateCommandQueueWithProperties")
+    assert call["props"] == [[0x1093, 1 << 40]] and call["profiling"] is True
+    ret = run.ret(call)
+    assert ret["status"] != 0 and ret["handle"] == "0x0" and ret["profiling"] is False
+    assert f"clCreateCommandQueueWithProperties: {ret['status']} none" == run.stdout.strip()
+
+
+@impl
 def test_a_list_too_long_for_one_line_is_cut_with_a_note(built, platform):
     run = attach([str(built["prog"]), platform, "many"], built["layer"])
     assert run.rc == 0, run.stderr

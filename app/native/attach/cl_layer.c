@@ -906,6 +906,27 @@ static cl_context CL_API_CALL w_clCreateContextFromType(const cl_context_propert
     return c;
 }
 
+/* A queue's ret record; ``refused``: the driver refused the profiling the layer asked for, and the
+ * queue was made with the program's own properties (what the program then sees is the driver's answer
+ * to them). */
+static cl_command_queue queue_made(uint64_t id, cl_device_id dev, cl_command_queue q, cl_int st, cl_int *err,
+                                   int refused)
+{
+    if (err)
+        *err = st;
+    rec_t r;
+    begin(&r, "ret");
+    put_u64(&r, "id", id);
+    put_i64(&r, "status", st);
+    put_ptr(&r, "handle", q);
+    if (refused)
+        put_bool(&r, "profiling", 0);
+    emit(&r, id);
+    if (st == CL_SUCCESS)
+        watch_device(dev);
+    return q;
+}
+
 static cl_command_queue CL_API_CALL w_clCreateCommandQueue(cl_context ctx, cl_device_id dev,
                                                            cl_command_queue_properties props, cl_int *err)
 {
@@ -917,27 +938,18 @@ static cl_command_queue CL_API_CALL w_clCreateCommandQueue(cl_context ctx, cl_de
     put_ptr(&r, "device", dev);
     put_u64(&r, "props", props);
     int add = !(props & CL_QUEUE_PROFILING_ENABLE);
-    cl_int st = CL_SUCCESS;
-    depth++;
-    cl_command_queue q = NULL;
-    if (add) {
-        q = nx->clCreateCommandQueue(ctx, dev, props | CL_QUEUE_PROFILING_ENABLE, &st);
-        if (st != CL_SUCCESS) {  /* the program's own properties decide what the program sees */
-            add = 0;
-            q = NULL;
-        }
-    }
     put_bool(&r, "profiling", add);
     emit(&r, id);
-    if (!add)
+    cl_int st = CL_SUCCESS;
+    cl_command_queue q = NULL;
+    depth++;
+    if (add)
+        q = nx->clCreateCommandQueue(ctx, dev, props | CL_QUEUE_PROFILING_ENABLE, &st);
+    int kept = add && st == CL_SUCCESS;
+    if (!kept)
         q = nx->clCreateCommandQueue(ctx, dev, props, &st);
     depth--;
-    if (err)
-        *err = st;
-    ret_rec(id, st, 1, q, NULL);
-    if (st == CL_SUCCESS)
-        watch_device(dev);
-    return q;
+    return queue_made(id, dev, q, st, err, add && !kept);
 }
 
 static cl_command_queue CL_API_CALL w_clCreateCommandQueueWithProperties(cl_context ctx, cl_device_id dev,
@@ -971,27 +983,18 @@ static cl_command_queue CL_API_CALL w_clCreateCommandQueueWithProperties(cl_cont
     if (props && props[n] && n >= 2 * LIST_MAX)
         add = 0;  /* a list longer than the copy: the program's own */
     mine[n] = 0;
+    put_bool(&r, "profiling", add);
+    emit(&r, id);
     cl_int st = CL_SUCCESS;
     cl_command_queue q = NULL;
     depth++;
-    if (add) {
+    if (add)
         q = nx->clCreateCommandQueueWithProperties(ctx, dev, mine, &st);
-        if (st != CL_SUCCESS) {
-            add = 0;
-            q = NULL;
-        }
-    }
-    put_bool(&r, "profiling", add);
-    emit(&r, id);
-    if (!add)
+    int kept = add && st == CL_SUCCESS;
+    if (!kept)
         q = nx->clCreateCommandQueueWithProperties(ctx, dev, props, &st);
     depth--;
-    if (err)
-        *err = st;
-    ret_rec(id, st, 1, q, NULL);
-    if (st == CL_SUCCESS)
-        watch_device(dev);
-    return q;
+    return queue_made(id, dev, q, st, err, add && !kept);
 }
 
 /* ---- memory objects ------------------------------------------------------------------------------- */

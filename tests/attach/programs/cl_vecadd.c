@@ -10,6 +10,7 @@
  *   ext           clGetGLContextInfoKHR through clGetExtensionFunctionAddressForPlatform, without a GL
  *                 context; prints the status it got ("none" where the platform has no such entry point)
  *   fork          a buffer made in a forked child (the parent waits for it)
+ *   badqueue      a queue with a property bit no version defines; prints the status it got
  *   many          300 fills, each with its event, then one clWaitForEvents on all 300
  *   bench N       N enqueues of a small kernel then clFinish, the loop's ns per enqueue printed
  * Exit status 0 on success, 1 with one line on stderr otherwise. */
@@ -133,7 +134,7 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|ext|fork|many|bench [OUT|N]\n");
+        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|ext|fork|badqueue|many|bench [OUT|N]\n");
         return 1;
     }
     setup(argv[1]);
@@ -172,6 +173,10 @@ int main(int argc, char **argv)
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
         cl_device_id dev = NULL;
         printf("clGetGLContextInfoKHR: %d\n", info(props, CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR, sizeof dev, &dev, NULL));
+    } else if (!strcmp(mode, "badqueue")) {
+        cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, (cl_queue_properties)1 << 40, 0};
+        cl_command_queue q = clCreateCommandQueueWithProperties(context, device, props, &err);
+        printf("clCreateCommandQueueWithProperties: %d %s\n", err, q ? "queue" : "none");
     } else if (!strcmp(mode, "many")) {
         cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);
         CHECK(err);

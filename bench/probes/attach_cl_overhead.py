@@ -40,7 +40,8 @@ __kernel void julia(__global uchar4 *out, int w, int h, float cr, float ci) {
 
 
 def frame_child(platform: str, frames: int, width: int, height: int) -> None:
-    """The per-frame loop (run in a child so the loader sees the layer or not): prints us per frame."""
+    """The per-frame loop (run in a child so the loader sees the layer or not): prints the wall-clock
+    and the process's CPU time (all its threads), us per frame."""
     import numpy as np
     import pyopencl as cl
 
@@ -54,17 +55,17 @@ def frame_child(platform: str, frames: int, width: int, height: int) -> None:
     for _ in range(20):
         cl.enqueue_nd_range_kernel(queue, kernel, (width, height), None)
     queue.finish()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for f in range(frames):
         kernel.set_arg(3, np.float32(-0.8 + 1e-4 * f))
         cl.enqueue_nd_range_kernel(queue, kernel, (width, height), None)
         cl.enqueue_copy(queue, host, out)
         queue.finish()
-    print(f"{(time.perf_counter() - t0) * 1e6 / frames:.1f}")
+    print(f"{(time.perf_counter() - t0) * 1e6 / frames:.1f} {(time.process_time() - c0) * 1e6 / frames:.1f}")
 
 
-def timed(cmd: list[str], layer: str | None) -> tuple[float, int]:
-    """(the number the child printed, the records read) with or without the layer."""
+def timed(cmd: list[str], layer: str | None) -> tuple[list[float], int]:
+    """(the wall-clock and CPU figures the child printed, the records read) with or without the layer."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENCL_LAYERS", wire.FD_ENV)}
     fds: tuple[int, ...] = ()
     count = [0]
@@ -89,19 +90,22 @@ def timed(cmd: list[str], layer: str | None) -> tuple[float, int]:
         reader.join(60)
     if done.returncode:
         sys.exit(f"attach_cl_overhead: {' '.join(cmd[:3])} failed: {done.stderr.strip()[-300:]}")
-    return float(done.stdout.split()[-1]), count[0]
+    return [float(v) for v in done.stdout.split()[-2:]], count[0]
 
 
 def compare(what: str, cmd: list[str], layer: str, unit: str) -> None:
+    """Rounds of without / with alternating; per figure (wall-clock, the process's CPU time) the best
+    (the run least disturbed by other load) and the median."""
     plain, attached, records = [], [], 0
     for _ in range(ROUNDS):
         plain.append(timed(cmd, None)[0])
-        value, records = timed(cmd, layer)
-        attached.append(value)
-    for name, pick in (("best", min), ("median", statistics.median)):
-        p, a = pick(plain), pick(attached)
-        print(f"{what}, {name} of {ROUNDS}: {p:.1f} {unit} without the layer, {a:.1f} with "
-              f"({a / p:.3f}x, {a - p:+.1f} {unit})")
+        values, records = timed(cmd, layer)
+        attached.append(values)
+    for i, clock in enumerate(("wall-clock", "CPU time")):
+        for name, pick in (("best", min), ("median", statistics.median)):
+            p, a = pick(v[i] for v in plain), pick(v[i] for v in attached)
+            print(f"{what}, {clock}, {name} of {ROUNDS}: {p:.1f} {unit} without the layer, {a:.1f} with "
+                  f"({a / p:.3f}x, {a - p:+.1f} {unit})")
     print(f"{what}: {records} records per attached run")
 
 

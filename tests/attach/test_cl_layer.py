@@ -301,6 +301,23 @@ def test_a_queue_the_driver_refuses_is_refused_as_without_the_layer(built, platf
 
 
 @impl
+def test_the_program_survives_glshare_going_away(built, platform, tmp_path):
+    """The pipe's reader is gone before the program starts: the layer's first write fails (EPIPE)
+    and its SIGPIPE must not kill the program, which ends as without the layer."""
+    plain = run_plain([str(built["prog"]), platform, "run", str(tmp_path / "plain.bin")])
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: str(write_end)}
+    try:
+        done = subprocess.run([str(built["prog"]), platform, "run", str(tmp_path / "layer.bin")], env=env,
+                              pass_fds=(write_end,), capture_output=True, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == plain.returncode == 0, (done.returncode, done.stderr)
+    assert (tmp_path / "layer.bin").read_bytes() == (tmp_path / "plain.bin").read_bytes()
+
+
+@impl
 def test_a_list_too_long_for_one_line_is_cut_with_a_note(built, platform):
     run = attach([str(built["prog"]), platform, "many"], built["layer"])
     assert run.rc == 0, run.stderr
@@ -369,3 +386,21 @@ def test_the_c_program_on_the_nvidia_gpu(built, tmp_path):
     for e in enqueues:
         assert e["name"] == "scale" and len(e["mems"]) == 2
         check_stamps(run, e)
+
+
+@pytest.mark.gpu
+def test_semaphores_on_the_nvidia_gpu(built):
+    run = attach([str(built["prog"]), "NVIDIA", "sem"], built["layer"])
+    assert run.rc == 0, run.stderr
+    if "none" in run.stdout:
+        pytest.skip("this NVIDIA platform has no cl_khr_semaphore")
+    check_stream(run)
+    [create] = run.calls("clCreateSemaphoreWithPropertiesKHR")
+    assert create["props"] == [[0x203D, 1]]
+    sem = run.ret(create)["handle"]
+    assert run.ret(create)["status"] == 0 and sem != "0x0"
+    for fn in ("clEnqueueSignalSemaphoresKHR", "clEnqueueWaitSemaphoresKHR"):
+        [call] = run.calls(fn)
+        assert call["semaphores"] == [sem] and call["payloads"] is None and call["num"] == 1
+        assert run.ret(call)["status"] == 0
+        check_stamps(run, call)

@@ -10,6 +10,8 @@
  *   ext           clGetGLContextInfoKHR through clGetExtensionFunctionAddressForPlatform, without a GL
  *                 context; prints the status it got ("none" where the platform has no such entry point)
  *   fork          a buffer made in a forked child (the parent waits for it)
+ *   sem           a binary semaphore (cl_khr_semaphore) signalled and waited on one queue; prints
+ *                 "none" where the platform has no clCreateSemaphoreWithPropertiesKHR
  *   badqueue      a queue with a property bit no version defines; prints the status it got
  *   many          300 fills, each with its event, then one clWaitForEvents on all 300
  *   bench N       N enqueues of a small kernel then clFinish: the loop's wall-clock and process CPU
@@ -17,6 +19,7 @@
  * Exit status 0 on success, 1 with one line on stderr otherwise. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
+#include <CL/cl_ext.h>
 #include <CL/cl_gl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -135,7 +138,7 @@ static double now_s(clockid_t clock)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|ext|fork|badqueue|many|bench [OUT|N]\n");
+        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|ext|fork|sem|badqueue|many|bench [OUT|N]\n");
         return 1;
     }
     setup(argv[1]);
@@ -174,6 +177,26 @@ int main(int argc, char **argv)
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
         cl_device_id dev = NULL;
         printf("clGetGLContextInfoKHR: %d\n", info(props, CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR, sizeof dev, &dev, NULL));
+    } else if (!strcmp(mode, "sem")) {
+        clCreateSemaphoreWithPropertiesKHR_fn create = (clCreateSemaphoreWithPropertiesKHR_fn)
+            clGetExtensionFunctionAddressForPlatform(platform, "clCreateSemaphoreWithPropertiesKHR");
+        clEnqueueSignalSemaphoresKHR_fn signal = (clEnqueueSignalSemaphoresKHR_fn)
+            clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueSignalSemaphoresKHR");
+        clEnqueueWaitSemaphoresKHR_fn wait = (clEnqueueWaitSemaphoresKHR_fn)
+            clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueWaitSemaphoresKHR");
+        if (!create || !signal || !wait) {
+            printf("semaphores: none\n");
+            return 0;
+        }
+        cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);
+        CHECK(err);
+        cl_semaphore_properties_khr props[] = {CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_TYPE_BINARY_KHR, 0};
+        cl_semaphore_khr sem = create(context, props, &err);
+        CHECK(err);
+        CHECK(signal(q, 1, &sem, NULL, 0, NULL, NULL));
+        CHECK(wait(q, 1, &sem, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        printf("semaphores: done\n");
     } else if (!strcmp(mode, "badqueue")) {
         cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, (cl_queue_properties)1 << 40, 0};
         cl_command_queue q = clCreateCommandQueueWithProperties(context, device, props, &err);

@@ -7,7 +7,9 @@ The attached program runs with glshare's OpenCL layer (``OPENCL_LAYERS`` names
 ``GLSHARE_ATTACH_FD`` (a pipe to glshare, inherited), each record one ``write(2)`` of one line of at
 most ``MAX_LINE`` bytes: POSIX makes a pipe write of at most PIPE_BUF (4096) bytes atomic, so the
 lines of several threads and of both libraries never interleave. Without ``GLSHARE_ATTACH_FD`` both
-libraries do nothing but pass each call on.
+libraries do nothing but pass each call on. The CL layer also takes a ``SOCK_SEQPACKET`` socket there
+(each record one message, sent with MSG_NOSIGNAL: one system call instead of a pipe write guarded
+against SIGPIPE). The reader should read in large chunks (64 KiB and more) so writers rarely wait.
 
 Every record has:
   ``k``    its kind: "hello", "call", "ret", "stamps", "clock", "site", "note"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -315,6 +316,36 @@ def test_the_program_survives_glshare_going_away(built, platform, tmp_path):
         os.close(write_end)
     assert done.returncode == plain.returncode == 0, (done.returncode, done.stderr)
     assert (tmp_path / "layer.bin").read_bytes() == (tmp_path / "plain.bin").read_bytes()
+
+
+def test_a_socket_instead_of_a_pipe(built, tmp_path):
+    """GLSHARE_ATTACH_FD may be a SOCK_SEQPACKET socket (the layer sends each record as one message,
+    with MSG_NOSIGNAL): the same records come, one per message."""
+    platform = IMPLS[0][1]
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: str(theirs.fileno())}
+    messages: list[bytes] = []
+
+    def read() -> None:
+        while data := ours.recv(2 * wire.MAX_LINE):
+            messages.append(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run([str(built["prog"]), platform, "run", str(tmp_path / "out.bin")], env=env,
+                              pass_fds=(theirs.fileno(),), capture_output=True, text=True, timeout=120)
+    finally:
+        theirs.close()
+    reader.join(timeout=30)
+    ours.close()
+    assert done.returncode == 0, done.stderr
+    assert messages and all(m.endswith(b"\n") and m.count(b"\n") == 1 for m in messages)
+    run = Attached(done.returncode, done.stdout, done.stderr, [json.loads(m) for m in messages])
+    check_stream(run)
+    assert len(run.calls("clEnqueueNDRangeKernel")) == 8
+    for e in run.calls("clEnqueueNDRangeKernel"):
+        check_stamps(run, e)
 
 
 @impl

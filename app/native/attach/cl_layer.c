@@ -37,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +53,7 @@
 static const cl_icd_dispatch *nx;  /* the next layer's table */
 static cl_icd_dispatch disp;       /* the table handed to the loader */
 static int out_fd = -1;            /* GLSHARE_ATTACH_FD; -1: record nothing (unset, or the reader went away) */
+static int out_socket;             /* out_fd is a socket: sent with MSG_NOSIGNAL */
 static int strict_mode;
 static int verdict_fd = -1;
 static pid_t cur_pid;              /* this process (updated in a forked child) */
@@ -171,23 +174,25 @@ static void put_ptr(rec_t *r, const char *key, const void *p)
     put(r, t, n + hex_(t + n, (uintptr_t)p));
 }
 
-static void put_bool(rec_t *r, const char *key, int v)
+/* A key and a literal value (true, false, null) */
+static void put_word(rec_t *r, const char *key, const char *word)
 {
-    char t[64];
-    put(r, t, (size_t)snprintf(t, sizeof t, ",\"%s\":%s", key, v ? "true" : "false"));
+    char t[96];
+    size_t n = key_(t, key), k = strlen(word);
+    memcpy(t + n, word, k);
+    put(r, t, n + k);
 }
 
-static void put_null(rec_t *r, const char *key)
-{
-    char t[64];
-    put(r, t, (size_t)snprintf(t, sizeof t, ",\"%s\":null", key));
-}
+static void put_bool(rec_t *r, const char *key, int v) { put_word(r, key, v ? "true" : "false"); }
+
+static void put_null(rec_t *r, const char *key) { put_word(r, key, "null"); }
 
 /* A JSON string, escaped; cut at 200 bytes. */
 static void put_str(rec_t *r, const char *key, const char *s)
 {
     char t[512];
-    size_t n = (size_t)snprintf(t, sizeof t, ",\"%s\":\"", key);
+    size_t n = key_(t, key);
+    t[n++] = '"';
     for (size_t i = 0; s && s[i] && i < 200 && n < sizeof t - 8; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') {
@@ -211,8 +216,9 @@ static void put_handles(rec_t *r, const char *key, const void *const *h, cl_uint
         return;
     }
     char t[64];
-    size_t start = r->n;
-    put(r, t, (size_t)snprintf(t, sizeof t, ",\"%s\":[", key));
+    size_t start = r->n, n = key_(t, key);
+    t[n++] = '[';
+    put(r, t, n);
     if (r->n == start)
         return;
     for (cl_uint i = 0; i < count; i++) {
@@ -233,10 +239,14 @@ static void put_sizes(rec_t *r, const char *key, const size_t *v, cl_uint count)
         put_null(r, key);
         return;
     }
-    char t[96];
-    size_t n = (size_t)snprintf(t, sizeof t, ",\"%s\":[", key);
-    for (cl_uint i = 0; i < count && i < 3; i++)
-        n += (size_t)snprintf(t + n, sizeof t - n, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
+    char t[128];
+    size_t n = key_(t, key);
+    t[n++] = '[';
+    for (cl_uint i = 0; i < count && i < 3; i++) {
+        if (i)
+            t[n++] = ',';
+        n += dec_(t + n, v[i]);
+    }
     t[n++] = ']';
     put(r, t, n);
 }
@@ -307,12 +317,22 @@ static void emit(rec_t *r, uint64_t id)
 }
 
 /* The reader may go away (glshare killed): the write then fails with EPIPE, whose SIGPIPE would kill
- * the program. SIGPIPE is blocked on this thread around the write and a pending one taken back. */
+ * the program. A socket is sent to with MSG_NOSIGNAL (one system call); on a pipe SIGPIPE is blocked
+ * on this thread around the write and a pending one taken back (three). */
 static void write_line(const char *b, size_t n)
 {
     int fd = out_fd;
     if (fd < 0)
         return;
+    if (out_socket) {
+        ssize_t w;
+        do {
+            w = send(fd, b, n, MSG_NOSIGNAL);
+        } while (w < 0 && errno == EINTR);
+        if (w < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN))
+            out_fd = -1;
+        return;
+    }
     sigset_t pipe_set, old;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
@@ -2015,6 +2035,8 @@ EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const cl_icd_dispatch
     nx = target;
     memcpy(&disp, target, sizeof disp);
     out_fd = open_fd_from_env("GLSHARE_ATTACH_FD");
+    struct stat st;
+    out_socket = out_fd >= 0 && fstat(out_fd, &st) == 0 && S_ISSOCK(st.st_mode);
     if (out_fd >= 0) {
         const char *s = getenv("GLSHARE_ATTACH_STRICT");
         strict_mode = s && strcmp(s, "1") == 0;

@@ -1,6 +1,9 @@
 """Probe: what glshare attach's OpenCL layer (app/native/attach/cl_layer.c) costs a program, with and
 without the layer in the same run, on every CPU implementation present:
 
+- the layer alone: tests/attach/programs/cl_stub.c, N enqueues through the layer's table over a stub
+  driver (no event, so no stamps): its pass-through cost without GLSHARE_ATTACH_FD, and the cost of
+  a recorded call with its records going to /dev/null and to a pipe this probe reads;
 - per call: tests/attach/programs/cl_vecadd.c's ``bench`` mode, N enqueues of a 64-item kernel and
   one clFinish (each enqueue recorded twice, its stamps read by the layer's thread);
 - per frame: an image-scene-sized frame without acquires (a Julia kernel over W x H RGBA8 pixels, the
@@ -64,15 +67,18 @@ def frame_child(platform: str, frames: int, width: int, height: int) -> None:
     print(f"{(time.perf_counter() - t0) * 1e6 / frames:.1f} {(time.process_time() - c0) * 1e6 / frames:.1f}")
 
 
-def timed(cmd: list[str], layer: str | None) -> tuple[list[float], int]:
-    """(the wall-clock and CPU figures the child printed, the records read) with or without the layer."""
+def timed(cmd: list[str], layer: str | None, fd_only: bool = False) -> tuple[list[float], int]:
+    """(the figures the child printed, the records read) with or without the layer; ``fd_only``: a
+    pipe in GLSHARE_ATTACH_FD without OPENCL_LAYERS (the stub loads the layer itself)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENCL_LAYERS", wire.FD_ENV)}
     fds: tuple[int, ...] = ()
     count = [0]
     reader = None
-    if layer:
+    if layer or fd_only:
         r, w = os.pipe()
-        env.update(OPENCL_LAYERS=layer, **{wire.FD_ENV: str(w)})
+        env[wire.FD_ENV] = str(w)
+        if layer:
+            env["OPENCL_LAYERS"] = layer
         fds = (w,)
 
         def drain() -> None:  # large reads, as glshare's reader: a small one wakes per record
@@ -94,6 +100,26 @@ def timed(cmd: list[str], layer: str | None) -> tuple[list[float], int]:
     if done.returncode:
         sys.exit(f"attach_cl_overhead: {' '.join(cmd[:3])} failed: {done.stderr.strip()[-300:]}")
     return [float(v) for v in done.stdout.split()[-2:]], count[0]
+
+
+def stub_cost(stub: str, layer: str, n: int) -> None:
+    """The layer's own ns per call over the stub driver: best of ROUNDS per way of recording."""
+    plain_env = {k: v for k, v in os.environ.items() if k != wire.FD_ENV}
+    ways = {"not recording": None, "records to /dev/null": "null"}
+    for name, sink in ways.items():
+        best = []
+        for _ in range(ROUNDS):
+            if sink == "null":
+                with open(os.devnull, "wb") as null:
+                    done = subprocess.run([stub, layer, str(n)], env={**plain_env, wire.FD_ENV: str(null.fileno())},
+                                          pass_fds=(null.fileno(),), capture_output=True, text=True, check=True)
+            else:
+                done = subprocess.run([stub, layer, str(n)], env=plain_env, capture_output=True, text=True, check=True)
+            best.append(float(done.stdout))
+        print(f"the layer alone, {name}: {min(best):.1f} ns per enqueue (best of {ROUNDS})")
+    piped = [timed([stub, layer, str(n)], layer=None, fd_only=True)[0][-1] for _ in range(ROUNDS)]
+    print(f"the layer alone, records to a pipe read as glshare would: {min(piped):.1f} ns per enqueue "
+          f"(best of {ROUNDS})")
 
 
 def compare(what: str, cmd: list[str], layer: str, unit: str) -> None:
@@ -126,11 +152,13 @@ def main(argv: list[str]) -> int:
     if cc is None:
         sys.exit("attach_cl_overhead: no C compiler")
     with tempfile.TemporaryDirectory() as tmp:
-        layer, prog = os.path.join(tmp, "libcl_layer.so"), os.path.join(tmp, "cl_vecadd")
+        layer, prog, stub = (os.path.join(tmp, name) for name in ("libcl_layer.so", "cl_vecadd", "cl_stub"))
         for cmd in ([*cc, *native.ATTACH_CFLAGS, "-o", layer, os.path.join(native.ATTACH_DIR, "cl_layer.c"), "-ldl"],
                     [*cc, "-O2", "-std=gnu11", "-pthread", "-o", prog, "tests/attach/programs/cl_vecadd.c",
-                     "-l:libOpenCL.so.1"]):
+                     "-l:libOpenCL.so.1"],
+                    [*cc, "-O2", "-std=gnu11", "-o", stub, "tests/attach/programs/cl_stub.c", "-ldl"]):
             subprocess.run(cmd, check=True)
+        stub_cost(stub, layer, 10 * enqueues)
         for platform in platforms:
             print(f"== {platform}")
             compare(f"{enqueues} enqueues", [prog, platform, "bench", str(enqueues)], layer, "ns per enqueue")

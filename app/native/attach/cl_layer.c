@@ -633,14 +633,15 @@ static void stamps_rec(uint64_t id, cl_event ev, cl_int exec)
 }
 
 /* One pass over the working list (drv_mu held): completed events' stamps written, their references
- * dropped; the rest kept. Returns how many completed. At exit (final) the rest are reported too. */
-static size_t poll_working(int final)
+ * dropped; the rest kept. Returns how many completed. At exit (final) the rest are reported too;
+ * without ``ask`` the driver is not called at all. */
+static size_t poll_working(int final, int ask)
 {
     size_t done = 0, keep = 0;
     for (size_t i = 0; i < working.n; i++) {
         pending_t p = working.p[i];
         cl_int exec = CL_QUEUED;
-        if (nx->clGetEventInfo(p.ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, NULL) != CL_SUCCESS)
+        if (ask && nx->clGetEventInfo(p.ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, NULL) != CL_SUCCESS)
             exec = CL_INVALID_EVENT;
         if (exec == CL_COMPLETE || exec < 0) {
             stamps_rec(p.id, p.ev, exec);
@@ -749,7 +750,7 @@ static void *stamps_thread(void *arg)
             return NULL;
         }
         take_pending();
-        poll_working(0);
+        poll_working(0, 1);
         if (now_ns() - last_clock >= 1000000000ull) {
             clocks_all();
             last_clock = now_ns();
@@ -823,18 +824,29 @@ static void watch_device(cl_device_id dev)
     }
 }
 
-/* At exit: the stamps that are there are written, the rest reported; nothing waits on the device. */
+/* At exit: the stamps that are there are written, the rest reported; nothing waits on the device.
+ * A driver that ends the process from inside a call (PoCL's unimplemented entry points call exit) may
+ * hold its own locks: from inside a recorded call the driver is not asked, and a stamps thread stuck
+ * in the driver is left alone after 200 ms. */
 static void at_exit(void)
 {
     if (out_fd < 0)
         return;
-    pthread_mutex_lock(&drv_mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 200000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_mutex_timedlock(&drv_mu, &until) != 0)
+        return;
     pthread_mutex_lock(&st_mu);
     exiting = 1;
     pthread_cond_signal(&st_cv);
     pthread_mutex_unlock(&st_mu);
     take_pending();
-    poll_working(1);
+    poll_working(1, depth == 0);
     pthread_mutex_unlock(&drv_mu);
 }
 
@@ -1599,6 +1611,25 @@ static cl_int CL_API_CALL w_clSetKernelArg(cl_kernel k, cl_uint index, size_t si
     return st;
 }
 
+/* A clone has its source's arguments (OpenCL 3.0 5.9.3), so the same mem arguments. */
+static cl_kernel CL_API_CALL w_clCloneKernel(cl_kernel source, cl_int *err)
+{
+    cl_kernel k = nx->clCloneKernel(source, err);
+    if (out_fd < 0 || !k)
+        return k;
+    pthread_mutex_lock(&tables_mu);
+    slot_t *s = tfind(&kernels, source);
+    kinfo_t copy;
+    int known = s && s->val;
+    if (known)
+        copy = *(kinfo_t *)s->val;
+    kinfo_t *ki = known ? kinfo(k, copy.name) : NULL;
+    if (ki)
+        memcpy(ki->args, copy.args, sizeof ki->args);
+    pthread_mutex_unlock(&tables_mu);
+    return k;
+}
+
 /* A released kernel's handle may come back for another kernel: its record goes with its last reference. */
 static cl_int CL_API_CALL w_clReleaseKernel(cl_kernel k)
 {
@@ -1988,6 +2019,7 @@ static void install(void)
     W(clCreateKernel);
     W(clSetKernelArg);
     W(clReleaseKernel);
+    W(clCloneKernel);
     W(clEnqueueNDRangeKernel);
     W(clEnqueueTask);
     W(clEnqueueReadBuffer);

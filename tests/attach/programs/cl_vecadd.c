@@ -5,7 +5,8 @@
  * PLATFORM: a part of the platform's name ("Portable", "Intel"). MODE:
  *   run OUT       a kernel enqueued 8 times on one buffer pair, the result read back into the file OUT
  *   threads OUT   two threads, each its own queue, buffers and kernel; both results into OUT
- *   gl            clCreateFromGLBuffer on a context without GL (PoCL aborts the process there)
+ *   gl            a fill left in flight, then clCreateFromGLBuffer on a context without GL (PoCL ends the
+ *                 process there)
  *   acquire       clEnqueueAcquireGLObjects of a plain buffer; prints the status it got
  *   ext           clGetGLContextInfoKHR through clGetExtensionFunctionAddressForPlatform, without a GL
  *                 context; prints the status it got ("none" where the platform has no such entry point)
@@ -157,6 +158,12 @@ int main(int argc, char **argv)
             pthread_join(th[i], NULL);
         save(argv[3], &out[0][0], 2 * N);
     } else if (!strcmp(mode, "gl")) {
+        cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);
+        CHECK(err);
+        cl_mem b = clCreateBuffer(context, CL_MEM_READ_WRITE, 1 << 20, NULL, &err);
+        CHECK(err);
+        int one = 1;
+        CHECK(clEnqueueFillBuffer(q, b, &one, sizeof one, 0, 1 << 20, 0, NULL, NULL));
         cl_mem m = clCreateFromGLBuffer(context, CL_MEM_READ_WRITE, 1, &err);
         printf("clCreateFromGLBuffer: %d %p\n", err, (void *)m);
     } else if (!strcmp(mode, "acquire")) {

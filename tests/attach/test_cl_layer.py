@@ -69,7 +69,8 @@ class Attached:
 
 def attach(cmd: list[str], layer: Path | None, *, verdict: int | str | None = None, fd_env: bool = True) -> Attached:
     """Runs ``cmd`` with the layer; every line read is parsed as JSON (a line that is not fails the test).
-    ``verdict``: strict mode, glshare's answer to every question ("eof": the answer pipe closed at once)."""
+    ``verdict``: strict mode, glshare's answer to every question ("eof": the answer pipe closed at once;
+    "other": CL_INVALID_GL_OBJECT for another call's id)."""
     read_end, write_end = os.pipe()
     env = {**os.environ}
     env.pop("PYOPENGL_PLATFORM", None)
@@ -103,7 +104,9 @@ def attach(cmd: list[str], layer: Path | None, *, verdict: int | str | None = No
                     continue
                 records.append(rec)
                 if answer_end is not None and rec["k"] == "call" and rec.get("verdict"):
-                    os.write(answer_end, (json.dumps({"id": rec["id"], "status": verdict}) + "\n").encode())
+                    answer = {"id": rec["id"] + 1000, "status": CL_INVALID_GL_OBJECT} if verdict == "other" \
+                        else {"id": rec["id"], "status": verdict}
+                    os.write(answer_end, (json.dumps(answer) + "\n").encode())
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -285,14 +288,18 @@ def test_strict_mode_with_a_zero_verdict_calls_the_driver(built):
     assert run.ret(call)["status"] == driver_said and "verdict" not in run.ret(call)
 
 
-def test_strict_mode_goes_on_to_the_driver_when_glshare_is_gone(built):
+@pytest.mark.parametrize("answer", ["eof", "other"])
+def test_strict_mode_goes_on_to_the_driver_without_a_verdict_for_the_call(built, answer):
+    """glshare gone (the answer pipe at its end), or an answer for another call: the call goes on."""
     if CPU_IMPLEMENTATIONS["pocl"] not in [n for _, n in IMPLS]:
         pytest.skip("PoCL is not present")
     plain = run_plain([str(built["prog"]), CPU_IMPLEMENTATIONS["pocl"], "acquire"])
-    run = attach([str(built["prog"]), CPU_IMPLEMENTATIONS["pocl"], "acquire"], built["layer"], verdict="eof")
+    run = attach([str(built["prog"]), CPU_IMPLEMENTATIONS["pocl"], "acquire"], built["layer"], verdict=answer)
     assert run.rc == plain.returncode == 0 and run.stdout == plain.stdout, run.stderr
     [call] = run.calls("clEnqueueAcquireGLObjects")
     assert call["verdict"] is True and "verdict" not in run.ret(call)
+    notes = [r["text"] for r in run.records if r["k"] == "note"]
+    assert notes == (["a verdict for another call: the call goes on"] if answer == "other" else [])
 
 
 @impl

@@ -280,7 +280,10 @@ static void put_props(rec_t *r, const char *key, const void *props)
 
 static void write_line(const char *b, size_t n);
 
-static void begin(rec_t *r, const char *kind)
+static void ensure_hello(void);
+
+/* A record's head; each process's hello comes before its first other record. */
+static void begin_raw(rec_t *r, const char *kind)
 {
     r->n = 0;
     r->cut = 0;
@@ -291,6 +294,12 @@ static void begin(rec_t *r, const char *kind)
     puts_(r, "\",\"src\":\"cl\"");
     put_i64(r, "pid", cur_pid);
     put_u64(r, "t", now_ns());
+}
+
+static void begin(rec_t *r, const char *kind)
+{
+    ensure_hello();
+    begin_raw(r, kind);
 }
 
 static void note(const char *text)
@@ -352,7 +361,7 @@ static void write_line(const char *b, size_t n)
 static void hello(void)
 {
     rec_t r;
-    begin(&r, "hello");
+    begin_raw(&r, "hello");
     puts_(&r, ",\"lib\":\"glshare-cl-layer\",\"version\":1");
     r.b[r.n++] = '}';
     r.b[r.n++] = '\n';
@@ -375,7 +384,6 @@ static void ensure_hello(void)
 /* A "call" record's common head; returns its id. */
 static uint64_t call_head(rec_t *r, const char *fn, const void *site)
 {
-    ensure_hello();
     uint64_t id = atomic_fetch_add(&next_id, 1);
     begin(r, "call");
     put_u64(r, "id", id);
@@ -434,7 +442,14 @@ static cl_int emit_asking(rec_t *r, uint64_t id)
     }
     pthread_mutex_unlock(&verdict_mu);
     line[n] = 0;
-    const char *s = strstr(line, "\"status\"");
+    if (!n)
+        return CL_SUCCESS;
+    const char *s = strstr(line, "\"id\"");
+    if (s && (s = strchr(s, ':')) && strtoull(s + 1, NULL, 10) != id) {
+        note("a verdict for another call: the call goes on");
+        return CL_SUCCESS;
+    }
+    s = strstr(line, "\"status\"");
     if (!s || !(s = strchr(s, ':')))
         return CL_SUCCESS;
     return (cl_int)strtol(s + 1, NULL, 10);

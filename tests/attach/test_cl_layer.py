@@ -204,6 +204,53 @@ def test_a_c_program_s_calls_arguments_and_stamps(built, platform, tmp_path):
         assert int(call["site"], 16) != 0
 
 
+# (fn, mems as indexes into [buffer a, buffer b, image, image2], blocking or None where the call has none)
+TRANSFERS = [
+    ("clEnqueueWriteBuffer", [0], False), ("clEnqueueCopyBuffer", [0, 1], None),
+    ("clEnqueueMapBuffer", [1], True), ("clEnqueueUnmapMemObject", [1], None),
+    ("clEnqueueCopyBufferToImage", [1, 2], None), ("clEnqueueCopyImage", [2, 3], None),
+    ("clEnqueueMapImage", [3], True), ("clEnqueueUnmapMemObject", [3], None),
+    ("clEnqueueCopyImageToBuffer", [3, 0], None), ("clEnqueueReadImage", [3], True),
+    ("clEnqueueWriteImage", [2], True), ("clEnqueueFillImage", [2], None), ("clEnqueueFillBuffer", [1], None),
+    ("clEnqueueWriteBufferRect", [1], True), ("clEnqueueReadBufferRect", [0], True),
+    ("clEnqueueReadBuffer", [1], True), ("clEnqueueReadImage", [2], True),
+]
+
+
+@impl
+def test_every_transfer_with_its_mems_and_stamps(built, platform, tmp_path):
+    cmd = [str(built["prog"]), platform, "transfers"]
+    plain = run_plain([*cmd, str(tmp_path / "plain.bin")])
+    assert plain.returncode == 0, plain.stderr
+    run = attach([*cmd, str(tmp_path / "layer.bin")], built["layer"])
+    assert run.rc == 0, run.stderr
+    assert (tmp_path / "layer.bin").read_bytes() == (tmp_path / "plain.bin").read_bytes()
+    check_stream(run)
+    made = [run.ret(c)["handle"] for c in run.calls("clCreateBuffer") + run.calls("clCreateImage")]
+    assert [(c["width"], c["height"]) for c in run.calls("clCreateImage")] == [(32, 16)] * 2
+    queue = run.ret(run.calls("clCreateCommandQueueWithProperties")[0])["handle"]
+    transfers = [c for c in run.calls() if c["fn"].startswith("clEnqueue")]
+    assert [c["fn"] for c in transfers] == [fn for fn, _, _ in TRANSFERS]
+    for call, (fn, mems, blocking) in zip(transfers, TRANSFERS):
+        assert call["queue"] == queue and call["mems"] == [made[i] for i in mems], (fn, call)
+        assert call.get("blocking") == blocking, (fn, call)
+        assert run.ret(call)["status"] == 0
+        check_stamps(run, call)
+    sizes = {c["fn"]: c.get("size") for c in transfers}
+    assert sizes["clEnqueueWriteBuffer"] == sizes["clEnqueueReadBuffer"] == 32 * 16 * 4
+    assert sizes["clEnqueueFillBuffer"] == 64 and sizes["clEnqueueCopyImage"] is None
+
+
+@impl
+def test_a_context_from_type(built, platform):
+    run = attach([str(built["prog"]), platform, "fromtype"], built["layer"])
+    assert run.rc == 0, run.stderr
+    [call] = run.calls("clCreateContextFromType")
+    platform_handle = run.calls("clCreateContext")[0]["props"][0][1]
+    assert call["props"] == [[CL_CONTEXT_PLATFORM, platform_handle]] and call["device_type"] == 0xFFFFFFFF
+    assert run.ret(call)["status"] == 0 and run.ret(call)["handle"] != "0x0"
+
+
 @impl
 def test_a_pyopencl_program(built, platform, tmp_path):
     cmd = [sys.executable, str(PROGRAMS / "cl_pyopencl.py"), platform]

@@ -4,6 +4,9 @@
  *   cl_vecadd PLATFORM MODE [ARG]
  * PLATFORM: a part of the platform's name ("Portable", "Intel"). MODE:
  *   run OUT       a kernel enqueued 8 times on one buffer pair, the result read back into the file OUT
+ *   transfers OUT every transfer the layer records (buffers, rects, images, maps), in a chain whose end
+ *                 is read into OUT
+ *   fromtype      a context from clCreateContextFromType with the platform in its properties
  *   threads OUT   two threads, each its own queue, buffers and kernel; both results into OUT
  *   gl            a fill left in flight, then clCreateFromGLBuffer on a context without GL (PoCL ends the
  *                 process there)
@@ -113,6 +116,58 @@ static void compute(int reps, float *out)
     free(a);
 }
 
+/* A chain through every recorded transfer: each step's result feeds the next, the last read into out. */
+static void transfers(unsigned char *out, size_t size)
+{
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueueWithProperties(context, device, NULL, &err);
+    CHECK(err);
+    enum { W = 32, H = 16 };
+    unsigned char host[W * H * 4];
+    for (int i = 0; i < W * H * 4; i++)
+        host[i] = (unsigned char)(i * 7 + 3);
+    cl_mem a = clCreateBuffer(context, CL_MEM_READ_WRITE, sizeof host, NULL, &err);
+    CHECK(err);
+    cl_mem b = clCreateBuffer(context, CL_MEM_READ_WRITE, sizeof host, NULL, &err);
+    CHECK(err);
+    cl_image_format fmt = {CL_RGBA, CL_UNORM_INT8};
+    cl_image_desc desc = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = W, .image_height = H};
+    cl_mem img = clCreateImage(context, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err);
+    CHECK(err);
+    cl_mem img2 = clCreateImage(context, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err);
+    CHECK(err);
+    size_t origin[3] = {0, 0, 0}, region[3] = {W, H, 1}, rect[3] = {W * 4, H, 1};
+    CHECK(clEnqueueWriteBuffer(q, a, CL_FALSE, 0, sizeof host, host, 0, NULL, NULL));
+    CHECK(clEnqueueCopyBuffer(q, a, b, 0, 0, sizeof host, 0, NULL, NULL));
+    unsigned char *m = clEnqueueMapBuffer(q, b, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, sizeof host, 0, NULL, NULL, &err);
+    CHECK(err);
+    for (size_t i = 0; i < sizeof host; i++)
+        m[i] ^= 0x5a;
+    CHECK(clEnqueueUnmapMemObject(q, b, m, 0, NULL, NULL));
+    CHECK(clEnqueueCopyBufferToImage(q, b, img, 0, origin, region, 0, NULL, NULL));
+    CHECK(clEnqueueCopyImage(q, img, img2, origin, origin, region, 0, NULL, NULL));
+    size_t pitch = 0;
+    unsigned char *mi = clEnqueueMapImage(q, img2, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, origin, region, &pitch, NULL, 0,
+                                          NULL, NULL, &err);
+    CHECK(err);
+    mi[0] = 42;
+    CHECK(clEnqueueUnmapMemObject(q, img2, mi, 0, NULL, NULL));
+    CHECK(clEnqueueCopyImageToBuffer(q, img2, a, origin, region, 0, 0, NULL, NULL));
+    CHECK(clEnqueueReadImage(q, img2, CL_TRUE, origin, region, 0, 0, host, 0, NULL, NULL));
+    CHECK(clEnqueueWriteImage(q, img, CL_TRUE, origin, region, 0, 0, host, 0, NULL, NULL));
+    size_t fill_origin[3] = {0, 0, 0}, fill_region[3] = {4, 4, 1};
+    float color[4] = {1.0f, 0.5f, 0.25f, 1.0f};
+    CHECK(clEnqueueFillImage(q, img, color, fill_origin, fill_region, 0, NULL, NULL));
+    unsigned char pattern = 9;
+    CHECK(clEnqueueFillBuffer(q, b, &pattern, 1, 0, 64, 0, NULL, NULL));
+    CHECK(clEnqueueWriteBufferRect(q, b, CL_TRUE, origin, origin, rect, W * 4, 0, W * 4, 0, host, 0, NULL, NULL));
+    CHECK(clEnqueueReadBufferRect(q, a, CL_TRUE, origin, origin, rect, W * 4, 0, W * 4, 0, out, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, sizeof host, out + sizeof host, 0, NULL, NULL));
+    CHECK(clEnqueueReadImage(q, img, CL_TRUE, origin, region, 0, 0, out + 2 * sizeof host, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    (void)size;
+}
+
 static void *worker(void *out)
 {
     compute(50, out);
@@ -139,7 +194,7 @@ static double now_s(clockid_t clock)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: cl_vecadd PLATFORM run|threads|gl|acquire|ext|fork|sem|badqueue|many|bench [OUT|N]\n");
+        fprintf(stderr, "usage: cl_vecadd PLATFORM run|transfers|fromtype|threads|gl|acquire|ext|fork|sem|badqueue|many|bench [OUT|N]\n");
         return 1;
     }
     setup(argv[1]);
@@ -149,6 +204,20 @@ int main(int argc, char **argv)
         static float out[N];
         compute(8, out);
         save(argv[3], out, N);
+    } else if (!strcmp(mode, "transfers") && argc > 3) {
+        static unsigned char out[3 * 32 * 16 * 4];
+        transfers(out, sizeof out);
+        FILE *f = fopen(argv[3], "wb");
+        if (!f || fwrite(out, 1, sizeof out, f) != sizeof out) {
+            fprintf(stderr, "cl_vecadd: cannot write %s\n", argv[3]);
+            return 1;
+        }
+        fclose(f);
+    } else if (!strcmp(mode, "fromtype")) {
+        cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
+        cl_context c = clCreateContextFromType(props, CL_DEVICE_TYPE_ALL, NULL, NULL, &err);
+        CHECK(err);
+        clReleaseContext(c);
     } else if (!strcmp(mode, "threads") && argc > 3) {
         static float out[2][N];
         pthread_t th[2];

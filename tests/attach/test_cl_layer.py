@@ -307,6 +307,19 @@ def test_pocl_s_abort_in_clcreatefromglbuffer_is_the_last_call_seen(built):
     assert "queued" in stamps or stamps["error"] == "the program ended first", stamps
 
 
+def test_a_pyopencl_gl_program_on_pocl_ends_in_clcreatefromglbuffer(built):
+    if CPU_IMPLEMENTATIONS["pocl"] not in [n for _, n in IMPLS]:
+        pytest.skip("PoCL is not present")
+    run = attach([sys.executable, str(PROGRAMS / "cl_pyopencl_gl.py"), CPU_IMPLEMENTATIONS["pocl"]], built["layer"])
+    if run.rc == 3:
+        pytest.skip(run.stderr.strip())
+    assert run.rc not in (0, 3) and "clCreateFromGLBuffer" in run.stderr, (run.rc, run.stderr)
+    check_stream(run)
+    last = run.calls()[-1]
+    assert last["fn"] == "clCreateFromGLBuffer" and last["gl_object"] == 1 and run.ret(last) is None
+    assert last["context"] == run.ret(run.calls("clCreateContext")[0])["handle"]
+
+
 @impl
 def test_strict_mode_returns_the_verdict_without_calling_the_driver(built, platform):
     # Without a verdict PoCL answers CL_INVALID_CONTEXT (-34) and Intel's runtime crashes here.

@@ -476,7 +476,10 @@ typedef struct {
 static pthread_mutex_t tables_mu = PTHREAD_MUTEX_INITIALIZER;
 static table_t mems, kernels;
 
-static size_t hash_ptr(const void *p, size_t cap) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
+static size_t hash_ptr(const void *p, size_t cap)
+{
+    return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1);
+}
 
 static slot_t *tfind(table_t *t, const void *key)
 {
@@ -1200,7 +1203,8 @@ static cl_mem call_buffer(const void *f, cl_context c, cl_mem_flags fl, cl_GLenu
     return ((cl_api_clCreateFromGLBuffer)f)(c, fl, o, e);
 }
 
-static cl_mem call_texture(const void *f, cl_context c, cl_mem_flags fl, cl_GLenum t, cl_GLint l, cl_GLuint o, cl_int *e)
+static cl_mem call_texture(const void *f, cl_context c, cl_mem_flags fl, cl_GLenum t, cl_GLint l, cl_GLuint o,
+                           cl_int *e)
 {
     return ((cl_api_clCreateFromGLTexture)f)(c, fl, t, l, o, e);
 }
@@ -1844,7 +1848,8 @@ static cl_int CL_API_CALL w_clEnqueueCopyImage(cl_command_queue q, cl_mem src, c
 {
     if (!recording())
         return nx->clEnqueueCopyImage(q, src, dst, so, dof, region, nw, wl, event);
-    TRANSFER("clEnqueueCopyImage", src, dst, -1, 0, nx->clEnqueueCopyImage(q, src, dst, so, dof, region, nw, wl, e.evp));
+    TRANSFER("clEnqueueCopyImage", src, dst, -1, 0,
+             nx->clEnqueueCopyImage(q, src, dst, so, dof, region, nw, wl, e.evp));
 }
 
 static cl_int CL_API_CALL w_clEnqueueFillImage(cl_command_queue q, cl_mem img, const void *color, const size_t *origin,
@@ -1852,7 +1857,8 @@ static cl_int CL_API_CALL w_clEnqueueFillImage(cl_command_queue q, cl_mem img, c
 {
     if (!recording())
         return nx->clEnqueueFillImage(q, img, color, origin, region, nw, wl, event);
-    TRANSFER("clEnqueueFillImage", img, NULL, -1, 0, nx->clEnqueueFillImage(q, img, color, origin, region, nw, wl, e.evp));
+    TRANSFER("clEnqueueFillImage", img, NULL, -1, 0,
+             nx->clEnqueueFillImage(q, img, color, origin, region, nw, wl, e.evp));
 }
 
 static cl_int CL_API_CALL w_clEnqueueCopyImageToBuffer(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,

@@ -139,7 +139,8 @@ static void transfers(unsigned char *out, size_t size)
     size_t origin[3] = {0, 0, 0}, region[3] = {W, H, 1}, rect[3] = {W * 4, H, 1};
     CHECK(clEnqueueWriteBuffer(q, a, CL_FALSE, 0, sizeof host, host, 0, NULL, NULL));
     CHECK(clEnqueueCopyBuffer(q, a, b, 0, 0, sizeof host, 0, NULL, NULL));
-    unsigned char *m = clEnqueueMapBuffer(q, b, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, sizeof host, 0, NULL, NULL, &err);
+    unsigned char *m =
+        clEnqueueMapBuffer(q, b, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, sizeof host, 0, NULL, NULL, &err);
     CHECK(err);
     for (size_t i = 0; i < sizeof host; i++)
         m[i] ^= 0x5a;
@@ -194,7 +195,7 @@ static double now_s(clockid_t clock)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: cl_vecadd PLATFORM run|transfers|fromtype|threads|gl|acquire|ext|fork|sem|badqueue|many|bench [OUT|N]\n");
+        fprintf(stderr, "usage: cl_vecadd PLATFORM MODE [OUT|N] (modes: see the file's head)\n");
         return 1;
     }
     setup(argv[1]);
@@ -252,7 +253,8 @@ int main(int argc, char **argv)
         }
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
         cl_device_id dev = NULL;
-        printf("clGetGLContextInfoKHR: %d\n", info(props, CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR, sizeof dev, &dev, NULL));
+        cl_int st = info(props, CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR, sizeof dev, &dev, NULL);
+        printf("clGetGLContextInfoKHR: %d\n", st);
     } else if (!strcmp(mode, "sem")) {
         clCreateSemaphoreWithPropertiesKHR_fn create = (clCreateSemaphoreWithPropertiesKHR_fn)
             clGetExtensionFunctionAddressForPlatform(platform, "clCreateSemaphoreWithPropertiesKHR");

@@ -7,9 +7,10 @@ The attached program runs with glshare's OpenCL layer (``OPENCL_LAYERS`` names
 ``GLSHARE_ATTACH_FD`` (a pipe to glshare, inherited), each record one ``write(2)`` of one line of at
 most ``MAX_LINE`` bytes: POSIX makes a pipe write of at most PIPE_BUF (4096) bytes atomic, so the
 lines of several threads and of both libraries never interleave. Without ``GLSHARE_ATTACH_FD`` both
-libraries do nothing but pass each call on. (The GL library also writes to a socket there: with a
-SOCK_SEQPACKET pair each record is one message, sent with MSG_NOSIGNAL; on a pipe it blocks SIGPIPE
-around each write, two more system calls a record, so that a glshare gone never kills the program.)
+libraries do nothing but pass each call on. Both libraries also take a ``SOCK_SEQPACKET`` socket there
+(each record one message, sent with MSG_NOSIGNAL: one system call instead of a pipe write guarded
+against SIGPIPE, so that a glshare gone never kills the program). The reader should read in large
+chunks (64 KiB and more) so writers rarely wait.
 
 Every record has:
   ``k``    its kind: "hello", "call", "ret", "stamps", "clock", "site", "note"
@@ -54,19 +55,23 @@ Argument names of the CL calls (as the spec names the parameters, shortened):
   clCreateContext/FromType: ``props`` ([[name, value], ...] as integers: CL_GL_CONTEXT_KHR,
       CL_GLX_DISPLAY_KHR, CL_EGL_DISPLAY_KHR, CL_CONTEXT_PLATFORM ...), ``devices`` ([handles]),
       ``device_type``; ret ``handle``.
-  clCreateCommandQueue(WithProperties): ``context``, ``device``, ``props`` (as given), ``profiling``
-      (true where the layer turned CL_QUEUE_PROFILING_ENABLE on itself); ret ``handle``.
+  clCreateCommandQueue(WithProperties): ``context``, ``device``, ``props`` (as given: the bitfield's
+      integer for clCreateCommandQueue), ``profiling`` (true where the layer turned
+      CL_QUEUE_PROFILING_ENABLE on itself); ret ``handle``, and ``"profiling": false`` where the
+      driver refused it (the queue was then made with the program's own properties).
   clCreateFromGLBuffer/Texture/Renderbuffer: ``context``, ``flags``, ``gl_object`` (the GL name),
       ``target``, ``miplevel``; ret ``handle``.
-  clCreateBufferWithProperties/clCreateImageWithProperties: ``context``, ``flags``, ``size``,
-      ``props`` (external memory: CL_EXTERNAL_MEMORY_HANDLE_*_KHR, the fd); ret ``handle``.
+  clCreateBuffer(WithProperties)/clCreateImage(WithProperties): ``context``, ``flags``, ``size``
+      (buffers), ``width`` and ``height`` (images), ``props`` (the WithProperties forms; external
+      memory: CL_EXTERNAL_MEMORY_HANDLE_*_KHR, the fd); ret ``handle``.
   clEnqueueAcquire/ReleaseGLObjects, clEnqueueAcquire/ReleaseExternalMemObjectsKHR: ``queue``,
       ``num`` (num_mem_objects), ``mems`` ([handles], as many as ``num`` where the list is not NULL;
       null when NULL), ``num_wait``, ``wait`` ([handles] or null), ``event_out`` (the program asked
       for an event).
   clEnqueueWait/SignalSemaphoresKHR: ``queue``, ``num``, ``semaphores``, ``payloads``, ``num_wait``,
       ``wait``, ``event_out``.
-  clSetKernelArg: ``kernel``, ``index``, ``mem`` (where the argument is a cl_mem the layer knows).
+  clSetKernelArg: ``kernel``, ``index``, ``mem``; recorded only where the argument is a cl_mem the
+      layer saw created (any other argument only updates the layer's table of the kernel's mems).
   clCreateKernel: ``program``, ``name``; ret ``handle``.
   clEnqueueNDRangeKernel/clEnqueueTask: ``queue``, ``kernel``, ``name``, ``mems`` (the mem objects
       set as its arguments), ``dims``, ``gws``, ``lws``, ``num_wait``, ``wait``, ``event_out``.
@@ -74,6 +79,8 @@ Argument names of the CL calls (as the spec names the parameters, shortened):
       (source first), ``blocking``, ``size`` (bytes, where the call says), wait list as above.
   clFinish, clFlush: ``queue``. clWaitForEvents: ``events``. clReleaseMemObject: ``mem``.
   clCreateEventFromGLsyncKHR: ``context``, ``sync``; ret ``handle``.
+  clGetGLContextInfoKHR: ``props``, ``param``. clCreateSemaphoreWithPropertiesKHR: ``context``,
+      ``props``; ret ``handle``.
 Argument names of the GL calls:
   glXSwapBuffers, eglSwapBuffers: ``display``, ``drawable`` (a frame boundary).
   glXMakeCurrent/glXMakeContextCurrent/eglMakeCurrent: ``display``, ``drawable``, ``context``.

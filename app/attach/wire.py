@@ -91,3 +91,46 @@ FD_ENV = "GLSHARE_ATTACH_FD"  # the pipe's write end, inherited by the program
 STRICT_ENV = "GLSHARE_ATTACH_STRICT"  # "1": acquires and releases wait for glshare's verdict
 VERDICT_FD_ENV = "GLSHARE_ATTACH_VERDICT_FD"  # strict mode: the pipe glshare answers on
 KINDS = ("hello", "call", "ret", "stamps", "clock", "site", "note")
+REQUIRED = ("k", "src", "pid", "t")  # every record has them (the docstring's list)
+SOURCES = ("cl", "gl", "py")
+
+
+class BadRecord(ValueError):
+    """A line that is not a record of this format (one line: why)."""
+
+
+def parse_line(line: bytes | str) -> dict:
+    """One record from one line (its newline optional); BadRecord where it is not JSON, not an
+    object, lacks a required key, or has a kind or a writer the format does not name."""
+    import json
+
+    try:
+        rec = json.loads(line)
+    except ValueError as exc:
+        raise BadRecord(f"not JSON: {exc.args[0] if exc.args else exc}") from None
+    if not isinstance(rec, dict):
+        raise BadRecord(f"not a JSON object: {type(rec).__name__}")
+    missing = [k for k in REQUIRED if k not in rec]
+    if missing:
+        raise BadRecord(f"no {', '.join(missing)}")
+    if rec["k"] not in KINDS:
+        raise BadRecord(f"unknown kind {rec['k']!r}")
+    if rec["src"] not in SOURCES:
+        raise BadRecord(f"unknown writer {rec['src']!r}")
+    if not isinstance(rec["pid"], int) or not isinstance(rec["t"], int):
+        raise BadRecord("pid and t must be integers")
+    if rec["k"] in ("call", "ret", "stamps") and not isinstance(rec.get("id"), int):
+        raise BadRecord(f"a {rec['k']} record without an integer id")
+    return rec
+
+
+def handle(text) -> int:
+    """A handle as the records write it ("0x..." hex; "0x0" and null are NULL): its integer."""
+    if text is None:
+        return 0
+    if isinstance(text, int):
+        return text
+    try:
+        return int(str(text), 16)
+    except ValueError:
+        raise BadRecord(f"not a handle: {text!r}") from None

@@ -369,11 +369,11 @@ class ProcessModel:
         if queue is None and qptr:
             self.notes.append(f"{call.fn} (call {call.id}) on a queue no recorded call created: not checked")
             return
+        self._assuming = False
         mems = rec.get("mems")
         objs = NULL if mems is None else [self.mem(m) for m in mems]
         wait = rec.get("wait")
         events = NULL if wait is None else [self._event(e) for e in wait]
-        self._assuming = False
         if queue is not None:
             self._event_facts.assumed_context = queue.context.int_ptr
         v = self.validator(family, queue) if queue is not None else self.validator(family, Queue(0, NOT_FROM_GL))

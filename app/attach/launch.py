@@ -1,0 +1,219 @@
+"""Run a program with glshare's recording libraries and read what they write, as it comes.
+
+The program gets its own standard streams, arguments and working folder; its environment gains
+``OPENCL_LAYERS`` (the CL layer, first), ``LD_PRELOAD`` (the GL library, first), ``PYTHONPATH``
+(glshare's site hook, first: ``app/attach/pyhook``) and ``GLSHARE_ATTACH_FD``, the write end of a
+pipe it inherits (``wire``). A thread reads the pipe, one record per line, into one
+``ProcessModel`` per writing process; under ``--strict`` it answers each verdict request on a second
+pipe as soon as the request is checked (the program waits for it). The pipe is read until every
+writer closed it (the program and whatever it started); once the program ended, descendants that
+keep it open get ``READ_AFTER_EXIT_S`` and the report says the stream was cut.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+
+from app import native
+from app.attach import wire
+from app.attach.model import ProcessModel
+from app.errors import UsageError
+
+HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyhook")
+READ_AFTER_EXIT_S = 2.0
+PIPE_BYTES = 1 << 20  # F_SETPIPE_SZ asked: fewer waits of the program on a full pipe
+F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
+FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # SIGINT reaches the program from the terminal itself
+
+
+class LibraryMissing(UsageError):
+    """A recording library is not built: one line, exit 2."""
+
+
+def libraries(cl: bool, gl: bool) -> dict[str, str | None]:
+    """{"cl": path, "gl": path}, None where turned off; LibraryMissing where one asked for is not built."""
+    out: dict[str, str | None] = {}
+    for key, stem, flag, on in (("cl", "cl_layer", "--no-cl", cl), ("gl", "gl_preload", "--no-gl", gl)):
+        path = native.attach_library(stem) if on else None
+        if path is not None and not os.path.exists(path):
+            raise LibraryMissing(f"{os.path.relpath(path)} is not built (make setup, or python -m app.native build); "
+                                 f"{flag} records without it")
+        out[key] = path
+    return out
+
+
+def find_program(argv: list[str]) -> str:
+    """The program's path as exec will find it; UsageError (one line) where there is none."""
+    if not argv:
+        raise UsageError("glshare attach: no program: give it after --, e.g. glshare attach -- python3 app.py")
+    name = argv[0]
+    found = shutil.which(name) if os.sep not in name else (name if os.access(name, os.X_OK) and os.path.isfile(name) else None)
+    if found is None:
+        why = "not found on PATH" if os.sep not in name else ("not executable" if os.path.isfile(name) else "no such file")
+        raise UsageError(f"glshare attach: {name}: {why}")
+    return found
+
+
+def environment(base: dict[str, str], libs: dict[str, str | None], fd: int, verdict_fd: int | None) -> dict[str, str]:
+    env = dict(base)
+
+    def first(key: str, value: str) -> None:
+        env[key] = value + (":" + env[key] if env.get(key) else "")
+
+    if libs.get("cl"):
+        first("OPENCL_LAYERS", libs["cl"])
+    if libs.get("gl"):
+        first("LD_PRELOAD", libs["gl"])
+    first("PYTHONPATH", HOOK_DIR)
+    env[wire.FD_ENV] = str(fd)
+    if verdict_fd is not None:
+        env[wire.STRICT_ENV] = "1"
+        env[wire.VERDICT_FD_ENV] = str(verdict_fd)
+    else:
+        env.pop(wire.STRICT_ENV, None)
+        env.pop(wire.VERDICT_FD_ENV, None)
+    return env
+
+
+@dataclass
+class Recorder:
+    """Every process's model, fed line by line; what could not be read is counted."""
+
+    models: dict[int, ProcessModel] = field(default_factory=dict)
+    records: int = 0
+    bytes: int = 0
+    malformed: int = 0
+    malformed_examples: list[str] = field(default_factory=list)
+    verdicts: list[tuple[int, int, int]] = field(default_factory=list)  # (status, call t, answered t)
+    reader_cpu_ns: int = 0
+    cut: str = ""  # why the stream was not read to its end ("" : it was)
+
+    def feed_line(self, line: bytes) -> bytes | None:
+        """One line; the strict answer to write back, where the record asks for one."""
+        self.bytes += len(line) + 1
+        try:
+            rec = wire.parse_line(line)
+        except wire.BadRecord as exc:
+            self.malformed += 1
+            if len(self.malformed_examples) < 5:
+                self.malformed_examples.append(f"{exc} ({len(line)} bytes)")
+            return None
+        self.records += 1
+        model = self.models.get(rec["pid"])
+        if model is None:
+            model = self.models[rec["pid"]] = ProcessModel(rec["pid"])
+        answer = model.feed(rec)
+        if answer is None:
+            return None
+        self.verdicts.append((answer["status"], rec["t"], time.monotonic_ns()))
+        return (json.dumps(answer) + "\n").encode()
+
+
+def _read(fd: int, recorder: Recorder, answer_fd: int | None, stop: threading.Event) -> None:
+    start_cpu = time.thread_time_ns()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    pending = b""
+    try:
+        while True:
+            if not poller.poll(100):
+                if stop.is_set():
+                    recorder.cut = "a process the program started kept the record pipe open after the program ended"
+                    break
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.strip():
+                    continue
+                answer = recorder.feed_line(line)
+                if answer is not None and answer_fd is not None:
+                    try:
+                        os.write(answer_fd, answer)
+                    except OSError:  # the program closed its end: it takes the driver's answer
+                        answer_fd = None
+        if pending.strip():
+            recorder.feed_line(pending)
+    finally:
+        recorder.reader_cpu_ns = time.thread_time_ns() - start_cpu
+        os.close(fd)
+
+
+@dataclass
+class Outcome:
+    argv: list[str]
+    pid: int
+    returncode: int  # as Popen says: negative for a signal
+    recorder: Recorder
+    libs: dict[str, str | None]
+    strict: bool
+    wall_ns: int
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode < 0 else None
+
+    @property
+    def exit_status(self) -> int:
+        """The program's status, as a shell gives it: 128 + N for a signal N."""
+        return 128 + self.signal if self.signal is not None else self.returncode
+
+
+def run(argv: list[str], libs: dict[str, str | None], strict: bool = False) -> Outcome:
+    """Run ``argv`` (its program found by ``find_program``) recorded; returns when it ended and its
+    records are read."""
+    from app.signals import SIGNALS
+
+    read_fd, write_fd = os.pipe()
+    try:
+        import fcntl
+
+        fcntl.fcntl(read_fd, F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass  # the system's limit for a user: the default size
+    verdict_r = verdict_w = None
+    if strict:
+        verdict_r, verdict_w = os.pipe()
+    env = environment(os.environ, libs, write_fd, verdict_r)
+    recorder, stop = Recorder(), threading.Event()
+    started = time.monotonic_ns()
+    try:
+        child = subprocess.Popen(argv, env=env, pass_fds=tuple(fd for fd in (write_fd, verdict_r) if fd is not None))
+    except OSError as exc:
+        for fd in (read_fd, write_fd, verdict_r, verdict_w):
+            if fd is not None:
+                os.close(fd)
+        raise UsageError(f"glshare attach: {argv[0]}: {exc.strerror or exc}") from None
+    os.close(write_fd)
+    if verdict_r is not None:
+        os.close(verdict_r)
+    reader = threading.Thread(target=_read, args=(read_fd, recorder, verdict_w, stop), name="glshare attach reader",
+                              daemon=True)
+    reader.start()
+    forwarded = 0
+    while True:
+        try:
+            child.wait(timeout=0.1)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        for signum in SIGNALS.received[forwarded:]:
+            if signum in FORWARDED:
+                child.send_signal(signum)
+        forwarded = len(SIGNALS.received)
+    reader.join(READ_AFTER_EXIT_S)
+    stop.set()
+    reader.join()
+    if verdict_w is not None:
+        os.close(verdict_w)
+    return Outcome(list(argv), child.pid, child.returncode, recorder, libs, strict, time.monotonic_ns() - started)

@@ -10,8 +10,8 @@ process, fed by the records (a memory object is live from its creation record to
 objects instead of pyopencl's wrappers (its ``*_types``): the rules and their order are the same.
 
 What the records cannot tell is assumed, and said (``ProcessModel.assumed``): a memory object no
-creation record names (``clCreateBuffer`` and ``clCreateImage`` are not recorded) is live and not
-shared (the GL-sharing creations are all recorded, so it is not made from GL); an event no call
+creation record names (one made by a call the layer does not record, or before it was loaded) is
+live and not shared (the GL-sharing creations are all recorded, so it is not made from GL); an event no call
 returned is of the calling queue's context, its status unknown; where the event of an acquire is
 written is not recorded, so the alias rule (``event_aliases_wait_list``) is not checked; a
 ``clReleaseMemObject`` ends the object (``clRetainMemObject`` is not recorded). A finding that rests
@@ -53,6 +53,7 @@ GL_DRAWS = ("glDrawArrays", "glDrawElements", "glDrawArraysInstanced", "glDrawEl
             "glDrawRangeElements", "glMultiDrawArrays", "glMultiDrawElements")
 GL_UPLOADS = ("glBufferData", "glBufferSubData", "glTexImage2D", "glTexSubImage2D", "glMapBuffer",
               "glMapBufferRange", "glUnmapBuffer", "glTexImage3D", "glTexSubImage3D")
+UNSEEN_MEM = "a memory object no creation record named is taken as live and not shared"
 GL_DELETES = {"glDeleteBuffers": "buffer", "glDeleteTextures": "texture", "glDeleteRenderbuffers": "renderbuffer"}
 
 
@@ -260,7 +261,10 @@ class ProcessModel:
         return None
 
     def _call(self, rec: dict) -> dict | None:
-        site = self._sites.pop(rec.get("tid", 0), "") or rec.get("site", "")
+        tid = rec.get("tid", 0)
+        # a Python call's site names its entry point; the kernel arguments pyopencl sets first share it
+        own = self._sites.get(tid, "") if rec.get("fn") == "clSetKernelArg" else self._sites.pop(tid, "")
+        site = own or rec.get("site", "")
         call = Call(rec, self.frame, site)
         self.calls.append(call)
         self.by_id[(rec["src"], rec["id"])] = call
@@ -307,6 +311,8 @@ class ProcessModel:
         elif fn in GL_KINDS:
             kind, name = GL_KINDS[fn], int(call.rec.get("gl_object") or 0)
             self._new_mem(new, call, f"GL {kind} {name}", gl_kind=kind, gl_name=name)
+        elif fn in ("clCreateBuffer", "clCreateImage", "clCreateImage2D", "clCreateImage3D", "clCreateSubBuffer"):
+            self._new_mem(new, call, f"cl mem {new:#x}")
         elif fn in ("clCreateBufferWithProperties", "clCreateImageWithProperties"):
             props = call.rec.get("props") or ()
             external = any(k in CL_EXTERNAL_MEMORY_HANDLE_TYPES for k, _v in props)
@@ -341,13 +347,11 @@ class ProcessModel:
             return None
         found = self.mems.get(ptr) or self.released_mems.get(ptr)
         if found is None:
-            self.assume("a memory object no creation record named is taken as live and not shared "
-                        "(clCreateBuffer and clCreateImage are not recorded)")
+            self.assume(UNSEEN_MEM)
             found = self.mems[ptr] = Mem(ptr, None, f"cl mem {ptr:#x}", seen=False)
             self.registry.handed(found, None, label=found.label)
         elif not found.seen:
-            self.assume("a memory object no creation record named is taken as live and not shared "
-                        "(clCreateBuffer and clCreateImage are not recorded)")
+            self.assume(UNSEEN_MEM)
         return found
 
     # -- the checks --------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from app.validate.ownership import OwnershipTracker
 from app.validate.spec import NULL, SpecValidator
 
 CL_GL_CONTEXT_KHR = 0x2008  # cl_gl.h (OpenCL 3.0 appendix, cl_khr_gl_sharing): a context property
-CL_EXTERNAL_MEMORY_HANDLE_TYPES = range(0x2044, 0x2070)  # cl_khr_external_memory: CL_EXTERNAL_MEMORY_HANDLE_*_KHR
+CL_EXTERNAL_MEMORY_HANDLE_TYPES = range(0x2060, 0x2070)  # cl_khr_external_memory: CL_EXTERNAL_MEMORY_HANDLE_*_KHR (OPAQUE_FD 0x2060 ...)
 GL_KINDS = {"clCreateFromGLBuffer": "buffer", "clCreateFromGLTexture": "texture",
             "clCreateFromGLTexture2D": "texture", "clCreateFromGLTexture3D": "texture",
             "clCreateFromGLRenderbuffer": "renderbuffer"}

@@ -208,3 +208,36 @@ def test_a_program_writing_nothing_is_still_reported(tmp_path, stream_end):
     assert done.returncode == int(stream_end)
     assert report["ended"]["status"] == int(stream_end) and report["frames"] == 0
     assert any("no swap recorded" in why for why in report["processes"][0]["cannot_see"])
+
+
+def test_the_report_says_what_the_recording_could_not_see():
+    """In process: a stream with semaphores, a queue the driver gave no stamps for, a library's note,
+    a line that is not a record and a program killed in a call."""
+    from app.attach.launch import Outcome, Recorder
+    from app.attach.report import build_report
+    from app.attach.timeline import build
+
+    s = Stream()
+    s.setup()
+    k = s.kernel()
+    s._put({"k": "stamps", "src": "cl", "id": k, "error": "the queue has no profiling"})
+    s.call("clEnqueueSignalSemaphoresKHR", queue=hex(QUEUE), num=1, semaphores=["0x5"], payloads=None,
+           num_wait=0, wait=None, event_out=False)
+    s._put({"k": "note", "src": "cl", "text": "dropped 3 records: line too long"})
+    s.call("clFinish", queue=hex(QUEUE), returns=False)
+    recorder = Recorder()
+    for line in s.lines() + [b"not json"]:
+        recorder.feed_line(line.rstrip(b"\n"))
+    outcome = Outcome(["prog"], s.pid, -int(signal.SIGABRT), recorder, {"cl": "/x/libcl_layer.so", "gl": None},
+                      False, 1_000_000)
+    report = build_report(outcome, {pid: build(m) for pid, m in recorder.models.items()})
+    assert report["ended"]["said"] == "killed by SIGABRT (signal 6) in clFinish (call 10, 0x401000)"
+    assert report["recording"]["malformed"] == 1
+    seen = report["processes"][0]["cannot_see"]
+    assert seen[:2] == ["the GL preload library was turned off (--no-gl)",
+                        "no swap recorded (glXSwapBuffers, eglSwapBuffers): no frame boundaries, the whole run is "
+                        "frame 0"]
+    assert f"queue {hex(QUEUE)}: no device stamps (the queue has no profiling): its commands keep their CPU times only" \
+        in seen
+    assert any(line.startswith("1 semaphore waits and signals recorded, not checked") for line in seen)
+    assert "note: cl: dropped 3 records: line too long" in seen

@@ -305,3 +305,50 @@ def test_a_bad_line_is_refused_with_one_reason():
                       (b'{"k":"zz","src":"cl","pid":1,"t":1}', "unknown kind")):
         with pytest.raises(wire.BadRecord, match=why):
             wire.parse_line(line)
+
+
+def test_release_on_another_queue_is_advice():
+    s = Stream()
+    s.setup()
+    s.hand_over("clEnqueueAcquireGLObjects")
+    s.hand_over("clEnqueueReleaseGLObjects", queue=QUEUE2)
+    model = feed(s)
+    assert [(f.case, f.kind, f.fn) for f in model.findings] == [
+        ("release_on_other_queue", "advice", "clEnqueueReleaseGLObjects")]
+
+
+EXT, PLAIN_BUF = 0xE0, 0xE1
+
+
+def _external(s: Stream) -> None:
+    s.setup(textures=False)
+    s.call("clCreateBufferWithProperties", context=hex(CTX), flags=1, size=64, props=[[0x2060, 5]],
+           ret={"handle": hex(EXT)})
+    s.call("clCreateBuffer", context=hex(CTX), flags=1, size=64, ret={"handle": hex(PLAIN_BUF)})
+
+
+def test_external_memory_is_checked_with_its_own_family():
+    s = Stream()
+    _external(s)
+    s.hand_over("clEnqueueAcquireExternalMemObjectsKHR", mems=(EXT,))
+    s.kernel(mems=(EXT,))
+    s.hand_over("clEnqueueReleaseExternalMemObjectsKHR", mems=(EXT,))
+    assert feed(s).findings == []
+    s.kernel(mems=(EXT,))  # after the release
+    s.hand_over("clEnqueueAcquireExternalMemObjectsKHR", mems=(PLAIN_BUF,))
+    s.hand_over("clEnqueueAcquireExternalMemObjectsKHR", mems=(EXT, EXT))
+    model = feed(s)
+    assert [(f.case, f.code) for f in model.findings] == [
+        ("use_without_acquire", None), ("not_external_memory", CL_CODES["CL_INVALID_MEM_OBJECT"]),
+        ("acquire_twice", None),  # the validator's (no CL code in the text) ...
+        ("double_acquire", None)]  # ... and the tracker's, since the driver took the call (status 0)
+    assert model.findings[0].object == f"imported buffer {EXT:#x}"
+
+
+def test_a_killed_call_has_no_ret_and_is_named():
+    s = Stream()
+    s.setup()
+    s.call("clCreateFromGLBuffer", context=hex(CTX), flags=1, gl_object=9, returns=False)
+    model = feed(s)
+    (c,) = model.unreturned()
+    assert (c.fn, c.id) == ("clCreateFromGLBuffer", 8)

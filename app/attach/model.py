@@ -476,8 +476,15 @@ class ProcessModel:
 
     # -- what the stream says at its end -----------------------------------------------------------
     def unreturned(self) -> list[Call]:
-        """Calls with no ret record: the program died in them (or the stream was cut)."""
-        return [c for c in self.calls if c.ret is None]
+        """The calls the process was in when its stream ended (it died in them, or was cut there):
+        each thread's last call where it has no ret, and its writer writes a ret for that entry
+        point (the CL layer for every call; the GL library only for calls that return a value or
+        wait: a void GL call without one returned, as the thread's later calls show)."""
+        with_ret = {c.fn for c in self.calls if c.ret is not None}
+        last: dict[int, Call] = {}
+        for c in self.calls:
+            last[c.tid] = c
+        return [c for c in last.values() if c.ret is None and (c.src == "cl" or c.fn in with_ret)]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

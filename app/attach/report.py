@@ -41,13 +41,12 @@ def ending(outcome: Outcome) -> dict:
     sig = outcome.signal
     out = {"status": outcome.exit_status, "exit_code": None if sig is not None else outcome.returncode,
            "signal": sig, "signal_name": signal_name(sig) if sig is not None else None, "died_in": died_in(outcome)}
+    where = out["died_in"]
+    inside = f" in {where['fn']} (call {where['id']}{', ' + where['site'] if where['site'] else ''})" if where else ""
     if sig is not None:
-        where = out["died_in"]
-        inside = f" in {where['fn']} (call {where['id']}{', ' + where['site'] if where['site'] else ''})" if where else \
-            " outside any recorded call"
-        out["said"] = f"killed by {out['signal_name']} (signal {sig}){inside}"
-    else:
-        out["said"] = f"exited with status {outcome.returncode}"
+        out["said"] = f"killed by {out['signal_name']} (signal {sig}){inside or ' outside any recorded call'}"
+    else:  # a driver that ends the process itself (exit() inside a call) leaves that call open
+        out["said"] = f"exited with status {outcome.returncode}{inside if outcome.returncode else ''}"
     return out
 
 

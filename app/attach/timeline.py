@@ -24,14 +24,29 @@ wait between; a race of CL before GL's completion cannot be seen (GL's completio
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
-from app.attach.model import COPIES, CPU_WAITS, GL_DRAWS, GL_UPLOADS, HAND_OVERS, KERNELS, Call, Finding, ProcessModel
+from app.attach.model import (
+    COPIES,
+    CPU_WAITS,
+    GL_DRAWS,
+    GL_UPLOADS,
+    HAND_OVERS,
+    KERNELS,
+    SWAPS,
+    Call,
+    Finding,
+    ProcessModel,
+)
 from app.schedule.clock import OffsetEstimate
 from app.schedule.frame import FrameRecord
 from app.schedule.owners import OwnerInterval, owner_timeline
 from app.schedule.races import find_races
 
+# OpenGL 4.6 core, "Flush and Finish": "Finish does not return until all effects from previously issued
+# commands on GL client and server state and the framebuffer are fully realized."
+GL_COMPLETE = ("glFinish",)
 CLOCK_SAME_NS = 1_000_000_000  # a clock record's host reading this close to its ``t``: the same clock
 GL_NOT_TIMED = ("GL calls at their CPU issue (the preload library reads no GL timer): a CL command started "
                 "before GL's work on the object completed cannot be seen")
@@ -149,7 +164,8 @@ def _span(calls: list[Call]) -> tuple[int, int] | None:
     return (calls[0].t, max(ends or [calls[-1].t])) if calls else None
 
 
-def frame_record(model: ProcessModel, clocks: Clocks, b: Bracket, index: int, segment: int) -> FrameRecord:
+def frame_record(model: ProcessModel, clocks: Clocks, b: Bracket, index: int, segment: int,
+                 completions: tuple[list[int], list[int]] = ([], [])) -> FrameRecord:
     """The bracket as glshare's frame record (module docstring)."""
     rec = FrameRecord.begin(index, "attach", f"pid {model.pid}", "", segment)
     n = len(b.labels)
@@ -173,7 +189,7 @@ def frame_record(model: ProcessModel, clocks: Clocks, b: Bracket, index: int, se
         end = rel_end
     if b.gl_uses:
         rec.phases["render"] = _span(b.gl_uses)
-        rec.gl_passes = [(f"{c.fn} #{c.id}", c.t, c.t_end or c.t) for c in b.gl_uses]
+        rec.gl_passes = [(f"{c.fn} #{c.id}", c.t, gl_done_by(c, completions)) for c in b.gl_uses]
         rec.owners.append(("render", rec.phases["render"][1], ("gl",) * n))
         end = max(end, rec.phases["render"][1])
     rec.cl_profile = {k: v for k, v in profile.items() if v is not None}
@@ -181,6 +197,21 @@ def frame_record(model: ProcessModel, clocks: Clocks, b: Bracket, index: int, se
     rec.sampled = "acquire" in rec.cl_profile and ("release" in rec.cl_profile or b.release is None)
     rec.start_ns, rec.end_ns = b.acquire.t, end
     return rec
+
+
+def gl_completions(model: ProcessModel) -> tuple[list[int], list[int]]:
+    """(call t, ret t) of the process's glFinish calls and swaps, in call order: after a glFinish
+    returned, the GL work issued before it is done; a swap ends the frame's GL calls."""
+    done = [(c.t, c.ret["t"]) for c in model.calls if c.ret is not None and (c.fn in GL_COMPLETE or c.fn in SWAPS)]
+    return [t for t, _ in done], [e for _, e in done]
+
+
+def gl_done_by(call: Call, completions: tuple[list[int], list[int]]) -> int:
+    """When a GL call's work was done at the latest, as far as the records tell: the return of the
+    next glFinish or swap of its process after its issue, else its own return."""
+    starts, ends = completions
+    i = bisect.bisect_right(starts, call.t)
+    return ends[i] if i < len(ends) else (call.t_end or call.t)
 
 
 @dataclass
@@ -195,12 +226,13 @@ class Timeline:
 
 def build(model: ProcessModel) -> Timeline:
     clocks = map_clocks(model)
+    completions = gl_completions(model)
     groups: dict[tuple[str, ...], list[Bracket]] = {}
     for b in brackets(model):
         groups.setdefault(b.labels, []).append(b)
     records, owners, races, blind, checked = [], [], [], {}, 0
     for segment, group in enumerate(groups.values()):
-        recs = [frame_record(model, clocks, b, i, segment) for i, b in enumerate(group)]
+        recs = [frame_record(model, clocks, b, i, segment, completions) for i, b in enumerate(group)]
         records += recs
         owners += owner_timeline(recs, 0)
         prev = None

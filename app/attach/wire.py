@@ -86,6 +86,8 @@ Argument names of the GL calls:
 """
 from __future__ import annotations
 
+import json
+
 MAX_LINE = 4096  # PIPE_BUF on Linux: one write of at most this many bytes is atomic on a pipe
 FD_ENV = "GLSHARE_ATTACH_FD"  # the pipe's write end, inherited by the program
 STRICT_ENV = "GLSHARE_ATTACH_STRICT"  # "1": acquires and releases wait for glshare's verdict
@@ -99,28 +101,32 @@ class BadRecord(ValueError):
     """A line that is not a record of this format (one line: why)."""
 
 
+_decode = json.JSONDecoder().decode  # (json.loads on bytes guesses their encoding first: the lines are UTF-8)
+_CHECKED = {"call", "ret", "stamps"}  # the kinds that carry an id
+
+
 def parse_line(line: bytes | str) -> dict:
     """One record from one line (its newline optional); BadRecord where it is not JSON, not an
     object, lacks a required key, or has a kind or a writer the format does not name."""
-    import json
-
     try:
-        rec = json.loads(line)
+        rec = _decode(line.decode("utf-8", "replace") if isinstance(line, bytes) else line)
     except ValueError as exc:
         raise BadRecord(f"not JSON: {exc.args[0] if exc.args else exc}") from None
     if not isinstance(rec, dict):
         raise BadRecord(f"not a JSON object: {type(rec).__name__}")
-    missing = [k for k in REQUIRED if k not in rec]
-    if missing:
-        raise BadRecord(f"no {', '.join(missing)}")
-    if rec["k"] not in KINDS:
-        raise BadRecord(f"unknown kind {rec['k']!r}")
-    if rec["src"] not in SOURCES:
-        raise BadRecord(f"unknown writer {rec['src']!r}")
-    if not isinstance(rec["pid"], int) or not isinstance(rec["t"], int):
+    kind = rec.get("k")
+    if kind not in KINDS or rec.get("src") not in SOURCES or type(rec.get("pid")) is not int \
+            or type(rec.get("t")) is not int:
+        missing = [k for k in REQUIRED if k not in rec]
+        if missing:
+            raise BadRecord(f"no {', '.join(missing)}")
+        if kind not in KINDS:
+            raise BadRecord(f"unknown kind {kind!r}")
+        if rec["src"] not in SOURCES:
+            raise BadRecord(f"unknown writer {rec['src']!r}")
         raise BadRecord("pid and t must be integers")
-    if rec["k"] in ("call", "ret", "stamps") and not isinstance(rec.get("id"), int):
-        raise BadRecord(f"a {rec['k']} record without an integer id")
+    if kind in _CHECKED and type(rec.get("id")) is not int:
+        raise BadRecord(f"a {kind} record without an integer id")
     return rec
 
 

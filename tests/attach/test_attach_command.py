@@ -241,3 +241,14 @@ def test_the_report_says_what_the_recording_could_not_see():
         in seen
     assert any(line.startswith("1 semaphore waits and signals recorded, not checked") for line in seen)
     assert "note: cl: dropped 3 records: line too long" in seen
+
+
+def test_a_driver_ending_the_process_inside_a_call_is_said_with_the_call(tmp_path):
+    """PoCL ends the process with exit(2) inside clCreateFromGLBuffer: the status is the program's,
+    and the call it was in is named."""
+    s = Stream()
+    s.setup()
+    s.call("clCreateFromGLBuffer", context=hex(0xC0), flags=1, gl_object=9, returns=False)
+    report, done = report_of(tmp_path, s, end="2")
+    assert done.returncode == 2
+    assert report["ended"]["said"] == "exited with status 2 in clCreateFromGLBuffer (call 8, 0x401000)"

@@ -240,7 +240,7 @@ def test_frames_are_delimited_by_swaps():
     assert [f.frame for f in model.findings] == [1]
 
 
-def _racy_frame(s: Stream, wait: bool) -> None:
+def _racy_frame(s: Stream, wait: bool, draw_ret: bool = True) -> None:
     """An acquire, a kernel and a release the device runs to t0 + 300 us; then a draw, after a
     clFinish that returns once the release completed (``wait``), or issued before it completed."""
     t0 = s.t
@@ -249,16 +249,17 @@ def _racy_frame(s: Stream, wait: bool) -> None:
     s.device(s.hand_over("clEnqueueReleaseGLObjects"), t0 + 200_000, t0 + 300_000)
     if wait:
         s.call("clFinish", queue=hex(QUEUE), dur=t0 + 320_000 - s.t)
-    s.call("glDrawArrays", src="gl", ctx=hex(GLCTX), mode=0, count=64, buffers=[3], textures=[], dur=50_000)
+    s.call("glDrawArrays", src="gl", ctx=hex(GLCTX), mode=0, count=64, buffers=[3], textures=[], dur=50_000,
+           returns=draw_ret)
     s.swap()
     s.t = max(s.t, t0 + 1_000_000)
 
 
-def _stamped_stream(wait: bool) -> Stream:
+def _stamped_stream(wait: bool, draw_ret: bool = True) -> Stream:
     s = Stream()
     s.setup()
     for _ in range(2):
-        _racy_frame(s, wait)
+        _racy_frame(s, wait, draw_ret)
     return s
 
 
@@ -278,6 +279,13 @@ def test_a_draw_issued_before_the_release_completed_is_a_race_seen_in_the_stamps
         [("gl_before_release_complete", "GL buffer 3", "glDrawArrays", "races")] * 2
     race = tl.races[0].extra["race"]
     assert race["overlap_us"] > 0
+
+
+def test_a_draw_without_ret_counts_to_the_swap_and_races_the_same():
+    """The GL library writes no ret for a draw: its work is bounded by the frame's swap."""
+    assert [f.case for f in build(feed(_stamped_stream(wait=False, draw_ret=False))).races] == \
+        ["gl_before_release_complete"] * 2
+    assert build(feed(_stamped_stream(wait=True, draw_ret=False))).races == []
 
 
 def test_device_stamps_are_mapped_onto_the_cpu_clock_within_the_brackets():
@@ -352,3 +360,18 @@ def test_a_killed_call_has_no_ret_and_is_named():
     model = feed(s)
     (c,) = model.unreturned()
     assert (c.fn, c.id) == ("clCreateFromGLBuffer", 8)
+
+
+def test_a_void_gl_call_without_ret_returned_where_its_thread_went_on():
+    """The GL library writes no ret for a call that returns nothing and waits for nothing: such a
+    call is not one the process died in; a CL call (every one has a ret) is."""
+    s = Stream()
+    s.setup()
+    s.call("glDrawArrays", src="gl", ctx=hex(GLCTX), mode=0, count=3, buffers=[], textures=[], returns=False)
+    s.call("glDeleteBuffers", src="gl", ctx=hex(GLCTX), names=[99], returns=False)
+    assert feed(s).unreturned() == []
+    s.call("glFinish", src="gl", ctx=hex(GLCTX), returns=False)  # one the library completes elsewhere
+    s.call("glFinish", src="gl", ctx=hex(GLCTX))
+    assert feed(s).unreturned() == []
+    s.call("glFinish", src="gl", ctx=hex(GLCTX), returns=False)
+    assert [c.fn for c in feed(s).unreturned()] == ["glFinish"]

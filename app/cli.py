@@ -295,7 +295,8 @@ def _main(argv: list[str] | None = None) -> int:
 
     SIGNALS.install()  # the first line: a signal from here on ends a run at a frame boundary
     argv = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in argv or os.environ.get("GLSHARE_DEBUG") == "1"
+    ours = argv[:argv.index("--")] if "--" in argv else argv  # attach: what follows -- is the program's
+    debug = "--debug" in ours or os.environ.get("GLSHARE_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
     try:
         try:

@@ -252,3 +252,25 @@ def test_a_driver_ending_the_process_inside_a_call_is_said_with_the_call(tmp_pat
     report, done = report_of(tmp_path, s, end="2")
     assert done.returncode == 2
     assert report["ended"]["said"] == "exited with status 2 in clCreateFromGLBuffer (call 8, 0x401000)"
+
+
+def test_a_sigterm_to_glshare_goes_to_the_program_and_the_report_is_written(tmp_path):
+    prog = tmp_path / "sleeper.py"
+    prog.write_text("import sys, time\nprint('up', flush=True)\ntime.sleep(60)\n")
+    report = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-m", "app", "attach", "--no-cl", "--no-gl", "--report", str(report), "--",
+                          sys.executable, str(prog)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "up\n"
+    p.send_signal(signal.SIGTERM)
+    _out, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM
+    assert json.loads(report.read_text())["ended"]["signal_name"] == "SIGTERM"
+    assert "killed by SIGTERM (signal 15)" in err
+
+
+def test_the_programs_debug_option_is_not_glshares(capsys):
+    """glshare's --debug raises its errors with their traceback; after -- it is the program's."""
+    status, err = _cli(["attach", "--", "no-such-program-xyz", "--debug"], capsys)
+    assert status == 2 and "not found on PATH" in err

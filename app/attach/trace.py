@@ -3,7 +3,8 @@ format and names as glshare's own trace (``app/trace/chrome.py``), one Perfetto 
 recorded process:
 
 - ``CPU thread <tid>``: each recorded call from its call record to its ret (``args``: call id,
-  site, status, frame); a call that never returned is an instant ``died in <fn>``;
+  site, status, frame); a GL call without a ret (the library writes none for a void call that waits
+  for nothing) is an instant at its issue, and the call the process died in an instant ``died in <fn>``;
 - ``CL queue <handle>``: each command's execution from its device START to END stamps, put on the
   CPU clock (``app/attach/timeline.py``), raw stamps in ``args``; a queue without stamps has none;
 - ``owner <object>``: who owns each shared object over time (``app/schedule/owners.py``'s
@@ -52,13 +53,15 @@ def _process(ev: _Events, model: ProcessModel, tl: Timeline, program: str) -> No
     ev.events.append({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": f"{program} (pid {pid})"}})
     ev.events += _meta(pid, TID_FRAMES, "frames", 0)
     threads, queues, owners = {}, {}, {}
+    died = {id(c) for c in model.unreturned()}
     for c in model.calls:
         if c.tid not in threads:
             threads[c.tid] = c.tid
             ev.events += _meta(pid, c.tid, f"CPU thread {c.tid}", 1 + len(threads))
         args = {"id": c.id, "src": c.src, "frame": c.frame, "site": c.site, "status": c.status}
-        if c.ret is None:
-            ev.instant(pid, c.tid, f"died in {c.fn}", "ended", c.t, args)
+        if c.ret is None:  # died in it, or a GL call its library writes no ret for (an instant at its issue)
+            ev.instant(pid, c.tid, f"died in {c.fn}" if id(c) in died else c.fn, "ended" if id(c) in died else c.src,
+                       c.t, args)
             continue
         ev.slice(pid, c.tid, c.fn, c.src, c.t, c.t_end, args)
         stamps = host_stamps(model, tl.clocks, c)

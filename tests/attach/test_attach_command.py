@@ -274,3 +274,20 @@ def test_the_programs_debug_option_is_not_glshares(capsys):
     """glshare's --debug raises its errors with their traceback; after -- it is the program's."""
     status, err = _cli(["attach", "--", "no-such-program-xyz", "--debug"], capsys)
     assert status == 2 and "not found on PATH" in err
+
+
+def test_the_trace_marks_the_call_died_in_and_gl_calls_without_ret_as_instants():
+    from app.attach.model import ProcessModel
+    from app.attach.timeline import build
+    from app.attach.trace import build_trace
+
+    s = Stream()
+    s.setup()
+    s.call("glDrawArrays", src="gl", ctx=hex(GLCTX), mode=0, count=3, buffers=[], textures=[], returns=False)
+    s.call("clFinish", queue=hex(QUEUE), returns=False)
+    model = ProcessModel(s.pid)
+    for rec in s.records:
+        model.feed(rec)
+    events = build_trace({s.pid: model}, {s.pid: build(model)}, "prog")["traceEvents"]
+    instants = [(e["name"], e["cat"]) for e in events if e.get("ph") == "i"]
+    assert instants == [("glDrawArrays", "gl"), ("died in clFinish", "ended")]

@@ -291,6 +291,10 @@ class ProcessModel:
 
     def _returned(self, call: Call) -> None:
         fn, ret = call.fn, call.ret
+        if fn in HAND_OVERS and "status" in ret and not ret.get("verdict"):  # the driver's answer (it was called)
+            for f in reversed(self.findings[-4:]):
+                if f.call_id == call.id and f.source == "validator":
+                    f.driver_status = ret["status"]
         if ret.get("event"):
             queue = self.queues.get(wire.handle(call.rec.get("queue")))
             ptr = wire.handle(ret["event"])

@@ -80,11 +80,12 @@ def cannot_see(outcome: Outcome, model: ProcessModel, tl: Timeline) -> list[str]
 
 
 def queue_stamps(model: ProcessModel) -> dict[str, dict]:
-    """Per queue: its enqueued commands, how many came back with device stamps, and why not."""
+    """Per queue: its commands enqueued (the call succeeded), how many came back with device stamps,
+    and why not."""
     out: dict[str, dict] = {}
     for c in model.calls:
-        if c.src != "cl" or "queue" not in c.rec or not c.fn.startswith("clEnqueue"):
-            continue
+        if c.src != "cl" or "queue" not in c.rec or not c.fn.startswith("clEnqueue") or c.status != 0:
+            continue  # (a command the driver refused, or never returned from, has no stamps to give)
         entry = out.setdefault(c.rec["queue"], {"commands": 0, "stamped": 0, "why": ""})
         entry["commands"] += 1
         if c.stamps is not None and "error" not in c.stamps:

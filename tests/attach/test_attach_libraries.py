@@ -99,3 +99,31 @@ def test_a_program_killed_inside_a_cl_call_is_said_with_the_call(tmp_path):
     ended = report["ended"]
     assert ended["signal_name"] == "SIGKILL" and ended["died_in"]["fn"] == "clWaitForEvents"
     assert ended["died_in"]["site"] == f"{prog}:6 (<module>)"
+
+
+STRICT = """\
+import pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+q = cl.CommandQueue(ctx)
+b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+try:
+    cl.enqueue_acquire_gl_objects(q, [b])
+    print("acquire returned")
+except cl.Error as exc:
+    print("acquire failed:", exc.code)
+"""
+
+
+@needs_cl
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_acquire_on_a_context_not_from_gl_is_found_and_under_strict_answered_by_glshare(tmp_path, strict):
+    """The CPU's driver refuses it itself (CL_INVALID_CONTEXT); under --strict the layer returns
+    glshare's answer, the same code, and the driver never sees the call."""
+    prog = tmp_path / "strict.py"
+    prog.write_text(STRICT)
+    done, report = attach(tmp_path, [sys.executable, str(prog)], "--no-gl", *(("--strict",) if strict else ()))
+    assert done.returncode == 0 and done.stdout == "acquire failed: -34\n"
+    (f,) = report["findings"]
+    assert (f["case"], f["code"], f["site"]) == ("context_not_from_gl", -34, f"{prog}:6 (<module>)")
+    assert f["driver_status"] == (None if strict else -34)
+    assert report["recording"]["verdicts"] == ({"asked": 1, "refused": 1} if strict else {"asked": 0, "refused": 0})

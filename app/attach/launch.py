@@ -3,9 +3,10 @@
 The program gets its own standard streams, arguments and working folder; its environment gains
 ``OPENCL_LAYERS`` (the CL layer, first), ``LD_PRELOAD`` (the GL library, first), ``PYTHONPATH``
 (glshare's site hook, first: ``app/attach/pyhook``) and ``GLSHARE_ATTACH_FD``, the write end of a
-pipe it inherits (``wire``). A thread reads the pipe, one record per line, into one
-``ProcessModel`` per writing process; under ``--strict`` it answers each verdict request on a second
-pipe as soon as the request is checked (the program waits for it). The pipe is read until every
+pipe it inherits (``wire``). One thread empties the pipe as it fills; another feeds the records, one
+per line, into one ``ProcessModel`` per writing process, at a lower priority unless ``--strict``,
+where it answers each verdict request on a second pipe as soon as the request is checked (the
+program waits for it). The pipe is read until every
 writer closed it (the program and whatever it started); once the program ended, descendants that
 keep it open get ``READ_AFTER_EXIT_S`` and the report says the stream was cut.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import select
 import shutil
 import signal
@@ -30,6 +32,7 @@ HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyhook")
 READ_AFTER_EXIT_S = 2.0
 PIPE_BYTES = 1 << 20  # F_SETPIPE_SZ asked: fewer waits of the program on a full pipe
 F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
+CHECK_NICE = 10  # the checking thread's nice value without --strict (CFS weight 110 against the program's 1024)
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # SIGINT reaches the program from the terminal itself
 
 
@@ -116,11 +119,12 @@ class Recorder:
         return (json.dumps(answer) + "\n").encode()
 
 
-def _read(fd: int, recorder: Recorder, answer_fd: int | None, stop: threading.Event) -> None:
+def _read(fd: int, chunks: queue.SimpleQueue, recorder: Recorder, stop: threading.Event) -> None:
+    """Empty the pipe as fast as it fills (the program never waits on a full pipe for glshare's
+    checks): chunks to ``chunks``, then None at the end."""
     start_cpu = time.thread_time_ns()
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
-    pending = b""
     try:
         while True:
             if not poller.poll(100):
@@ -130,6 +134,29 @@ def _read(fd: int, recorder: Recorder, answer_fd: int | None, stop: threading.Ev
                 continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
+                break
+            chunks.put(chunk)
+    finally:
+        chunks.put(None)
+        recorder.reader_cpu_ns += time.thread_time_ns() - start_cpu
+        os.close(fd)
+
+
+def _check(chunks: queue.SimpleQueue, recorder: Recorder, answer_fd: int | None) -> None:
+    """Feed the records to the models. Without --strict at a lower priority (``CHECK_NICE``): on a
+    machine whose cores the program keeps busy, glshare's checks wait rather than slow its frames
+    (the chunks wait in memory meanwhile); under --strict at the program's, which waits for each answer."""
+    start_cpu = time.thread_time_ns()
+    if answer_fd is None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), CHECK_NICE)  # this thread only (Linux)
+        except OSError:
+            pass
+    pending = b""
+    try:
+        while True:
+            chunk = chunks.get()
+            if chunk is None:
                 break
             pending += chunk
             *lines, pending = pending.split(b"\n")
@@ -145,8 +172,7 @@ def _read(fd: int, recorder: Recorder, answer_fd: int | None, stop: threading.Ev
         if pending.strip():
             recorder.feed_line(pending)
     finally:
-        recorder.reader_cpu_ns = time.thread_time_ns() - start_cpu
-        os.close(fd)
+        recorder.reader_cpu_ns += time.thread_time_ns() - start_cpu
 
 
 @dataclass
@@ -197,9 +223,13 @@ def run(argv: list[str], libs: dict[str, str | None], strict: bool = False) -> O
     os.close(write_fd)
     if verdict_r is not None:
         os.close(verdict_r)
-    reader = threading.Thread(target=_read, args=(read_fd, recorder, verdict_w, stop), name="glshare attach reader",
+    chunks: queue.SimpleQueue = queue.SimpleQueue()
+    reader = threading.Thread(target=_read, args=(read_fd, chunks, recorder, stop), name="glshare attach reader",
                               daemon=True)
+    checker = threading.Thread(target=_check, args=(chunks, recorder, verdict_w), name="glshare attach checks",
+                               daemon=True)
     reader.start()
+    checker.start()
     forwarded = 0
     while True:
         try:
@@ -214,6 +244,7 @@ def run(argv: list[str], libs: dict[str, str | None], strict: bool = False) -> O
     reader.join(READ_AFTER_EXIT_S)
     stop.set()
     reader.join()
+    checker.join()
     if verdict_w is not None:
         os.close(verdict_w)
     return Outcome(list(argv), child.pid, child.returncode, recorder, libs, strict, time.monotonic_ns() - started)

@@ -3,7 +3,7 @@
 The program gets its own standard streams, arguments and working folder; its environment gains
 ``OPENCL_LAYERS`` (the CL layer, first), ``LD_PRELOAD`` (the GL library, first), ``PYTHONPATH``
 (glshare's site hook, first: ``app/attach/pyhook``) and ``GLSHARE_ATTACH_FD``, the write end of a
-pipe it inherits (``wire``). One thread empties the pipe as it fills; another feeds the records, one
+channel it inherits (``wire``; a SOCK_SEQPACKET socket, a pipe where the system has none: ``channel``). One thread empties the pipe as it fills; another feeds the records, one
 per line, into one ``ProcessModel`` per writing process, at a lower priority unless ``--strict``,
 where it answers each verdict request on a second pipe as soon as the request is checked (the
 program waits for it). The pipe is read until every
@@ -30,7 +30,7 @@ from app.errors import UsageError
 
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyhook")
 READ_AFTER_EXIT_S = 2.0
-PIPE_BYTES = 1 << 20  # F_SETPIPE_SZ asked: fewer waits of the program on a full pipe
+PIPE_BYTES = 1 << 20  # the channel's buffer asked for: fewer waits of the program on a full channel
 F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
 CHECK_NICE = 10  # the checking thread's nice value without --strict (CFS weight 110 against the program's 1024)
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # SIGINT reaches the program from the terminal itself
@@ -175,6 +175,33 @@ def _check(chunks: queue.SimpleQueue, recorder: Recorder, answer_fd: int | None)
         recorder.reader_cpu_ns += time.thread_time_ns() - start_cpu
 
 
+def channel() -> tuple[int, int]:
+    """(read end, write end) of the records' channel: a SOCK_SEQPACKET socket pair, where each
+    record is one message the libraries send with MSG_NOSIGNAL (one system call a record; on a pipe
+    they guard each write against SIGPIPE with two more), else a pipe. Either way one record is
+    one atomic write (``wire``), and the buffer is asked as large as the system lets a user have."""
+    import socket
+
+    try:
+        reader, writer = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except OSError:
+        read_fd, write_fd = os.pipe()
+        try:
+            import fcntl
+
+            fcntl.fcntl(read_fd, F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass  # the system's limit for a user: the default size
+        return read_fd, write_fd
+    for sock, option in ((reader, socket.SO_RCVBUF), (writer, socket.SO_SNDBUF)):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, option, PIPE_BYTES)
+        except OSError:
+            pass
+    reader.shutdown(socket.SHUT_WR)  # glshare only reads it: the program's writes are the only ones
+    return reader.detach(), writer.detach()
+
+
 @dataclass
 class Outcome:
     argv: list[str]
@@ -200,13 +227,7 @@ def run(argv: list[str], libs: dict[str, str | None], strict: bool = False) -> O
     records are read."""
     from app.signals import SIGNALS
 
-    read_fd, write_fd = os.pipe()
-    try:
-        import fcntl
-
-        fcntl.fcntl(read_fd, F_SETPIPE_SZ, PIPE_BYTES)
-    except OSError:
-        pass  # the system's limit for a user: the default size
+    read_fd, write_fd = channel()
     verdict_r = verdict_w = None
     if strict:
         verdict_r, verdict_w = os.pipe()

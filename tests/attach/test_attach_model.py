@@ -375,3 +375,28 @@ def test_a_void_gl_call_without_ret_returned_where_its_thread_went_on():
     assert feed(s).unreturned() == []
     s.call("glFinish", src="gl", ctx=hex(GLCTX), returns=False)
     assert [c.fn for c in feed(s).unreturned()] == ["glFinish"]
+
+
+def test_processes_and_threads_are_kept_apart():
+    """Two processes' streams interleaved (a fork), two threads each with its own site."""
+    from app.attach.launch import Recorder
+
+    a, b = Stream(pid=100), Stream(pid=200)
+    for s in (a, b):
+        s.setup()
+    a.site("render.py", 5, "draw", tid=2)
+    a.site("compute.py", 7, "step", tid=1)
+    a.kernel()  # tid 1: use without acquire, at compute.py:7
+    a.call("glDrawArrays", src="gl", tid=2, ctx=hex(GLCTX), mode=0, count=3, buffers=[3], textures=[])
+    b.hand_over("clEnqueueAcquireGLObjects", mems=(PLAIN,), queue=PLAIN_Q)
+    recorder = Recorder()
+    for x, y in zip(a.lines(), b.lines()):
+        recorder.feed_line(x)
+        recorder.feed_line(y)
+    for line in a.lines()[len(b.lines()):] + b.lines()[len(a.lines()):]:
+        recorder.feed_line(line)
+    ma, mb = recorder.models[100], recorder.models[200]
+    assert [(f.case, f.site, f.tid) for f in ma.findings] == [("use_without_acquire", "compute.py:7 (step)", 1)]
+    draw = next(c for c in ma.calls if c.fn == "glDrawArrays")
+    assert draw.site == "render.py:5 (draw)"
+    assert [(f.case, f.pid) for f in mb.findings] == [("context_not_from_gl", 200)]

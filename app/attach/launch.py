@@ -32,6 +32,7 @@ HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyhook")
 READ_AFTER_EXIT_S = 2.0
 PIPE_BYTES = 1 << 20  # the channel's buffer asked for: fewer waits of the program on a full channel
 F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
+READ_PAUSE_S = 0.004  # without --strict: the reader's sleep between two emptyings of the channel
 CHECK_NICE = 10  # the checking thread's nice value without --strict (CFS weight 110 against the program's 1024)
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # SIGINT reaches the program from the terminal itself
 
@@ -119,23 +120,37 @@ class Recorder:
         return (json.dumps(answer) + "\n").encode()
 
 
-def _read(fd: int, chunks: queue.SimpleQueue, recorder: Recorder, stop: threading.Event) -> None:
-    """Empty the pipe as fast as it fills (the program never waits on a full pipe for glshare's
-    checks): chunks to ``chunks``, then None at the end."""
+def _read(fd: int, chunks: queue.SimpleQueue, recorder: Recorder, stop: threading.Event, pause_s: float) -> None:
+    """Empty the channel as fast as it fills (the program never waits on a full channel for
+    glshare's checks): whatever has come, as one chunk to ``chunks``, then None at the end. Between
+    two emptyings it sleeps ``pause_s`` (the channel's buffer holds what comes meanwhile): one wake-up
+    of this thread per pause, not one per record, on the cores the program runs on."""
     start_cpu = time.thread_time_ns()
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
+    os.set_blocking(fd, False)
     try:
-        while True:
+        ended = False
+        while not ended:
             if not poller.poll(100):
                 if stop.is_set():
-                    recorder.cut = "a process the program started kept the record pipe open after the program ended"
+                    recorder.cut = "a process the program started kept the record channel open after the program ended"
                     break
                 continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.put(chunk)
+            got = []
+            while True:
+                try:
+                    data = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    break
+                if not data:
+                    ended = True
+                    break
+                got.append(data)
+            if got:
+                chunks.put(b"".join(got))
+            if pause_s and not ended:
+                time.sleep(pause_s)
     finally:
         chunks.put(None)
         recorder.reader_cpu_ns += time.thread_time_ns() - start_cpu
@@ -245,8 +260,8 @@ def run(argv: list[str], libs: dict[str, str | None], strict: bool = False) -> O
     if verdict_r is not None:
         os.close(verdict_r)
     chunks: queue.SimpleQueue = queue.SimpleQueue()
-    reader = threading.Thread(target=_read, args=(read_fd, chunks, recorder, stop), name="glshare attach reader",
-                              daemon=True)
+    reader = threading.Thread(target=_read, args=(read_fd, chunks, recorder, stop, 0.0 if strict else READ_PAUSE_S),
+                              name="glshare attach reader", daemon=True)
     checker = threading.Thread(target=_check, args=(chunks, recorder, verdict_w), name="glshare attach checks",
                                daemon=True)
     reader.start()

@@ -9,6 +9,7 @@ included), which a loaded machine disturbs less than the frame's wall time. Not 
 project root, with the attach libraries built (make setup):
 
     python3 bench/probes/attach_cost.py [pairs frames backend]    # 3 300 host_copy
+    ATTACH_OPTIONS="--no-gl" python3 bench/probes/attach_cost.py   # one recorder left out: whose cost is it
 
 Measurement only: prints one line per run and the ratios.
 """
@@ -34,7 +35,8 @@ def one(attached: bool, frames: int, backend: str, folder: str, k: int) -> dict:
     report = os.path.join(folder, f"{'attached' if attached else 'bare'}-{k}.json")
     argv = program(report, frames, backend)
     if attached:
-        argv = [sys.executable, "-m", "app", "attach", "--quiet", "--report", report + ".attach.json", "--", *argv]
+        argv = [sys.executable, "-m", "app", "attach", "--quiet", *os.environ.get("ATTACH_OPTIONS", "").split(),
+                "--report", report + ".attach.json", "--", *argv]
     env = {**os.environ, "PYTHONPATH": ROOT}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)

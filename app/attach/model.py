@@ -23,6 +23,7 @@ threads interleave as their records did.
 """
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 
 from app.attach import wire
@@ -49,12 +50,19 @@ COPIES = ("clEnqueueReadBuffer", "clEnqueueWriteBuffer", "clEnqueueCopyBuffer", 
           "clEnqueueCopyBufferRect")
 CPU_WAITS = ("clFinish", "clWaitForEvents", "glFinish", "glClientWaitSync")
 SWAPS = ("glXSwapBuffers", "eglSwapBuffers")
-GL_DRAWS = ("glDrawArrays", "glDrawElements", "glDrawArraysInstanced", "glDrawElementsInstanced",
-            "glDrawRangeElements", "glMultiDrawArrays", "glMultiDrawElements")
+GL_DRAWS = ("glDraw", "glMultiDraw")  # prefixes: glDrawArrays, glDrawElementsBaseVertex, ... every draw
 GL_UPLOADS = ("glBufferData", "glBufferSubData", "glTexImage2D", "glTexSubImage2D", "glMapBuffer",
               "glMapBufferRange", "glUnmapBuffer", "glTexImage3D", "glTexSubImage3D")
+KEEP_CALLS = 100_000  # calls kept per process for the timeline and the trace (a long run keeps its last ones)
 UNSEEN_MEM = "a memory object no creation record named is taken as live and not shared"
 GL_DELETES = {"glDeleteBuffers": "buffer", "glDeleteTextures": "texture", "glDeleteRenderbuffers": "renderbuffer"}
+
+
+def gl_use(fn: str) -> str:
+    """"draw" or "upload" for a GL call that uses the buffers and textures its record names, else ""."""
+    if fn.startswith(GL_DRAWS):
+        return "draw"
+    return "upload" if fn in GL_UPLOADS else ""
 
 
 @dataclass(eq=False)
@@ -203,8 +211,12 @@ class ProcessModel:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.frame = 0  # swaps seen so far
-        self.swaps: list[Call] = []
-        self.calls: list[Call] = []
+        # the last KEEP_CALLS calls (the timeline's and the trace's); counts and findings cover them all
+        self.swaps: collections.deque[Call] = collections.deque(maxlen=KEEP_CALLS)
+        self.calls: collections.deque[Call] = collections.deque(maxlen=KEEP_CALLS)
+        self.calls_seen = 0
+        self.sources: set[str] = set()  # the writers whose calls came ("cl", "gl")
+        self._counts: dict[str, int] = {}
         self.by_id: dict[tuple[str, int], Call] = {}
         self.contexts: dict[int, Context] = {}
         self.queues: dict[int, Queue] = {}
@@ -266,17 +278,23 @@ class ProcessModel:
         own = self._sites.get(tid, "") if rec.get("fn") == "clSetKernelArg" else self._sites.pop(tid, "")
         site = own or rec.get("site", "")
         call = Call(rec, self.frame, site)
+        if len(self.calls) == KEEP_CALLS:
+            old = self.calls[0]
+            self.by_id.pop((old.src, old.id), None)  # its ret and stamps, if they still come, are dropped
         self.calls.append(call)
+        self.calls_seen += 1
         self.by_id[(rec["src"], rec["id"])] = call
         fn = call.fn
+        self.sources.add(call.src)
+        self._counts[fn] = self._counts.get(fn, 0) + 1
         for tracker in self.trackers.values():
             tracker.frame = self.frame
         if fn in HAND_OVERS:
             self._check_hand_over(call)
         elif fn in KERNELS or fn in COPIES:
             self._cl_use(call, "kernel" if fn in KERNELS else "copy")
-        elif fn in GL_DRAWS or fn in GL_UPLOADS:
-            self._gl_use(call, "draw" if fn in GL_DRAWS else "upload")
+        elif gl_use(fn):
+            self._gl_use(call, gl_use(fn))
         elif fn in GL_DELETES:
             self._gl_delete(call)
         elif fn == "clReleaseMemObject":
@@ -491,7 +509,5 @@ class ProcessModel:
         return [c for c in last.values() if c.ret is None and (c.src == "cl" or c.fn in with_ret)]
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for c in self.calls:
-            out[c.fn] = out.get(c.fn, 0) + 1
-        return dict(sorted(out.items()))
+        """Calls per entry point, over the whole run."""
+        return dict(sorted(self._counts.items()))

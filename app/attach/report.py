@@ -53,13 +53,16 @@ def ending(outcome: Outcome) -> dict:
 def cannot_see(outcome: Outcome, model: ProcessModel, tl: Timeline) -> list[str]:
     """What the recording of one process could not see, one line each."""
     out = []
-    seen = set(model.hellos) | {c.src for c in model.calls}
+    seen = set(model.hellos) | model.sources
     for src, on in (("cl", outcome.libs.get("cl")), ("gl", outcome.libs.get("gl"))):
         if not on:
             out.append(f"{LIBRARIES[src]} was turned off (--no-{src})")
         elif src not in seen:
             out.append(f"no records from {LIBRARIES[src]}: the process loaded "
                        f"{'no OpenCL ICD loader' if src == 'cl' else 'no GL entry point it wraps'}")
+    if model.calls_seen > len(model.calls):
+        out.append(f"the timeline, the races and the trace hold the last {len(model.calls):,} calls of "
+                   f"{model.calls_seen:,} (counts and findings hold them all)")
     if not model.swaps:
         out.append("no swap recorded (glXSwapBuffers, eglSwapBuffers): no frame boundaries, the whole run is frame 0")
     for queue, counts in queue_stamps(model).items():
@@ -99,7 +102,9 @@ def process_entry(outcome: Outcome, model: ProcessModel, tl: Timeline) -> dict:
     counts = model.counts()
     return {
         "pid": model.pid,
-        "recorded_by": sorted(set(model.hellos) | {c.src for c in model.calls}),
+        "recorded_by": sorted(set(model.hellos) | model.sources),
+        "calls_recorded": model.calls_seen,
+        "calls_kept": len(model.calls),
         "frames": model.frame,
         "frames_from": "swap records" if model.swaps else "none: no swap recorded",
         "calls": counts,

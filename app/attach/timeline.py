@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 from app.attach.model import (
     COPIES,
     CPU_WAITS,
-    GL_DRAWS,
-    GL_UPLOADS,
     HAND_OVERS,
     KERNELS,
     SWAPS,
     Call,
     Finding,
     ProcessModel,
+    gl_use,
 )
 from app.schedule.clock import OffsetEstimate
 from app.schedule.frame import FrameRecord
@@ -144,7 +143,7 @@ def brackets(model: ProcessModel) -> list[Bracket]:
         elif fn in KERNELS or fn in COPIES:
             for b in _open(current, call, released=False):
                 b.uses.append(call)
-        elif fn in GL_DRAWS or fn in GL_UPLOADS:
+        elif gl_use(fn):
             for b in _open(current, call, released=True):
                 b.gl_uses.append(call)
         elif fn in CPU_WAITS:

@@ -84,8 +84,8 @@ def _process(ev: _Events, model: ProcessModel, tl: Timeline, program: str) -> No
         tid = owners.get(f.object, call.tid if call is not None else TID_FRAMES)
         ev.instant(pid, tid, f"finding {f.case}", "finding", t, f.as_dict())
     start = model.calls[0].t if model.calls else None
-    for i, swap in enumerate(model.swaps):
-        ev.slice(pid, TID_FRAMES, f"frame {i}", "frame", start, swap.t_end or swap.t, {"frame": i})
+    for swap in model.swaps:  # the swap ends its frame (Call.frame: the swaps before it)
+        ev.slice(pid, TID_FRAMES, f"frame {swap.frame}", "frame", start, swap.t_end or swap.t, {"frame": swap.frame})
         start = swap.t_end or swap.t
 
 

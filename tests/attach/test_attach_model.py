@@ -400,3 +400,30 @@ def test_processes_and_threads_are_kept_apart():
     draw = next(c for c in ma.calls if c.fn == "glDrawArrays")
     assert draw.site == "render.py:5 (draw)"
     assert [(f.case, f.pid) for f in mb.findings] == [("context_not_from_gl", 200)]
+
+
+def test_every_draw_form_is_a_gl_use():
+    s = Stream()
+    s.setup()
+    s.hand_over("clEnqueueAcquireGLObjects")
+    for fn in ("glDrawElementsBaseVertex", "glMultiDrawArrays", "glDrawArraysInstancedBaseInstance"):
+        s.call(fn, src="gl", ctx=hex(GLCTX), mode=4, count=3, buffers=[3], textures=[], returns=False)
+    assert [(f.case, f.fn) for f in feed(s).findings] == [
+        ("gl_use_while_acquired", fn) for fn in ("glDrawElementsBaseVertex", "glMultiDrawArrays",
+                                                 "glDrawArraysInstancedBaseInstance")]
+
+
+def test_a_long_run_keeps_its_last_calls_and_counts_them_all(monkeypatch):
+    from app.attach import model as model_module
+
+    monkeypatch.setattr(model_module, "KEEP_CALLS", 50)
+    s = Stream()
+    s.setup()
+    for _ in range(10):
+        s.frame()
+    s.kernel()  # a finding after the eviction of the first calls
+    m = feed(s)
+    assert m.calls_seen == 7 + 10 * 7 + 1 and len(m.calls) == 50
+    assert m.counts()["clEnqueueAcquireGLObjects"] == 10 and m.frame == 10
+    assert [f.case for f in m.findings] == ["use_without_acquire"]
+    assert len(build(m).records) >= 6  # the brackets of the kept calls

@@ -3,7 +3,8 @@
 
 Everything that can be refused is refused before the program starts, with one line and nothing
 written: no program, a program not found, an output that cannot be written or that is one of the
-program's files (its executable, or an argument naming an existing file), a library not built.
+program's files (its executable, or an argument naming an existing file) or glshare's recorders,
+a library not built.
 glshare's own lines go to stderr (the program's standard output stays its own); ``--quiet`` keeps
 only errors."""
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-from app.attach.launch import find_program, libraries, run
+from app import native
+from app.attach.launch import HOOK_DIR, find_program, libraries, run
 from app.attach.report import build_report, summary_lines, write_report
 from app.attach.timeline import build
 from app.attach.trace import build_trace, write_trace
@@ -25,9 +27,12 @@ def program_argv(args) -> list[str]:
 
 
 def _inputs(argv: list[str], path: str) -> list[tuple[str, str]]:
-    """(label, path) of the program's files: its executable, and each argument naming a file."""
+    """(label, path) of the files the run reads: the program's executable, each argument naming a
+    file, and glshare's own recorders (built or not: a path that does not exist is no input)."""
     found = [("the program", path)]
     found += [("the program's argument", a) for a in argv[1:] if os.path.isfile(a)]
+    found += [("glshare's recorder", native.attach_library(stem)) for stem in ("cl_layer", "gl_preload")]
+    found.append(("glshare's recorder", os.path.join(HOOK_DIR, "sitecustomize.py")))
     return found
 
 

@@ -291,3 +291,13 @@ def test_the_trace_marks_the_call_died_in_and_gl_calls_without_ret_as_instants()
     events = build_trace({s.pid: model}, {s.pid: build(model)}, "prog")["traceEvents"]
     instants = [(e["name"], e["cat"]) for e in events if e.get("ph") == "i"]
     assert instants == [("glDrawArrays", "gl"), ("died in clFinish", "ended")]
+
+
+def test_an_output_over_glshares_own_recorder_is_refused(tmp_path, capsys):
+    from app.attach.launch import HOOK_DIR
+
+    hook = os.path.join(HOOK_DIR, "sitecustomize.py")
+    before = Path(hook).read_bytes()
+    status, err = _cli(["attach", "--no-cl", "--no-gl", "--trace", hook, "--", sys.executable, "-c", "1"], capsys)
+    assert status == 2 and "is the run's input (glshare's recorder" in err
+    assert Path(hook).read_bytes() == before

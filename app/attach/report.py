@@ -168,6 +168,9 @@ def summary_lines(report: dict) -> list[str]:
     found = ", ".join(f"{case} x{n}" for case, n in report["findings_by_case"].items()) or "none"
     lines.append(f"glshare attach: {len(procs)} process{'es' if len(procs) != 1 else ''} recorded, "
                  f"{report['frames']} frames, {checked} acquire/release checked; findings: {found}")
+    if not procs:
+        lines.append("glshare attach: nothing was recorded: the program made no call the recorders wrap "
+                     "(no OpenCL ICD loader, no GL entry point, no pyopencl or PyOpenGL)")
     for p in procs:
         for why in p["cannot_see"][:6]:
             lines.append(f"glshare attach: pid {p['pid']}: {why}")

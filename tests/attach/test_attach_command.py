@@ -268,6 +268,7 @@ def test_a_sigterm_to_glshare_goes_to_the_program_and_the_report_is_written(tmp_
     assert p.returncode == 128 + signal.SIGTERM
     assert json.loads(report.read_text())["ended"]["signal_name"] == "SIGTERM"
     assert "killed by SIGTERM (signal 15)" in err
+    assert "nothing was recorded" in err  # the sleeper made no call the recorders wrap
 
 
 def test_the_programs_debug_option_is_not_glshares(capsys):

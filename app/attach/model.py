@@ -53,9 +53,18 @@ SWAPS = ("glXSwapBuffers", "eglSwapBuffers")
 GL_DRAWS = ("glDraw", "glMultiDraw")  # prefixes: glDrawArrays, glDrawElementsBaseVertex, ... every draw
 GL_UPLOADS = ("glBufferData", "glBufferSubData", "glTexImage2D", "glTexSubImage2D", "glMapBuffer",
               "glMapBufferRange", "glUnmapBuffer", "glTexImage3D", "glTexSubImage3D")
+KEEP_HANDLES = 65_536  # events and released memory objects remembered per process
 KEEP_CALLS = 100_000  # calls kept per process for the timeline and the trace (a long run keeps its last ones)
 UNSEEN_MEM = "a memory object no creation record named is taken as live and not shared"
 GL_DELETES = {"glDeleteBuffers": "buffer", "glDeleteTextures": "texture", "glDeleteRenderbuffers": "renderbuffer"}
+
+
+def _keep(table: collections.OrderedDict, key, value) -> None:
+    """``table[key] = value`` as its newest entry, the oldest dropped beyond KEEP_HANDLES."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > KEEP_HANDLES:
+        table.popitem(last=False)
 
 
 def gl_use(fn: str) -> str:
@@ -221,9 +230,10 @@ class ProcessModel:
         self.contexts: dict[int, Context] = {}
         self.queues: dict[int, Queue] = {}
         self.mems: dict[int, Mem] = {}
-        self.released_mems: dict[int, Mem] = {}
-        self.events: dict[int, Event] = {}
-        self.event_status: dict[int, int] = {}
+        # the newest KEEP_HANDLES of each: a handle older than that reads as one never seen (assumed)
+        self.released_mems: collections.OrderedDict[int, Mem] = collections.OrderedDict()
+        self.events: collections.OrderedDict[int, Event] = collections.OrderedDict()
+        self.event_status: collections.OrderedDict[int, int] = collections.OrderedDict()
         self.registry = ObjectRegistry()
         self.trackers = {f: OwnershipTracker("off", f) for f in ("gl_sharing", "external_memory")}
         self._validators: dict[tuple[str, int], RecordedValidator] = {}
@@ -260,7 +270,7 @@ class ProcessModel:
             if call is not None:
                 call.stamps = rec
                 if "error" in rec and isinstance(rec.get("status"), int) and call.ret and call.ret.get("event"):
-                    self.event_status[wire.handle(call.ret["event"])] = rec["status"]
+                    _keep(self.event_status, wire.handle(call.ret["event"]), rec["status"])
         elif kind == "site":
             func = f" ({rec['func']})" if rec.get("func") else ""
             self._sites[rec.get("tid", 0)] = f"{rec.get('file', '?')}:{rec.get('line', '?')}{func}"
@@ -317,7 +327,7 @@ class ProcessModel:
             queue = self.queues.get(wire.handle(call.rec.get("queue")))
             ptr = wire.handle(ret["event"])
             if ptr:
-                self.events[ptr] = Event(ptr, queue)
+                _keep(self.events, ptr, Event(ptr, queue))
         new = wire.handle(ret.get("handle"))
         if not new or ret.get("status", 0) != 0:
             if fn in HAND_OVERS and call.status == 0:
@@ -491,7 +501,7 @@ class ProcessModel:
         mem = self.mems.pop(ptr, None)
         if mem is None:
             return
-        self.released_mems[ptr] = mem
+        _keep(self.released_mems, ptr, mem)
         self.registry.released(mem, f"released by the program (clReleaseMemObject, call {call.id})")
         for tracker in self.trackers.values():
             tracker.remove(mem)

@@ -427,3 +427,15 @@ def test_a_long_run_keeps_its_last_calls_and_counts_them_all(monkeypatch):
     assert m.counts()["clEnqueueAcquireGLObjects"] == 10 and m.frame == 10
     assert [f.case for f in m.findings] == ["use_without_acquire"]
     assert len(build(m).records) >= 6  # the brackets of the kept calls
+
+
+def test_events_and_released_objects_are_remembered_up_to_a_bound(monkeypatch):
+    from app.attach import model as model_module
+
+    monkeypatch.setattr(model_module, "KEEP_HANDLES", 3)
+    s = Stream()
+    s.setup()
+    for i in range(5):
+        s.kernel(mems=(PLAIN,), queue=PLAIN_Q, ret={"event": hex(0xE00 + i)})
+    m = feed(s)
+    assert list(m.events) == [0xE02, 0xE03, 0xE04]

@@ -32,6 +32,7 @@ HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyhook")
 READ_AFTER_EXIT_S = 2.0
 PIPE_BYTES = 1 << 20  # the channel's buffer asked for: fewer waits of the program on a full channel
 F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
+KEEP_VERDICTS = 100_000  # strict answers whose wait is kept for the report
 READ_PAUSE_S = 0.004  # without --strict: the reader's sleep between two emptyings of the channel
 CHECK_NICE = 10  # the checking thread's nice value without --strict (CFS weight 110 against the program's 1024)
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # SIGINT reaches the program from the terminal itself
@@ -95,7 +96,9 @@ class Recorder:
     bytes: int = 0
     malformed: int = 0
     malformed_examples: list[str] = field(default_factory=list)
-    verdicts: list[tuple[int, int, int]] = field(default_factory=list)  # (status, call t, answered t)
+    verdicts: list[tuple[int, int, int]] = field(default_factory=list)  # (status, call t, answered t): the first ones
+    verdicts_asked: int = 0
+    verdicts_refused: int = 0
     reader_cpu_ns: int = 0
     cut: str = ""  # why the stream was not read to its end ("" : it was)
 
@@ -116,7 +119,10 @@ class Recorder:
         answer = model.feed(rec)
         if answer is None:
             return None
-        self.verdicts.append((answer["status"], rec["t"], time.monotonic_ns()))
+        self.verdicts_asked += 1
+        self.verdicts_refused += answer["status"] != 0
+        if len(self.verdicts) < KEEP_VERDICTS:
+            self.verdicts.append((answer["status"], rec["t"], time.monotonic_ns()))
         return (json.dumps(answer) + "\n").encode()
 
 

@@ -54,6 +54,8 @@ GL_DRAWS = ("glDraw", "glMultiDraw")  # prefixes: glDrawArrays, glDrawElementsBa
 GL_UPLOADS = ("glBufferData", "glBufferSubData", "glTexImage2D", "glTexSubImage2D", "glMapBuffer",
               "glMapBufferRange", "glUnmapBuffer", "glTexImage3D", "glTexSubImage3D")
 KEEP_HANDLES = 65_536  # events and released memory objects remembered per process
+KEEP_NOTES = 100  # the libraries' notes and the reader's remarks kept per process
+KEEP_FINDINGS = 10_000  # findings kept in full per process (every one is counted)
 KEEP_CALLS = 100_000  # calls kept per process for the timeline and the trace (a long run keeps its last ones)
 UNSEEN_MEM = "a memory object no creation record named is taken as live and not shared"
 GL_DELETES = {"glDeleteBuffers": "buffer", "glDeleteTextures": "texture", "glDeleteRenderbuffers": "renderbuffer"}
@@ -239,16 +241,25 @@ class ProcessModel:
         self._validators: dict[tuple[str, int], RecordedValidator] = {}
         self._event_facts = _EventFacts(self)
         self._sites: dict[int, str] = {}  # tid -> the Python site of its next call
-        self.findings: list[Finding] = []
+        self.findings: list[Finding] = []  # the first KEEP_FINDINGS, in order
+        self.finding_counts: dict[str, int] = {}  # case -> how many, over the whole run
+        self._last_validator: Finding | None = None  # the newest validator finding (the strict answer's)
         self.hellos: dict[str, dict] = {}
         self.clocks: list[dict] = []
         self.notes: list[str] = []
+        self.notes_total = 0
         self.assumed: dict[str, int] = {}
         self.checked = 0
         self._assuming = False
         self._labels: dict[str, int] = {}  # label -> objects given it so far
 
     # -- bookkeeping -------------------------------------------------------------------------------
+    def note(self, text: str) -> None:
+        """A remark for the report, the first KEEP_NOTES of them (the rest counted)."""
+        self.notes_total += 1
+        if len(self.notes) < KEEP_NOTES:
+            self.notes.append(text)
+
     def assume(self, what: str) -> None:
         self.assumed[what] = self.assumed.get(what, 0) + 1
         self._assuming = True
@@ -261,7 +272,7 @@ class ProcessModel:
         if kind == "ret":
             call = self.by_id.get((rec["src"], rec["id"]))
             if call is None:
-                self.notes.append(f"a ret record for call {rec['src']} {rec['id']} that was never seen")
+                self.note(f"a ret record for call {rec['src']} {rec['id']} that was never seen")
                 return None
             call.ret = rec
             self._returned(call)
@@ -279,7 +290,7 @@ class ProcessModel:
         elif kind == "hello":
             self.hellos[rec["src"]] = rec
         elif kind == "note":
-            self.notes.append(f"{rec['src']}: {rec.get('text', '')}")
+            self.note(f"{rec['src']}: {rec.get('text', '')}")
         return None
 
     def _call(self, rec: dict) -> dict | None:
@@ -320,9 +331,9 @@ class ProcessModel:
     def _returned(self, call: Call) -> None:
         fn, ret = call.fn, call.ret
         if fn in HAND_OVERS and "status" in ret and not ret.get("verdict"):  # the driver's answer (it was called)
-            for f in reversed(self.findings[-4:]):
-                if f.call_id == call.id and f.source == "validator":
-                    f.driver_status = ret["status"]
+            f = self._last_validator
+            if f is not None and f.call_id == call.id:
+                f.driver_status = ret["status"]
         if ret.get("event"):
             queue = self.queues.get(wire.handle(call.rec.get("queue")))
             ptr = wire.handle(ret["event"])
@@ -403,7 +414,7 @@ class ProcessModel:
         qptr = wire.handle(rec.get("queue"))
         queue = self.queues.get(qptr)
         if queue is None and qptr:
-            self.notes.append(f"{call.fn} (call {call.id}) on a queue no recorded call created: not checked")
+            self.note(f"{call.fn} (call {call.id}) on a queue no recorded call created: not checked")
             return
         self._assuming = False
         mems = rec.get("mems")
@@ -426,18 +437,25 @@ class ProcessModel:
             return None
         return self.events.get(ptr) or Event(ptr)
 
+    def found(self, f: Finding) -> None:
+        """Record a finding: counted always, kept while fewer than KEEP_FINDINGS are."""
+        self.finding_counts[f.case] = self.finding_counts.get(f.case, 0) + 1
+        if len(self.findings) < KEEP_FINDINGS:
+            self.findings.append(f)
+
     def _validator_finding(self, call: Call, exc) -> None:
         code = getattr(exc, "code", None)
-        self.findings.append(Finding(
+        self._last_validator = f = Finding(
             exc.rule, SPEC, "validator", self.pid, call.frame, call.fn, call.id, call.tid, call.site,
             code=code, code_name=getattr(exc, "name", ""), spec=exc.quote, section=exc.section,
-            detail=exc.one_line(), assumed=self._assuming))
+            detail=exc.one_line(), assumed=self._assuming)
+        self.found(f)
 
     def _verdict(self, call: Call) -> int:
         """The strict answer: the code of the call's listed error where the validator found one on
         recorded facts alone; 0 (the driver decides) otherwise."""
-        last = self.findings[-1] if self.findings else None
-        if last is None or last.call_id != call.id or last.source != "validator":
+        last = self._last_validator
+        if last is None or last.call_id != call.id:
             return 0
         if last.code is None or last.assumed:
             return 0
@@ -456,7 +474,7 @@ class ProcessModel:
 
     def _harvest(self, tracker: OwnershipTracker, call: Call) -> None:
         for flag in tracker.flags:
-            self.findings.append(Finding(
+            self.found(Finding(
                 flag.case, flag.kind, "ownership", self.pid, flag.frame, call.fn, call.id, call.tid, call.site,
                 object=flag.label, spec=flag.spec, section=flag.source.where if flag.source else "",
                 detail=flag.reasoning))

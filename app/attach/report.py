@@ -79,6 +79,8 @@ def cannot_see(outcome: Outcome, model: ProcessModel, tl: Timeline) -> list[str]
     out += [f"{why} ({n} hand-over{'s' if n != 1 else ''})" for why, n in tl.blind.items()]
     out += [f"assumed: {what} ({n}x)" for what, n in model.assumed.items()]
     out += [f"note: {note}" for note in model.notes]
+    if model.notes_total > len(model.notes):
+        out.append(f"and {model.notes_total - len(model.notes):,} notes more")
     return out
 
 
@@ -135,11 +137,13 @@ def cost(outcome: Outcome, frames: int) -> dict:
 def build_report(outcome: Outcome, timelines: dict[int, Timeline]) -> dict:
     r = outcome.recorder
     findings = []
+    by_case: dict[str, int] = {}
     for pid, model in r.models.items():
         findings += [f.as_dict() for f in model.findings + timelines[pid].races]
-    by_case: dict[str, int] = {}
-    for f in findings:
-        by_case[f["case"]] = by_case.get(f["case"], 0) + 1
+        for case, n in model.finding_counts.items():
+            by_case[case] = by_case.get(case, 0) + n
+        for f in timelines[pid].races:
+            by_case[f.case] = by_case.get(f.case, 0) + 1
     main = r.models.get(outcome.pid)
     return {
         "schema": SCHEMA,
@@ -150,9 +154,9 @@ def build_report(outcome: Outcome, timelines: dict[int, Timeline]) -> dict:
         "recording": {"libraries": {k: v for k, v in outcome.libs.items()}, "strict": outcome.strict,
                       "records": r.records, "malformed": r.malformed, "malformed_examples": r.malformed_examples,
                       "read_to_the_end": not r.cut, "cut": r.cut or None,
-                      "verdicts": {"asked": len(r.verdicts), "refused": sum(1 for s, *_ in r.verdicts if s)}},
+                      "verdicts": {"asked": r.verdicts_asked, "refused": r.verdicts_refused}},
         "frames": main.frame if main is not None else 0,
-        "findings_by_case": by_case,
+        "findings_by_case": by_case,  # every finding counted; ``findings`` holds the first 10,000 of each process
         "findings": findings,
         "processes": [process_entry(outcome, m, timelines[pid]) for pid, m in r.models.items()],
         "cost": cost(outcome, main.frame if main is not None else 0),

@@ -439,3 +439,15 @@ def test_events_and_released_objects_are_remembered_up_to_a_bound(monkeypatch):
         s.kernel(mems=(PLAIN,), queue=PLAIN_Q, ret={"event": hex(0xE00 + i)})
     m = feed(s)
     assert list(m.events) == [0xE02, 0xE03, 0xE04]
+
+
+def test_findings_are_all_counted_and_kept_up_to_a_bound(monkeypatch):
+    from app.attach import model as model_module
+
+    monkeypatch.setattr(model_module, "KEEP_FINDINGS", 2)
+    s = Stream()
+    s.setup()
+    for _ in range(4):
+        s.kernel()
+    m = feed(s)
+    assert len(m.findings) == 2 and m.finding_counts == {"use_without_acquire": 4}

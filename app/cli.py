@@ -136,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench(sub)
     _add_errors(sub)
     _add_convert(sub)
+    _add_attach(sub)
     return p
 
 
@@ -233,6 +234,21 @@ def _add_convert(sub) -> None:
     c.add_argument("input", type=Path)
     c.add_argument("output", type=_output, help="OUT: .npy, .png, or - for a PNG on standard output")
 
+
+def _add_attach(sub) -> None:
+    """``glshare attach``: another program's hand-overs recorded and checked (app/attach/)."""
+    a = sub.add_parser("attach", help="run a program with glshare's CL layer and GL library: its hand-overs "
+                                      "recorded, checked against the spec and timed")
+    a.add_argument("--report", type=_output, help="write the JSON report here (- for standard output)")
+    a.add_argument("--trace", type=_output, help="write a Chrome trace-event JSON (Perfetto)")
+    a.add_argument("--quiet", action="store_true", help="no summary on stderr at the end (errors only)")
+    a.add_argument("--strict", action="store_true",
+                   help="a hand-over the validator refuses returns the spec's error to the program, never reaching the driver")
+    a.add_argument("--no-cl", action="store_true", help="leave the CL layer out (OPENCL_LAYERS)")
+    a.add_argument("--no-gl", action="store_true", help="leave the GL preload library out (LD_PRELOAD)")
+    a.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
+
+
 def _headless(headless: bool = True) -> None:
     """PyOpenGL on EGL for a command that draws nothing (info, bench, errors, convert); GLX where
     ``headless`` is False (info and errors with --window: NVIDIA shares with GLX contexts only)."""
@@ -266,7 +282,7 @@ def _signals_for(command: str | None) -> None:
     every other command gets the usual dispositions back, and a signal received meanwhile acts now."""
     from app.signals import SIGNALS
 
-    if command == "run":
+    if command in ("run", "attach"):  # attach: a signal is passed on to the program, which ends first
         return
     received = SIGNALS.received[:1]
     SIGNALS.restore()
@@ -279,7 +295,8 @@ def _main(argv: list[str] | None = None) -> int:
 
     SIGNALS.install()  # the first line: a signal from here on ends a run at a frame boundary
     argv = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in argv or os.environ.get("GLSHARE_DEBUG") == "1"
+    ours = argv[:argv.index("--")] if "--" in argv else argv  # attach: what follows -- is the program's
+    debug = "--debug" in ours or os.environ.get("GLSHARE_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
     try:
         try:
@@ -304,6 +321,10 @@ def _main(argv: list[str] | None = None) -> int:
             from app.lab.lab import main as lab_main  # start-up: each command imports its own modules
 
             return lab_main(args)
+        if args.command == "attach":
+            from app.attach.command import main as attach_main  # start-up: each command imports its own modules
+
+            return attach_main(args)
         if args.command == "convert":
             _headless()
             from app.commands.convert import main as convert_main  # start-up: each command imports its own modules

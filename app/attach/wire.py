@@ -110,8 +110,57 @@ ret of the GL calls: written for the swaps, the make-currents, glFinish, glFence
 """
 from __future__ import annotations
 
+import json
+
 MAX_LINE = 4096  # PIPE_BUF on Linux: one write of at most this many bytes is atomic on a pipe
 FD_ENV = "GLSHARE_ATTACH_FD"  # the pipe's write end, inherited by the program
 STRICT_ENV = "GLSHARE_ATTACH_STRICT"  # "1": acquires and releases wait for glshare's verdict
 VERDICT_FD_ENV = "GLSHARE_ATTACH_VERDICT_FD"  # strict mode: the pipe glshare answers on
 KINDS = ("hello", "call", "ret", "stamps", "clock", "site", "note")
+REQUIRED = ("k", "src", "pid", "t")  # every record has them (the docstring's list)
+SOURCES = ("cl", "gl", "py")
+
+
+class BadRecord(ValueError):
+    """A line that is not a record of this format (one line: why)."""
+
+
+_decode = json.JSONDecoder().decode  # (json.loads on bytes guesses their encoding first: the lines are UTF-8)
+_CHECKED = {"call", "ret", "stamps"}  # the kinds that carry an id
+
+
+def parse_line(line: bytes | str) -> dict:
+    """One record from one line (its newline optional); BadRecord where it is not JSON, not an
+    object, lacks a required key, or has a kind or a writer the format does not name."""
+    try:
+        rec = _decode(line.decode("utf-8", "replace") if isinstance(line, bytes) else line)
+    except ValueError as exc:
+        raise BadRecord(f"not JSON: {exc.args[0] if exc.args else exc}") from None
+    if not isinstance(rec, dict):
+        raise BadRecord(f"not a JSON object: {type(rec).__name__}")
+    kind = rec.get("k")
+    if kind not in KINDS or rec.get("src") not in SOURCES or type(rec.get("pid")) is not int \
+            or type(rec.get("t")) is not int:
+        missing = [k for k in REQUIRED if k not in rec]
+        if missing:
+            raise BadRecord(f"no {', '.join(missing)}")
+        if kind not in KINDS:
+            raise BadRecord(f"unknown kind {kind!r}")
+        if rec["src"] not in SOURCES:
+            raise BadRecord(f"unknown writer {rec['src']!r}")
+        raise BadRecord("pid and t must be integers")
+    if kind in _CHECKED and type(rec.get("id")) is not int:
+        raise BadRecord(f"a {kind} record without an integer id")
+    return rec
+
+
+def handle(text) -> int:
+    """A handle as the records write it ("0x..." hex; "0x0" and null are NULL): its integer."""
+    if text is None:
+        return 0
+    if isinstance(text, int):
+        return text
+    try:
+        return int(str(text), 16)
+    except ValueError:
+        raise BadRecord(f"not a handle: {text!r}") from None

@@ -112,6 +112,12 @@ class SpecValidator:
     imported from external memory). ``events`` answers the wait-list rules' questions about events.
     """
 
+    # the handle types the checks accept: pyopencl's wrappers here; glshare attach checks another
+    # program's recorded handles with a subclass naming its own (app/attach/model.py)
+    queue_types: tuple[type, ...] = (cl.CommandQueue,)
+    mem_types: tuple[type, ...] = (cl.MemoryObjectHolder,)
+    event_types: tuple[type, ...] = (cl.Event,)
+
     def __init__(self, sharing_context: cl.Context, is_shared: Callable[[Any], bool],
                  rule_set: str = "gl_sharing", registry: ObjectRegistry = REGISTRY, *, events: EventFacts) -> None:
         if rule_set not in families.rule_sets():
@@ -197,7 +203,7 @@ class SpecValidator:
     def _check_queue(self, call: str, queue: Any) -> bool:
         if queue is self._queue_ok:
             return True
-        if not (isinstance(queue, cl.CommandQueue) and queue.int_ptr):
+        if not (isinstance(queue, self.queue_types) and queue.int_ptr):
             self._fail("invalid_queue", call, "a NULL handle" if queue is None else f"not a command-queue: "
                                                                                      f"{type(queue).__name__}")
         if queue.context == self.sharing_context:
@@ -226,7 +232,7 @@ class SpecValidator:
                                                    "the elements past it are not memory objects")
         registry = self.registry
         for m in objs:  # every invalid object before any valid one that is not shared
-            if not (isinstance(m, cl.MemoryObjectHolder) and registry.is_live(m)):
+            if not (isinstance(m, self.mem_types) and registry.is_live(m)):
                 self._fail("invalid_mem_object", call, registry.why_not_live(m))
         for m in objs:
             if not self.is_shared(m):
@@ -262,8 +268,9 @@ def check_wait_list(v: Any, call: str, num_events: int, event_wait_list: list | 
     if len(events) < num_events:
         v._fail("wait_list_invalid_event", call, f"num_events_in_wait_list is {num_events} but the list holds "
                                                  f"{len(events)}")
+    event_types = getattr(v, "event_types", (cl.Event,))
     for e in events:
-        if not (isinstance(e, cl.Event) and e.int_ptr):
+        if not (isinstance(e, event_types) and e.int_ptr):
             v._fail("wait_list_invalid_event", call, "a NULL event" if e is None else f"not an event: {type(e).__name__}")
     ctx = context_ptr if context_ptr is not None else v.sharing_context.int_ptr
     info = v.events  # asked of every event, every frame

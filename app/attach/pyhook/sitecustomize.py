@@ -1,0 +1,168 @@
+"""glshare attach's Python site hook: the file and line of a Python program's pyopencl and PyOpenGL
+calls, written as "site" records (app/attach/wire.py) just before each call reaches an entry
+point the CL layer or the GL library records.
+
+``glshare attach`` puts this folder first on PYTHONPATH, so Python imports this module at start-up
+(``site``'s sitecustomize). It takes its folder off ``sys.path`` again (the program imports what
+it would without attach), runs the sitecustomize that would have run without it (the next one on
+``sys.path``, if any), and, only where ``GLSHARE_ATTACH_FD`` is set, watches two imports: once
+``pyopencl``, ``OpenGL.GL``, ``OpenGL.GLUT`` or ``glfw`` is imported, the functions listed below are
+replaced in their module (or class) by a wrapper that writes one record and calls the original
+with the same arguments, returning what it returns (raising what it raises). The record names the
+first frame outside pyopencl, PyOpenGL, glfw and this file: the program's own line. A program that
+imports none of them pays nothing. Functions the program bound before the import finished (none:
+``from OpenGL.GL import *`` runs after the module's body) and objects pyopencl makes in C (its
+``GLBuffer``... constructors) have no site: their records keep the caller's return address.
+
+It imports nothing of glshare (it runs inside another program) and writes with one ``os.write``
+per record of less than PIPE_BUF bytes (atomic on the pipe).
+"""
+from __future__ import annotations
+
+import functools
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+FD_ENV = "GLSHARE_ATTACH_FD"  # app/attach/wire.py's name (this file imports nothing of glshare)
+MAX_LINE = 4096
+
+# module -> ((owner, names)): the functions whose calls reach a recorded entry point; owner "" is
+# the module itself, else a class of it
+WATCHED = {
+    "pyopencl": (("", ("enqueue_acquire_gl_objects", "enqueue_release_gl_objects", "enqueue_nd_range_kernel",
+                       "enqueue_copy", "enqueue_fill_buffer", "enqueue_fill_image", "enqueue_map_buffer",
+                       "enqueue_map_image", "enqueue_barrier", "enqueue_marker", "wait_for_events")),
+                 ("Kernel", ("__call__",)), ("CommandQueue", ("finish", "flush"))),
+    "OpenGL.GL": (("", ("glDrawArrays", "glDrawElements", "glDrawArraysInstanced", "glDrawElementsInstanced",
+                        "glDrawRangeElements", "glBufferData", "glBufferSubData", "glTexImage2D", "glTexSubImage2D",
+                        "glTexImage3D", "glTexSubImage3D", "glMapBuffer", "glMapBufferRange", "glUnmapBuffer",
+                        "glFinish", "glFlush", "glFenceSync", "glClientWaitSync", "glWaitSync", "glDeleteSync",
+                        "glDeleteBuffers", "glDeleteTextures", "glDeleteRenderbuffers")),),
+    "OpenGL.GLUT": (("", ("glutSwapBuffers",)),),
+    "glfw": (("", ("swap_buffers",)),),
+}
+_library_dirs: tuple[str, ...] = (_HERE + os.sep,)  # frames inside these are not the program's
+_names: dict[str, str] = {}  # file name -> its JSON string
+
+
+def _library_dir(module) -> None:
+    """The folder of the module's top package (OpenGL.GL: OpenGL's) joins the library folders."""
+    global _library_dirs
+    top = sys.modules.get(module.__name__.split(".")[0])
+    path = getattr(top, "__file__", None)
+    if path:
+        folder = os.path.dirname(os.path.abspath(path)) + os.sep
+        if folder not in _library_dirs:
+            _library_dirs += (folder,)
+
+
+def _writer(fd: int):
+    pid_prefix = '{"k":"site","src":"py","pid":'
+
+    def site() -> None:
+        f = sys._getframe(2)
+        while f is not None and f.f_code.co_filename.startswith(_library_dirs):
+            f = f.f_back
+        if f is None:
+            return
+        code = f.f_code
+        name = _names.get(code.co_filename)
+        if name is None:
+            name = _names[code.co_filename] = json.dumps(code.co_filename)[: MAX_LINE // 2]
+        line = (f'{pid_prefix}{os.getpid()},"t":{time.monotonic_ns()},"tid":{threading.get_native_id()},'
+                f'"file":{name},"line":{f.f_lineno},"func":{json.dumps(code.co_name)}}}\n')
+        try:
+            os.write(fd, line.encode())
+        except OSError:
+            pass  # glshare is gone: the program goes on unrecorded
+
+    return site
+
+
+def _wrap(fn, site):
+    @functools.wraps(fn)
+    def recorded(*args, **kwargs):
+        site()
+        return fn(*args, **kwargs)
+
+    recorded.__glshare_original__ = fn
+    return recorded
+
+
+def _patch(module, site) -> None:
+    _library_dir(module)
+    for owner_name, names in WATCHED.get(module.__name__, ()):
+        owner = getattr(module, owner_name, None) if owner_name else module
+        if owner is None:
+            continue
+        for name in names:
+            fn = getattr(owner, name, None)
+            if fn is None or hasattr(fn, "__glshare_original__"):
+                continue
+            try:
+                setattr(owner, name, _wrap(fn, site))
+            except (AttributeError, TypeError):
+                pass  # a class that takes no new attributes: its calls keep the return address
+
+
+class _Finder:
+    """Finds nothing itself: for a watched module, the spec the other finders give, its loader's
+    ``exec_module`` followed by ``_patch``."""
+
+    def __init__(self, site) -> None:
+        self.site = site
+        self.busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in WATCHED or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        run = spec.loader.exec_module
+        site = self.site
+
+        def exec_module(module):
+            run(module)
+            _patch(module, site)
+
+        spec.loader.exec_module = exec_module  # this module's loader object only
+        return spec
+
+
+def _chain() -> None:
+    """Run the sitecustomize Python would have run without this one (the next on sys.path)."""
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    sys.path[:] = rest
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+def _install() -> None:
+    _chain()
+    fd_text = os.environ.get(FD_ENV, "")
+    if not fd_text.isdigit():
+        return
+    site = _writer(int(fd_text))
+    for name in WATCHED:
+        module = sys.modules.get(name)
+        if module is not None:  # imported before this ran (a chained sitecustomize)
+            _patch(module, site)
+    sys.meta_path.insert(0, _Finder(site))
+
+
+_install()

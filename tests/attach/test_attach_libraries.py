@@ -1,0 +1,129 @@
+"""``glshare attach`` with its C libraries (app/native/attach/, built by make setup) on real programs
+on the CPU: a pyopencl program, glshare's own ``run`` (whose own report the attached record must
+agree with), and a program killed inside a CL call. Each test is skipped, saying so, where a
+library it needs is not built."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app import native
+
+ROOT = Path(__file__).resolve().parents[2]
+CL_LAYER, GL_PRELOAD = native.attach_library("cl_layer"), native.attach_library("gl_preload")
+needs_cl = pytest.mark.skipif(not os.path.exists(CL_LAYER), reason=f"{CL_LAYER} is not built (make setup)")
+needs_gl = pytest.mark.skipif(not os.path.exists(GL_PRELOAD), reason=f"{GL_PRELOAD} is not built (make setup)")
+
+KERNELS = """\
+import numpy as np
+import pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+q = cl.CommandQueue(ctx)
+k = cl.Program(ctx, "__kernel void k(__global float*a){a[get_global_id(0)]+=1.0f;}").build().k
+a = np.zeros(256, dtype=np.float32)
+b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+def step():
+    k(q, (256,), None, b)
+for _ in range(5):
+    step()
+cl.enqueue_copy(q, a, b)
+q.finish()
+print(float(a.sum()))
+"""
+
+KILLED = """\
+import os, signal, threading
+import pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+never = cl.UserEvent(ctx)
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+cl.wait_for_events([never])
+"""
+
+
+def attach(tmp_path: Path, argv: list[str], *options: str) -> tuple[subprocess.CompletedProcess, dict]:
+    report = tmp_path / "attach.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "app", "attach", "--report", str(report), *options, "--", *argv],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    return done, json.loads(report.read_text())
+
+
+@needs_cl
+def test_a_pyopencl_program_is_recorded_with_its_sites_and_computes_the_same(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(KERNELS)
+    bare = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=120)
+    done, report = attach(tmp_path, [sys.executable, str(prog)], "--no-gl")
+    assert done.returncode == 0 and done.stdout == bare.stdout == "1280.0\n"
+    (proc,) = report["processes"]
+    assert proc["calls"]["clEnqueueNDRangeKernel"] == 5
+    assert report["findings"] == []
+    (queue,) = proc["queues"].values()
+    assert queue["commands"] == 6 and queue["stamped"] == 6  # the layer turned profiling on
+    (clock,) = proc["clocks"].values()
+    assert clock["known"] and clock["samples"] == 6
+    trace = tmp_path / "t.json"
+    done, _ = attach(tmp_path, [sys.executable, str(prog)], "--no-gl", "--trace", str(trace))
+    events = json.loads(trace.read_text())["traceEvents"]
+    kernels = [e for e in events if e.get("name") == "clEnqueueNDRangeKernel"]
+    assert [e["args"]["site"] for e in kernels] == [f"{prog}:9 (step)"] * 5
+
+
+@needs_cl
+@needs_gl
+def test_attached_to_glshare_run_the_record_agrees_with_glshares_own(tmp_path):
+    inner = tmp_path / "inner.json"
+    argv = [sys.executable, "-m", "app", "run", "--scene", "image", "--headless", "--frames", "20", "--backend",
+            "host_copy", "--no-overlay", "--quiet", "--report", str(inner), "--screenshot", os.devnull]
+    done, report = attach(tmp_path, argv)
+    assert done.returncode == 0, done.stderr
+    own = json.loads(inner.read_text())
+    (proc,) = report["processes"]
+    assert proc["calls"]["clEnqueueNDRangeKernel"] == own["counts"]["compute"] == 20
+    assert proc["calls"]["glTexSubImage2D"] >= 20  # each frame's upload of the CL result
+    assert report["findings"] == []
+
+
+@needs_cl
+def test_a_program_killed_inside_a_cl_call_is_said_with_the_call(tmp_path):
+    prog = tmp_path / "killed.py"
+    prog.write_text(KILLED)
+    done, report = attach(tmp_path, [sys.executable, str(prog)], "--no-gl")
+    assert done.returncode == 128 + 9
+    ended = report["ended"]
+    assert ended["signal_name"] == "SIGKILL" and ended["died_in"]["fn"] == "clWaitForEvents"
+    assert ended["died_in"]["site"] == f"{prog}:6 (<module>)"
+
+
+STRICT = """\
+import pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+q = cl.CommandQueue(ctx)
+b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+try:
+    cl.enqueue_acquire_gl_objects(q, [b])
+    print("acquire returned")
+except cl.Error as exc:
+    print("acquire failed:", exc.code)
+"""
+
+
+@needs_cl
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_acquire_on_a_context_not_from_gl_is_found_and_under_strict_answered_by_glshare(tmp_path, strict):
+    """The CPU's driver refuses it itself (CL_INVALID_CONTEXT); under --strict the layer returns
+    glshare's answer, the same code, and the driver never sees the call."""
+    prog = tmp_path / "strict.py"
+    prog.write_text(STRICT)
+    done, report = attach(tmp_path, [sys.executable, str(prog)], "--no-gl", *(("--strict",) if strict else ()))
+    assert done.returncode == 0 and done.stdout == "acquire failed: -34\n"
+    (f,) = report["findings"]
+    assert (f["case"], f["code"], f["site"]) == ("context_not_from_gl", -34, f"{prog}:6 (<module>)")
+    assert f["driver_status"] == (None if strict else -34)
+    assert report["recording"]["verdicts"] == ({"asked": 1, "refused": 1} if strict else {"asked": 0, "refused": 0})

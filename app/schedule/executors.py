@@ -68,12 +68,8 @@ class Remembered(Checked):
     def __init__(self, backend, scene, sync, hand_over) -> None:
         super().__init__(backend, scene, sync)
         self.hand_over = hand_over
-        self.release = hand_over.release  # (ev_c, out): on the in-order queue no wait list
-
-    def acquire(self, wait_for, out: bool):
-        if wait_for:  # (an acquire that waits on the sync's events: the checked hand-over checks the list)
-            return self.backend.acquire(self.queue, self.scene.shared, wait_for, out=out)
-        return self.hand_over.acquire(out)
+        # (wait_for, out): one with the sync's events checked whole; (ev_c, out): no wait list in order
+        self.acquire, self.release = hand_over.acquire, hand_over.release
 
 
 class Native(Remembered):
@@ -88,7 +84,8 @@ class Native(Remembered):
     def __init__(self, backend, scene, sync, hand_over, frame: NativeFrame, profiles) -> None:
         super().__init__(backend, scene, sync, hand_over)
         self.nf, self.sync, self.profiles = frame, sync, profiles
-        self.sync_before, self.sync_after, self.release = self._sync_before, self._sync_after, self._release
+        self.sync_before, self.sync_after = self._sync_before, self._sync_after
+        self.acquire, self.release = self._acquire, self._release
         self.compute = self._compute
         calls = frame.calls
         self.ran = 0  # the first call not made (the failed one where ``status``), in the last run
@@ -152,7 +149,7 @@ class Native(Remembered):
             made[name] = cl.Event.from_int_ptr(slot.value, retain=False)
         return made
 
-    def acquire(self, wait_for, out: bool):
+    def _acquire(self, wait_for, out: bool):
         nf = self.nf
         self.hand_over.acquired(None if self._went(nf.ends[BEFORE], nf.ends[ACQUIRE]) else self._error())
         return _event(nf.acquire_out)

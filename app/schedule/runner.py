@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 ns = time.perf_counter_ns
 STAMPS_WALL_FACTOR = 10  # a frame is timed at least every this many stamps intervals of the clock
 _OWNER = operator.attrgetter("owner")
-ALL_MADE = {"acquire": 1, "compute": 1, "release": 1}  # a record's counts where every step's calls were made
 
 
 class FrameRunner:
@@ -45,21 +44,19 @@ class FrameRunner:
         (the acquire's and the kernel's end, the events it made by step): those steps then only
         record what it made."""
         rec, plan, ex, events, kernel_event = self._begin(frame, stepped, checked)
-        backend, scene, profiles, samples, phases = self.backend, self.scene, self.profiles, rec.owners, rec.phases
+        profiles, samples, phases, t = self.profiles, rec.owners, rec.phases, rec.start_ns
         # the owners at each boundary: the tracker's states sampled (``owned``), or where the steady case
         # holds (None) they follow from the transitions alone (all GL's at the start, CL's once acquired)
         owned, gl_owns, cl_owns = plan.owned if ex.checks_uses else None, plan.gl_owns, plan.cl_owns
-        faults, skip, t, copied = self.faults, self.skip, rec.start_ns, backend.bytes_copied
         waits_on_cpu = profiles.cl_done = profiles.gl_done = self._waits_on_cpu
-        profiles.gl_due = None
+        profiles.gl_due = done = ev_a = ev_c = None
         ok = synced = True
-        done = ev_a = ev_c = None
         try:  # the step "sync before", then "acquire"
-            if faults is not None:
-                faults("acquire", rec)
-            if self.sync.bounded_run_ahead:
+            if self.faults is not None:
+                self.faults("acquire", rec)
+            if self._bounded:
                 self.in_flight.bound(rec, self._shadow_both)
-            backend.gl_before_acquire(scene.shared)
+            self.backend.gl_before_acquire(self.scene.shared)
             if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
                 timer = self.gl_timer
                 profiles.gl_due = timer.enabled and timer.due()  # (asked once a frame: the wait for CL reads)
@@ -68,12 +65,12 @@ class FrameRunner:
                 shadow = profiles.cl_in_wait
             synced = False
             wait_for = ex.sync_before(rec.waits, shadow)
-            synced, done = True, ex.done
-            if done is not None:  # (the steps up to the release each went through: one count each)
-                rec.counts.update(ALL_MADE)
-                if done[2]:
+            synced = True
+            if (done := ex.done) is not None:  # (the steps up to the release each went through: one count each)
+                rec.counts = {"acquire": 1, "compute": 1, "release": 1}
+                if done[2] is not None:
                     rec.events.update(done[2])
-            elif "acquire" not in skip:
+            elif "acquire" not in self.skip:
                 ev_a = ex.acquire(wait_for, events)
                 rec.counts["acquire"] = 1  # (each step runs at most once a frame)
                 if ev_a is not None:
@@ -88,12 +85,12 @@ class FrameRunner:
             t = ns()
         if ok and done is None:  # (what CL took is handed back below even when the compute fails)
             try:
-                if faults is not None:
-                    faults("compute", rec)
+                if self.faults is not None:
+                    self.faults("compute", rec)
                 if owned is not None:
-                    backend.handover.kernel_uses(scene.cl_uses)
+                    self._handover.kernel_uses(self.scene.cl_uses)
                 after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
-                compute = ex.compute or scene.compute
+                compute = ex.compute or self.scene.compute
                 ev_c = compute(self._queue, frame, after) if kernel_event else \
                     compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
                 if ev_c is not None:
@@ -111,52 +108,51 @@ class FrameRunner:
         phases["release"] = (t, t := ns())
         samples.append(("release", t, owns) if owned is None else ("release", t, tuple(map(_OWNER, owned))))
         yield "release"
-        self._render(rec, render_target, ns() if stepped else t, copied, owned, owns)
+        self._render(rec, render_target, ns() if stepped else t, owned, owns)
         yield "render"
 
     def _begin(self, frame: int, stepped: bool, checked: bool) -> tuple:
         """The frame's record begun, its copy of the objects chosen, its plan, its executor, and
         whether its events are asked for: (record, plan, executor, events, kernel's event)."""
-        backend, scene, sync = self.backend, self.scene, self.sync
-        rec = FrameRecord.begin(frame, scene.name, backend.name, sync.name, self.segment, stepped)
+        scene = self.scene
+        rec = self._record(frame, stepped=stepped)
         if scene.slots > 1:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
             rec.slot = slot = frame % scene.slots
             scene.use_slot(slot)
-            sync.use_slot(slot, scene.shared)
+            self.sync.use_slot(slot, scene.shared)
         self.current = self.profiles.rec = rec
-        handover = backend.handover
-        handover.begin_frame(frame)
+        backend = self.backend
+        self._copied = backend.bytes_copied
         key = (backend.objects_version, *map(id, scene.shared))
+        # the steady case's hand-over (both calls accepted before and every object GL's: ``HandOver.steady``)
+        hand_over = self._handover.begin_frame(frame, self._queue, key)
         plan = self._plans.get(key)
         if plan is None:  # (the key's objects are held with it: no id in it can be reused while it is kept)
-            plan = keep(self._plans, key, FramePlan(key, scene, handover))
+            plan = keep(self._plans, key, FramePlan(key, scene, self._handover))
         rec.owner_labels = plan.labels
         rec.start_ns = t = ns()
-        interval, last = self.stamps_interval_ns, self._sampled_ns
-        if stepped or last is None or self._work_since >= interval or t - last >= STAMPS_WALL_FACTOR * interval:
-            self._sampled_ns, self._work_since = t, 0
+        if stepped or self._work_since >= self._interval or t >= self._timed_by:
+            self._sampled_ns, self._timed_by, self._work_since = t, t + self._wall_ns, 0
             events = kernel_event = True
         else:  # an untimed frame's events are asked of the driver only where something reads them
             rec.sampled = False
             events, kernel_event = self._untimed_events, self._untimed_kernel_event
-        # the steady case: the in-order queue, no faults or skipped calls, the scene's uses those of the
-        # plan, both hand-over calls accepted before and every object GL's (``HandOver.steady``)
-        if checked or not self._steady_mode or not self.steady or self.skip or self.faults is not None \
-                or not plan.covered or scene.cl_uses is not plan.cl_uses or scene.gl_uses is not plan.gl_uses \
-                or (hand_over := handover.steady(self._queue, key)) is None:
+        # the steady case: the in-order queue, no faults or skipped calls, the scene's uses those of the plan
+        if hand_over is None or checked or not self._steady_ok or self.skip or self.faults is not None \
+                or not plan.covered or scene.cl_uses is not plan.cl_uses or scene.gl_uses is not plan.gl_uses:
             ex = self._checked
             rec.owners.append(("start", t, tuple(map(_OWNER, plan.owned))))
         else:
             ex = None
-            if self.native:  # (the hand-over is held with its executor: its identity cannot be reused while kept)
-                ex = self._natives.get((hand_over, events, kernel_event, sync.native_variant(), scene.native_key()),
+            if self._try_native:  # (the hand-over is held with its executor: its identity cannot be reused while kept)
+                ex = self._natives.get((hand_over, events, kernel_event, self._native_variant(), self._native_key()),
                                        False)
                 if ex is False:
                     ex = self._native_for(hand_over, events, kernel_event)
             if ex is None:
                 ex = plan.remembered
                 if ex is None or ex.hand_over is not hand_over:
-                    ex = plan.remembered = Remembered(backend, scene, sync, hand_over)
+                    ex = plan.remembered = Remembered(backend, scene, self.sync, hand_over)
             rec.owners.append(("start", t, plan.gl_owns))
         self.executed = ex.name
         return rec, plan, ex, events, kernel_event
@@ -169,6 +165,9 @@ class FrameRunner:
         variant = sync.native_variant()
         nf = prepare_native(backend, scene, sync, hand_over, events, kernel_event, variant)
         ex = None if nf is None else Native(backend, scene, sync, hand_over, nf, self.profiles)
+        if nf is None and backend.native_hand_over(hand_over.queue, hand_over.objects, True) is None:
+            self._python_hand_over = True  # the backend's hand-over is Python: no native frame is asked again
+            self._try_native = False
         return keep(self._natives, (hand_over, events, kernel_event, variant, scene.native_key()), ex)
 
     def _release(self, rec: FrameRecord, ex, acquired: bool, synced: bool, ev_c, events: bool, done) -> bool:
@@ -190,16 +189,16 @@ class FrameRunner:
                 self._fail(rec, exc, "release")
         if synced:
             try:
-                profiles = self.profiles
                 if done is not None:  # (its calls made with the rest: no wait of it is left to read in)
                     shadow = None
                 elif self._waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
+                    profiles = self.profiles
                     if profiles.gl_due is None:  # (not asked yet: the frame failed before its sync wait)
                         timer = self.gl_timer
                         profiles.gl_due = timer.enabled and timer.due()
                     shadow = profiles.read_gl_in_wait if profiles.gl_due else None
                 else:
-                    shadow = profiles.gl_in_wait
+                    shadow = self.profiles.gl_in_wait
                 ex.sync_after(self._queue, ev_r, rec.waits, shadow)
                 if released:
                     self.backend.gl_after_release(self.scene.shared)
@@ -207,13 +206,13 @@ class FrameRunner:
                 self._fail(rec, exc, "release")
         return released or not acquired  # (never acquired: GL's still)
 
-    def _render(self, rec: FrameRecord, render_target, t: int, copied: int, owned, owns) -> None:
+    def _render(self, rec: FrameRecord, render_target, t: int, owned, owns) -> None:
         """The step "render": the scene's draw (its use checked where CL may hold the objects: ``owns``
         the owners after the release as they follow from the transitions; ``owned`` the tracker's
         states where those are sampled instead, else None), the run-ahead bound's fence past it, the
         frame's GL errors; then the frame's end: its findings, the bytes moved, into the history, the
         CL stamps due."""
-        backend, scene, sync, profiles = self.backend, self.scene, self.sync, self.profiles
+        profiles = self.profiles
         try:
             if self.faults is not None:
                 self.faults("render", rec)
@@ -222,35 +221,38 @@ class FrameRunner:
                 self.gl_timer.harvest()  # the frames before (done once the sync waited), before this frame's pass
             if size is not None:
                 if owned is not None or CL in owns:
-                    backend.handover.draw_uses(scene.gl_uses)
+                    self._handover.draw_uses(self.scene.gl_uses)
                 if rec.sampled:
                     with self.gl_timer.span(rec, "gl render"):
-                        scene.render(size)
+                        self.scene.render(size)
                 else:  # (the timer's span of a frame not timed does nothing)
-                    scene.render(size)
-            sync.after_gl_use(rec.waits)
-            if sync.bounded_run_ahead:
+                    self.scene.render(size)
+            self.sync.after_gl_use(rec.waits)
+            if self._bounded:
                 # where GL waited on the GPU for CL's release (``SyncMode.gl_waits_for_release``) a GL
                 # fence past the draw says the release completed too: the bound asks no CL event's status
-                self.in_flight.add(None if sync.gl_waits_for_release else rec.events.get("release"))
+                self.in_flight.add(None if self.sync.gl_waits_for_release else rec.events.get("release"))
             # the GL calls made straight through ctypes (app/gl/raw.py) since the sync's, the draw's
             # and those after it (a copy's semaphore signal, the fence), are checked here, on their frame
             code = self._gl_error()
             if code:
-                check_gl(f"render {scene.name}", code)
+                check_gl(f"render {self.scene.name}", code)
         except Exception as exc:  # noqa: BLE001
             self._fail(rec, exc, "render")
         rec.phases["render"] = (t, t := ns())
         rec.owners.append(("render", t, owns) if owned is None else ("render", t, tuple(map(_OWNER, owned))))
         rec.end_ns = t
         self._work_since += t - rec.start_ns
-        rec.hazards = backend.handover.findings_of(rec.index)
-        rec.bytes_moved = backend.bytes_copied - copied  # what the backend copied in this frame
+        rec.hazards = self._handover.findings_of(rec.index)
+        rec.bytes_moved = self.backend.bytes_copied - self._copied  # what the backend copied in this frame
         self.history.add(rec)
-        profiles.pending.append(rec)
         self.current = None
-        if not profiles.cl_done and len(profiles.pending) >= profiles.due_at:
-            profiles.harvest(gl=False)  # (no wait for GL in this frame's sync mode took it)
+        if rec.events or profiles.pending:  # (its CL stamps, or an earlier frame's, still to be read)
+            profiles.pending.append(rec)
+            if not profiles.cl_done and len(profiles.pending) >= profiles.due_at:
+                profiles.harvest(gl=False)  # (no wait for GL in this frame's sync mode took it)
+        else:  # nothing of it to read and no frame before it waiting: harvested now, in frame order
+            self.history.harvested(rec)
 
     def _shadow_both(self) -> None:
         """The bookkeeping of earlier frames, where the CPU is about to wait for the run-ahead bound."""

@@ -36,8 +36,13 @@ class SteadyHandOver:
     def __init__(self, backend: "SharingBackend", queue, generation: int, objects: list, states: list) -> None:
         self.backend, self.queue, self.generation, self.objects, self.states = backend, queue, generation, objects, states
 
-    def acquire(self, out: bool) -> cl.Event | None:
+    def acquire(self, wait_for, out: bool) -> cl.Event | None:
+        """``out`` False: the caller reads no event, and none comes back (one the backend made anyway,
+        its calls taking no NULL event, is let go). An acquire that waits on events (``wait_for``:
+        the sync mode's) is the checked hand-over's: the list is new each frame."""
         be = self.backend
+        if wait_for:
+            return be.acquire(self.queue, self.objects, wait_for, out=out)
         be.validator.checked += 1
         try:
             event = be._enqueue_acquire(self.queue, self.objects, None) if out or not be.null_events else \
@@ -45,10 +50,11 @@ class SteadyHandOver:
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{be.name}.acquire") from exc
         be.tracker.acquired_states(self.states, self.queue)
-        return event
+        return event if out else None
 
     def release(self, after, out: bool) -> cl.Event | None:
-        """``after``: the kernel's event, which the in-order queue needs in no wait list."""
+        """``after``: the kernel's event, which the in-order queue needs in no wait list; ``out`` as in
+        ``acquire``."""
         be = self.backend
         be.validator.checked += 1
         try:
@@ -57,7 +63,7 @@ class SteadyHandOver:
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{be.name}.release") from exc
         be.tracker.released_states(self.states)
-        return event
+        return event if out else None
 
     def acquired(self, error: BaseException | None = None) -> None:
         """The acquire made elsewhere (a native call list: app/schedule/executors.py): counted as
@@ -101,9 +107,11 @@ class HandOver:
         self._steady.clear()
 
     # -- what the scheduler asks of the tracker, through methods ----------------------------------
-    def begin_frame(self, frame: int) -> None:
-        """The frame whose findings and transitions follow."""
+    def begin_frame(self, frame: int, queue, key: tuple) -> SteadyHandOver | None:
+        """The frame whose findings and transitions follow; the steady case of its hand-over of the
+        objects whose ids follow ``objects_version`` in ``key`` on ``queue``, or None (``steady``)."""
         self.backend.tracker.frame = frame
+        return self.steady(queue, key)
 
     def states_of(self, objects) -> list:
         """The tracker's state objects of those of ``objects`` it tracks (changed in place by
@@ -199,7 +207,7 @@ class HandOver:
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{be.name}.{call}") from exc
         (be.tracker.acquired if call == "acquire" else be.tracker.released)(objects, queue)
-        return event
+        return event if out else None  # (an event not asked for is let go: nothing reads it)
 
     def steady(self, queue, key: tuple) -> SteadyHandOver | None:
         """The frame's acquire and release of the objects whose ids follow ``objects_version`` in

@@ -31,6 +31,7 @@ import pyopencl as cl
 
 from app.cl.ext import call_error
 from app.schedule.native import ACQUIRE, BEFORE, COMPUTE, RELEASE, NativeFrame
+from app.sharing.sync import SyncMode
 
 ns = time.perf_counter_ns
 
@@ -93,11 +94,15 @@ class Native(Remembered):
         self.stop = self.n = calls.n
         # what every frame's common case reads, looked up once (the list's arrays are its own for good)
         self.run_all, self.stamps, self.waits_on_cpu = calls.run_all, calls.stamps, sync.waits_on_cpu
-        self.before, self.after = sync.native_before, sync.native_after
+        self.before, self.after = bound_hook(sync, "native_before"), bound_hook(sync, "native_after")
+        self.variant, self.stage = frame.variant, frame.stage
+        self.acquire_end, self.compute_end = frame.acquire_end, frame.compute_end
+        # the CPU waits of the before and of the after segment: (name, the stamp before, the stamp after)
+        self.waits_before = tuple((name, i, i + 1) for i, name in frame.waits_before)
+        self.waits_after = tuple((name, i, i + 1) for i, name in frame.waits_after)
         self.outs = tuple((name, slot) for name, slot in zip(("acquire", "compute", "release"),
                                                              (frame.acquire_out, frame.kernel_out, frame.release_out))
                           if slot is not None)  # (step, out slot) of the calls whose events are asked
-        self.no_outs = not self.outs
 
     def _run(self, first: int, stop: int) -> None:
         calls = self.nf.calls
@@ -115,31 +120,31 @@ class Native(Remembered):
         return call_error(self.status, self.nf.calls.calls[self.ran])
 
     def _sync_before(self, waits: list, shadow):
-        nf, queue = self.nf, self.queue
+        queue = self.queue
         self.done = None
-        self.before(queue, nf.variant)
+        if self.before is not None:
+            self.before(queue, self.variant)
         if shadow is not None:  # the CL stamps of earlier frames, before the wait for GL
             self.sync.native_shadow(queue, shadow, True)
-        if nf.stage is not None:
-            nf.stage(self.profiles.rec.index)
+        if self.stage is not None:
+            self.stage(self.profiles.rec.index)
         stamps = self.stamps
         if self.waits_on_cpu and self.profiles.gl_due:  # (the GL timer's read comes before the wait after
-            self.stop = nf.ends[RELEASE]  # the release: the list stops there)
+            self.stop = self.nf.ends[RELEASE]  # the release: the list stops there)
             self._run(0, self.stop)
         else:
             status = self.run_all()
             if not status:  # the common case: every call went through (``ran`` and the rest then unread)
-                for i, name in nf.waits_before:
-                    waits.append((name, stamps[i], stamps[i + 1]))
+                for name, i, j in self.waits_before:
+                    waits.append((name, stamps[i], stamps[j]))
                 self.hand_over.handed_over()
-                self.done = (stamps[nf.acquire_end], stamps[nf.compute_end],
-                             None if self.no_outs else self._made())
+                self.done = (stamps[self.acquire_end], stamps[self.compute_end], self._made() if self.outs else None)
                 return None
-            self.status, self.stop, self.ran = status, self.n, nf.calls.failed
-        if self.ran < nf.ends[BEFORE]:
+            self.status, self.stop, self.ran = status, self.n, self.nf.calls.failed
+        if self.ran < self.nf.ends[BEFORE]:
             raise self._error()
-        for i, name in nf.waits_before:
-            waits.append((name, stamps[i], stamps[i + 1]))
+        for name, i, j in self.waits_before:
+            waits.append((name, stamps[i], stamps[j]))
         return None
 
     def _made(self) -> dict:
@@ -166,20 +171,27 @@ class Native(Remembered):
         return _event(nf.release_out)
 
     def _sync_after(self, queue, ev_r, waits: list, shadow) -> None:
-        nf = self.nf
         if self.done is None:
-            lo, n = nf.ends[RELEASE], self.n
+            lo, n = self.nf.ends[RELEASE], self.n
             if self.ran < lo or self.stop < n:  # not reached yet: the GL timer's read ahead of the wait first
                 if shadow is not None:
                     self.sync.native_shadow(queue, shadow, False)
                 self.stop = n
             if not self._went(lo, n):
-                self.after(queue)  # (after_release checks before its first call)
+                if self.after is not None:
+                    self.after(queue)  # (after_release checks before its first call)
                 raise self._error()
         stamps = self.stamps
-        for i, name in nf.waits_after:
-            waits.append((name, stamps[i], stamps[i + 1]))
-        self.after(queue)
+        for name, i, j in self.waits_after:
+            waits.append((name, stamps[i], stamps[j]))
+        if self.after is not None:
+            self.after(queue)
+
+
+def bound_hook(sync, name: str):
+    """``sync``'s ``name`` bound once, or None where its class keeps ``SyncMode``'s, documented to do
+    nothing (the frame then makes no call for it)."""
+    return None if getattr(type(sync), name) is getattr(SyncMode, name) else getattr(sync, name)
 
 
 def _event(slot):

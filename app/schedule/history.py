@@ -155,8 +155,8 @@ class RunHistory:
         if clock is not None and not rec.sampled:
             # a frame not timed has no stamps to check: counted as find_races counts it, without the
             # clock's offsets or the per-object walk (every frame pays this; most are not timed)
-            for _b, _t, owners in rec.owners:  # (a loop, not any(): the cheaper form in every frame)
-                if "cl" in owners:
+            for sample in rec.owners:  # (boundary, time, owners): a loop, not any(), the cheaper in every frame
+                if "cl" in sample[2]:
                     races = self.races
                     races.checked += 1
                     races.blind[NOT_TIMED] += 1

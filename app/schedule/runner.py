@@ -39,77 +39,83 @@ class FrameRunner:
         """The frame as a generator: yields each phase's name after it ran ("acquire", "compute",
         "release", "render"). ``stepped``: the teaching mode steps it (the pauses are the user's);
         ``checked``: with the checked executor, whatever the case (a caller that looks at the
-        tracker between the phases: the teaching mode, the contract tests). An executor whose
-        ``sync_before`` made the steps up to the release, each gone through, says so in ``done``
-        (the acquire's and the kernel's end, the events it made by step): those steps then only
-        record what it made."""
+        tracker between the phases: the teaching mode, the contract tests)."""
         rec, plan, ex, events, kernel_event = self._begin(frame, stepped, checked)
         profiles, samples, phases, t = self.profiles, rec.owners, rec.phases, rec.start_ns
-        # the owners at each boundary: the tracker's states sampled (``owned``), or where the steady case
-        # holds (None) they follow from the transitions alone (all GL's at the start, CL's once acquired)
+        # the owners at each boundary: the tracker's states sampled (``owned``: a checked frame, the one
+        # with faults and skipped calls), or they follow from the transitions (all GL's, CL's once acquired)
         owned, gl_owns, cl_owns = plan.owned if ex.checks_uses else None, plan.gl_owns, plan.cl_owns
         waits_on_cpu = profiles.cl_done = profiles.gl_done = self._waits_on_cpu
-        profiles.gl_due = done = ev_a = ev_c = None
+        # (the GL timer asked once a frame whether a read is due: the wait for CL reads it)
+        profiles.gl_due = waits_on_cpu and self.gl_timer.enabled and self.gl_timer.due()
+        done = ev_a = ev_c = None
         ok = synced = True
         try:  # the step "sync before", then "acquire"
-            if self.faults is not None:
+            if owned is not None and self.faults is not None:
                 self.faults("acquire", rec)
             if self._bounded:
                 self.in_flight.bound(rec, self._shadow_both)
             self.backend.gl_before_acquire(self.scene.shared)
-            if waits_on_cpu:  # the CL stamps of earlier frames, in the wait for GL where a batch is due
-                timer = self.gl_timer
-                profiles.gl_due = timer.enabled and timer.due()  # (asked once a frame: the wait for CL reads)
-                shadow = profiles.cl_in_wait if len(profiles.pending) >= profiles.due_at else None
-            else:
-                shadow = profiles.cl_in_wait
+            pending = profiles.pending  # the CL stamps of earlier frames, in the wait for GL where a batch is due
+            shadow = profiles.cl_in_wait if not waits_on_cpu or pending and len(pending) >= profiles.due_at else None
             synced = False
             wait_for = ex.sync_before(rec.waits, shadow)
             synced = True
-            if (done := ex.done) is not None:  # (the steps up to the release each went through: one count each)
-                rec.counts = {"acquire": 1, "compute": 1, "release": 1}
-                if done[2] is not None:
-                    rec.events.update(done[2])
-            elif "acquire" not in self.skip:
-                ev_a = ex.acquire(wait_for, events)
-                rec.counts["acquire"] = 1  # (each step runs at most once a frame)
-                if ev_a is not None:
-                    rec.events["acquire"] = ev_a
+            if (done := ex.done) is None:
+                if owned is None or "acquire" not in self.skip:
+                    ev_a = ex.acquire(wait_for, events)
+                    rec.counts["acquire"] = 1  # (each step runs at most once a frame)
+                    if ev_a is not None:
+                        rec.events["acquire"] = ev_a
         except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
             ok = self._fail(rec, exc, "acquire")
-        phases["acquire"] = (t, t := ns() if done is None else done[0])
-        samples.append(("acquire", t, cl_owns if ok else gl_owns) if owned is None else
-                       ("acquire", t, tuple(map(_OWNER, owned))))
-        yield "acquire"
-        if stepped:  # (the time until the next step is the user's, not the next phase's)
-            t = ns()
-        if ok and done is None:  # (what CL took is handed back below even when the compute fails)
-            try:
-                if self.faults is not None:
-                    self.faults("compute", rec)
-                if owned is not None:
-                    self._handover.kernel_uses(self.scene.cl_uses)
-                after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
-                compute = ex.compute or self.scene.compute
-                ev_c = compute(self._queue, frame, after) if kernel_event else \
-                    compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
-                if ev_c is not None:
-                    rec.events["compute"] = ev_c
-                rec.counts["compute"] = 1
-            except Exception as exc:  # noqa: BLE001
-                self._fail(rec, exc, "compute")
-        phases["compute"] = (t, t := ns() if done is None else done[1])
-        samples.append(("compute", t, cl_owns if ok else gl_owns) if owned is None else
-                       ("compute", t, tuple(map(_OWNER, owned))))
+        if done is not None:  # the steps up to the release made, each gone through: what they made recorded
+            rec.counts = {"acquire": 1, "compute": 1, "release": 1}
+            if done[2] is not None:
+                rec.events.update(done[2])
+            phases["acquire"], phases["compute"] = (t, a := done[0]), (a, t := done[1])
+            samples += (("acquire", a, cl_owns), ("compute", t, cl_owns))
+            yield "acquire"
+        else:
+            phases["acquire"] = (t, t := ns())
+            samples.append(("acquire", t, cl_owns if ok else gl_owns) if owned is None else
+                           ("acquire", t, tuple(map(_OWNER, owned))))
+            yield "acquire"
+            if stepped:  # (the time until the next step is the user's, not the next phase's)
+                t = ns()
+            if ok:  # (what CL took is handed back below even when the compute fails)
+                ev_c = self._compute(rec, ex, frame, kernel_event, ev_a, wait_for, owned)
+            phases["compute"] = (t, t := ns())
+            samples.append(("compute", t, cl_owns if ok else gl_owns) if owned is None else
+                           ("compute", t, tuple(map(_OWNER, owned))))
         yield "compute"
         if stepped:
             t = ns()
-        owns = gl_owns if self._release(rec, ex, ok, synced, ev_c, events, done) else cl_owns
+        owns = gl_owns if self._release(rec, ex, ok, synced, ev_c, events, done, owned) else cl_owns
         phases["release"] = (t, t := ns())
         samples.append(("release", t, owns) if owned is None else ("release", t, tuple(map(_OWNER, owned))))
         yield "release"
         self._render(rec, render_target, ns() if stepped else t, owned, owns)
         yield "render"
+
+    def _compute(self, rec: FrameRecord, ex, frame: int, kernel_event: bool, ev_a, wait_for, owned):
+        """The step "compute": the scene's kernel after the acquire; its event (None: none asked)."""
+        try:
+            if owned is not None:  # (a checked frame: faults made on purpose, the kernel's uses checked)
+                if self.faults is not None:
+                    self.faults("compute", rec)
+                self._handover.kernel_uses(self.scene.cl_uses)
+            after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
+            compute = ex.compute or self.scene.compute
+            ev_c = compute(self._queue, frame, after) if kernel_event else \
+                compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
+            if ev_c is not None:
+                rec.events["compute"] = ev_c
+            rec.counts["compute"] = 1
+            return ev_c
+        except Exception as exc:  # noqa: BLE001
+            self._fail(rec, exc, "compute")
+            return None
 
     def _begin(self, frame: int, stepped: bool, checked: bool) -> tuple:
         """The frame's record begun, its copy of the objects chosen, its plan, its executor, and
@@ -170,35 +176,34 @@ class FrameRunner:
             self._try_native = False
         return keep(self._natives, (hand_over, events, kernel_event, variant, scene.native_key()), ex)
 
-    def _release(self, rec: FrameRecord, ex, acquired: bool, synced: bool, ev_c, events: bool, done) -> bool:
+    def _release(self, rec: FrameRecord, ex, acquired: bool, synced: bool, ev_c, events: bool, done, owned) -> bool:
         """The steps "release" (where the acquire went through) and "sync after" (where the sync's
         part before the acquire was reached: ``plan.STEPS``); whether the objects are GL's after
         them (released, or never acquired)."""
-        ev_r, released = None, done is not None  # (done: made and recorded with the acquire)
-        if acquired and not released:
-            try:
-                if self.faults is not None:
-                    self.faults("release", rec)
-                if "release" not in self.skip:
-                    ev_r = ex.release(ev_c, events)
-                    rec.counts["release"] = 1
-                    if ev_r is not None:
-                        rec.events["release"] = ev_r
-                released = True
-            except Exception as exc:  # noqa: BLE001
-                self._fail(rec, exc, "release")
+        if done is not None:  # (made and recorded with the acquire: no wait of it is left to read in)
+            released = True
+            ev_r = shadow = None
+        else:
+            released, ev_r = False, None
+            if acquired:
+                try:
+                    if owned is not None:  # (a checked frame: faults made on purpose, calls skipped)
+                        if self.faults is not None:
+                            self.faults("release", rec)
+                        skip = "release" in self.skip
+                    if owned is None or not skip:
+                        ev_r = ex.release(ev_c, events)
+                        rec.counts["release"] = 1
+                        if ev_r is not None:
+                            rec.events["release"] = ev_r
+                    released = True
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(rec, exc, "release")
+            profiles = self.profiles  # the GL timer's passes, in the wait for CL where a read is due
+            shadow = profiles.gl_in_wait if not self._waits_on_cpu else \
+                profiles.read_gl_in_wait if profiles.gl_due else None
         if synced:
             try:
-                if done is not None:  # (its calls made with the rest: no wait of it is left to read in)
-                    shadow = None
-                elif self._waits_on_cpu:  # the GL timer's passes, in the wait for CL where a read is due
-                    profiles = self.profiles
-                    if profiles.gl_due is None:  # (not asked yet: the frame failed before its sync wait)
-                        timer = self.gl_timer
-                        profiles.gl_due = timer.enabled and timer.due()
-                    shadow = profiles.read_gl_in_wait if profiles.gl_due else None
-                else:
-                    shadow = self.profiles.gl_in_wait
                 ex.sync_after(self._queue, ev_r, rec.waits, shadow)
                 if released:
                     self.backend.gl_after_release(self.scene.shared)
@@ -214,7 +219,7 @@ class FrameRunner:
         CL stamps due."""
         profiles = self.profiles
         try:
-            if self.faults is not None:
+            if owned is not None and self.faults is not None:
                 self.faults("render", rec)
             size = render_target()
             if not profiles.gl_done:  # (no wait for CL in this frame's sync mode took it)
@@ -227,7 +232,8 @@ class FrameRunner:
                         self.scene.render(size)
                 else:  # (the timer's span of a frame not timed does nothing)
                     self.scene.render(size)
-            self.sync.after_gl_use(rec.waits)
+            if self._after_gl_use is not None:  # (a mode whose hook does something: ``bound_hook``)
+                self._after_gl_use(rec.waits)
             if self._bounded:
                 # where GL waited on the GPU for CL's release (``SyncMode.gl_waits_for_release``) a GL
                 # fence past the draw says the release completed too: the bound asks no CL event's status
@@ -246,7 +252,7 @@ class FrameRunner:
         rec.hazards = self._handover.findings_of(rec.index)
         rec.bytes_moved = self.backend.bytes_copied - self._copied  # what the backend copied in this frame
         self.history.add(rec)
-        self.current = None
+        self.current, self.last = None, rec
         if rec.events or profiles.pending:  # (its CL stamps, or an earlier frame's, still to be read)
             profiles.pending.append(rec)
             if not profiles.cl_done and len(profiles.pending) >= profiles.due_at:

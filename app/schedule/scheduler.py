@@ -29,7 +29,7 @@ import os
 from app.gl.raw import gl_function
 from app.gl.timer import GlTimer
 from app.native.calls import reason as native_calls_reason
-from app.schedule.executors import Checked
+from app.schedule.executors import Checked, bound_hook
 from app.schedule.frame import FrameRecord, error_record
 from app.schedule.harvest import PROFILE_BATCH, Profiles
 from app.schedule.history import RunHistory
@@ -77,6 +77,7 @@ class FrameScheduler(FrameRunner):
         self._untimed_kernel_event = not (self._in_order and scene.compute_takes_null_event)
         self._untimed_events = not (self._in_order and sync.waits_on_cpu)
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
+        self.last: FrameRecord | None = None  # the frame ended last
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
         self.profiles = Profiles(self.history, self.gl_timer, in_order=self._in_order, submit=profile_submit,
@@ -92,6 +93,7 @@ class FrameScheduler(FrameRunner):
         self._checked = Checked(backend, scene, sync)
         self._handover = backend.handover  # the hand-over engine (the backend's for its life)
         self._bounded = sync.bounded_run_ahead
+        self._after_gl_use = bound_hook(sync, "after_gl_use")
         self._native_variant, self._native_key = sync.native_variant, scene.native_key
         self.steady = True  # False: every frame checked (an A/B, the tests' reference)
         # the steady frame's calls made in one native call where every piece prepares its calls
@@ -186,7 +188,7 @@ class FrameScheduler(FrameRunner):
     def run_frame(self, frame: int, render_target) -> FrameRecord:
         """``render_target()`` binds the framebuffer and returns its size, or None (minimized)."""
         _drive(self._walk(frame, render_target), 0)  # (its phases walked through, C-side)
-        return self.history.last
+        return self.last
 
     def frame_phases(self, frame: int, render_target, stepped: bool = False):
         """The frame as a generator: yields the name of each phase after it ran ("acquire",

@@ -110,8 +110,16 @@ class HandOver:
     def begin_frame(self, frame: int, queue, key: tuple) -> SteadyHandOver | None:
         """The frame whose findings and transitions follow; the steady case of its hand-over of the
         objects whose ids follow ``objects_version`` in ``key`` on ``queue``, or None (``steady``)."""
-        self.backend.tracker.frame = frame
-        return self.steady(queue, key)
+        be = self.backend
+        be.tracker.frame = frame
+        if not self.remember or be.bypass_validation:
+            return None
+        ho = self._steady.get(key)
+        if ho is None or ho.queue is not queue or ho.generation != be.validator.registry.generation:
+            ho = self._steady_for(queue, key)
+            if ho is None:
+                return None
+        return ho if be.tracker.gl_owns_all(ho.states) else None
 
     def states_of(self, objects) -> list:
         """The tracker's state objects of those of ``objects`` it tracks (changed in place by
@@ -216,23 +224,22 @@ class HandOver:
         generation), the validator neither bypassed nor instrumented (``_hand_over``'s lookup), and
         every object GL's with no acquisition outstanding, so neither transition can flag anything.
         ``SteadyHandOver`` then makes the two calls as ``_hand_over`` would, with nothing to look up."""
+        return self.begin_frame(self.backend.tracker.frame, queue, key)
+
+    def _steady_for(self, queue, key: tuple) -> SteadyHandOver | None:
+        """``steady``'s hand-over made anew for the registry's generation, or None where the calls
+        were not both accepted (the general frame's hand-over puts them there once accepted)."""
         be = self.backend
-        if not self.remember or be.bypass_validation:
+        generation, ids = be.validator.registry.generation, key[1:]
+        acq, rel = self._accepted.get(("acquire", *ids)), self._accepted.get(("release", *ids))
+        if acq is None or rel is None or acq[0] is not queue or rel[0] is not queue \
+                or acq[1] != generation or rel[1] != generation or acq[2] != rel[2]:
             return None
-        generation = be.validator.registry.generation
-        ho = self._steady.get(key)
-        if ho is None or ho.queue is not queue or ho.generation != generation:
-            ids = key[1:]
-            acq, rel = self._accepted.get(("acquire", *ids)), self._accepted.get(("release", *ids))
-            if acq is None or rel is None or acq[0] is not queue or rel[0] is not queue \
-                    or acq[1] != generation or rel[1] != generation or acq[2] != rel[2]:
-                return None  # (the general frame's hand-over puts them there once accepted)
-            states = [be.tracker.states[id(o)] for o in acq[2] if id(o) in be.tracker.states]
-            if len({id(o) for o in acq[2]}) != len(acq[2]):
-                return None  # an object twice in one call: the transitions count it twice
-            # (the objects are held with it, as in _accepted: no id in the key can be reused while it is kept)
-            ho = keep(self._steady, key, SteadyHandOver(be, queue, generation, acq[2], states))
-        return ho if be.tracker.gl_owns_all(ho.states) else None
+        states = [be.tracker.states[id(o)] for o in acq[2] if id(o) in be.tracker.states]
+        if len({id(o) for o in acq[2]}) != len(acq[2]):
+            return None  # an object twice in one call: the transitions count it twice
+        # (the objects are held with it, as in _accepted: no id in the key can be reused while it is kept)
+        return keep(self._steady, key, SteadyHandOver(be, queue, generation, acq[2], states))
 
     def hand_back(self, queue=None, objects=None, *, gl: bool = False, why: str = "a skipped release") -> int:
         """Release every shared object (of ``objects``, default all) that CL still holds, once for

@@ -6,9 +6,10 @@ executor made the calls.
 
 - ``sync_before(waits, shadow)``: the sync mode's part before the acquire (``SyncMode.before_acquire``);
   returns the events the acquire waits on (raises where the mode's wait failed); where it made the
-  calls of the steps up to the release too, each gone through (and their transitions), it says so
-  in ``done`` (the acquire's end, the kernel's end, the events it made by step, or None) until
-  the next frame's, and the runner makes no call of those steps;
+  calls of every later step too, each gone through (and their transitions, and the sync mode's
+  part after the release), it says so in ``done`` (the acquire's end, the kernel's end, the events
+  it made by step, or None) until the next frame's, and the runner makes no call of those steps
+  but GL's side of the release (``SharingBackend.gl_after_release``);
 - ``acquire(wait_for, out)``, ``compute(queue, frame, after[, event])`` (None: the scene's own),
   ``release(ev_c, out)``: the hand-over and the kernel, each the event it made (None: none asked,
   or nothing enqueued);
@@ -76,9 +77,9 @@ class Remembered(Checked):
 class Native(Remembered):
     """The steady frame's calls made by ``frame``'s one foreign call (``NativeFrame``): the list runs
     at ``sync_before``, up to the release where the GL timer is read in the wait after it
-    (``Profiles.gl_due``), else to its end; where every call went through the steps up to the
-    release are ``done`` (both transitions made at once: nothing of glshare's ran between them),
-    else each later step reads its segment's outcome."""
+    (``Profiles.gl_due``), else to its end; where every call went through, every later step is
+    ``done`` (both transitions made at once: nothing of glshare's ran between them), else each
+    later step reads its segment's outcome."""
 
     name = "native"
 
@@ -93,13 +94,14 @@ class Native(Remembered):
         self.status = 0
         self.stop = self.n = calls.n
         # what every frame's common case reads, looked up once (the list's arrays are its own for good)
-        self.run_all, self.stamps, self.waits_on_cpu = calls.run_all, calls.stamps, sync.waits_on_cpu
+        self.run_all, self.stamps = calls.run_all, calls.stamps
         self.before, self.after = bound_hook(sync, "native_before"), bound_hook(sync, "native_after")
         self.variant, self.stage = frame.variant, frame.stage
         self.acquire_end, self.compute_end = frame.acquire_end, frame.compute_end
         # the CPU waits of the before and of the after segment: (name, the stamp before, the stamp after)
         self.waits_before = tuple((name, i, i + 1) for i, name in frame.waits_before)
         self.waits_after = tuple((name, i, i + 1) for i, name in frame.waits_after)
+        self.waits = self.waits_before + self.waits_after  # (the common case's, every call made)
         self.outs = tuple((name, slot) for name, slot in zip(("acquire", "compute", "release"),
                                                              (frame.acquire_out, frame.kernel_out, frame.release_out))
                           if slot is not None)  # (step, out slot) of the calls whose events are asked
@@ -129,14 +131,16 @@ class Native(Remembered):
         if self.stage is not None:
             self.stage(self.profiles.rec.index)
         stamps = self.stamps
-        if self.waits_on_cpu and self.profiles.gl_due:  # (the GL timer's read comes before the wait after
-            self.stop = self.nf.ends[RELEASE]  # the release: the list stops there)
+        if self.profiles.gl_due:  # (a mode that waits on the CPU, the GL timer's read due: it comes before
+            self.stop = self.nf.ends[RELEASE]  # the wait after the release, where the list stops)
             self._run(0, self.stop)
         else:
             status = self.run_all()
             if not status:  # the common case: every call went through (``ran`` and the rest then unread)
-                for name, i, j in self.waits_before:
+                for name, i, j in self.waits:
                     waits.append((name, stamps[i], stamps[j]))
+                if self.after is not None:
+                    self.after(queue)  # (the list made the sync mode's calls after the release too)
                 self.hand_over.handed_over()
                 self.done = (stamps[self.acquire_end], stamps[self.compute_end], self._made() if self.outs else None)
                 return None
@@ -171,16 +175,16 @@ class Native(Remembered):
         return _event(nf.release_out)
 
     def _sync_after(self, queue, ev_r, waits: list, shadow) -> None:
-        if self.done is None:
-            lo, n = self.nf.ends[RELEASE], self.n
-            if self.ran < lo or self.stop < n:  # not reached yet: the GL timer's read ahead of the wait first
-                if shadow is not None:
-                    self.sync.native_shadow(queue, shadow, False)
-                self.stop = n
-            if not self._went(lo, n):
-                if self.after is not None:
-                    self.after(queue)  # (after_release checks before its first call)
-                raise self._error()
+        """(Never called where ``done``: the list made this part too.)"""
+        lo, n = self.nf.ends[RELEASE], self.n
+        if self.ran < lo or self.stop < n:  # not reached yet: the GL timer's read ahead of the wait first
+            if shadow is not None:
+                self.sync.native_shadow(queue, shadow, False)
+            self.stop = n
+        if not self._went(lo, n):
+            if self.after is not None:
+                self.after(queue)  # (after_release checks before its first call)
+            raise self._error()
         stamps = self.stamps
         for name, i, j in self.waits_after:
             waits.append((name, stamps[i], stamps[j]))

@@ -38,14 +38,14 @@ class FrameRunner:
     def _walk(self, frame: int, render_target, stepped: bool = False, checked: bool = False):
         """The frame as a generator: yields each phase's name after it ran ("acquire", "compute",
         "release", "render"). ``stepped``: the teaching mode steps it (the pauses are the user's);
-        ``checked``: with the checked executor, whatever the case (a caller that looks at the
-        tracker between the phases: the teaching mode, the contract tests)."""
-        rec, plan, ex, events, kernel_event = self._begin(frame, stepped, checked)
+        ``checked``: with the checked executor, whatever the case (a caller that looks at the tracker
+        between the phases)."""
+        # the owners at each boundary: the tracker's states sampled (``owned``: a checked frame, the one with
+        # faults and skipped calls), or following from the transitions (all GL's, CL's once acquired)
+        rec, ex, owned, gl_owns, cl_owns, events, kernel_event = self._begin(frame, stepped, checked)
         profiles, samples, phases, t = self.profiles, rec.owners, rec.phases, rec.start_ns
-        # the owners at each boundary: the tracker's states sampled (``owned``: a checked frame, the one
-        # with faults and skipped calls), or they follow from the transitions (all GL's, CL's once acquired)
-        owned, gl_owns, cl_owns = plan.owned if ex.checks_uses else None, plan.gl_owns, plan.cl_owns
-        waits_on_cpu = profiles.cl_done = profiles.gl_done = self._waits_on_cpu
+        if not (waits_on_cpu := self._waits_on_cpu):  # (a mode that waits on the CPU: each done in its waits)
+            profiles.cl_done = profiles.gl_done = False
         # (the GL timer asked once a frame whether a read is due: the wait for CL reads it)
         profiles.gl_due = waits_on_cpu and self.gl_timer.enabled and self.gl_timer.due()
         done = ev_a = ev_c = None
@@ -56,8 +56,8 @@ class FrameRunner:
             if self._bounded:
                 self.in_flight.bound(rec, self._shadow_both)
             self.backend.gl_before_acquire(self.scene.shared)
-            pending = profiles.pending  # the CL stamps of earlier frames, in the wait for GL where a batch is due
-            shadow = profiles.cl_in_wait if not waits_on_cpu or pending and len(pending) >= profiles.due_at else None
+            shadow = profiles.cl_in_wait if not waits_on_cpu or profiles.pending and \
+                len(profiles.pending) >= profiles.due_at else None  # (earlier frames' stamps where a batch is due)
             synced = False
             wait_for = ex.sync_before(rec.waits, shadow)
             synced = True
@@ -73,7 +73,8 @@ class FrameRunner:
             rec.counts = {"acquire": 1, "compute": 1, "release": 1}
             if done[2] is not None:
                 rec.events.update(done[2])
-            phases["acquire"], phases["compute"] = (t, a := done[0]), (a, t := done[1])
+            phases["acquire"] = (t, a := done[0])
+            phases["compute"] = (a, t := done[1])
             samples += (("acquire", a, cl_owns), ("compute", t, cl_owns))
             yield "acquire"
         else:
@@ -83,43 +84,42 @@ class FrameRunner:
             yield "acquire"
             if stepped:  # (the time until the next step is the user's, not the next phase's)
                 t = ns()
-            if ok:  # (what CL took is handed back below even when the compute fails)
-                ev_c = self._compute(rec, ex, frame, kernel_event, ev_a, wait_for, owned)
+            if ok:  # the step "compute" (what CL took is handed back below even when it fails)
+                try:
+                    if owned is not None:  # (a checked frame: faults made on purpose, the kernel's uses checked)
+                        if self.faults is not None:
+                            self.faults("compute", rec)
+                        self._handover.kernel_uses(self.scene.cl_uses)
+                    after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
+                    compute = ex.compute or self.scene.compute
+                    ev_c = compute(self._queue, frame, after) if kernel_event else \
+                        compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
+                    if ev_c is not None:
+                        rec.events["compute"] = ev_c
+                    rec.counts["compute"] = 1
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(rec, exc, "compute")
             phases["compute"] = (t, t := ns())
             samples.append(("compute", t, cl_owns if ok else gl_owns) if owned is None else
                            ("compute", t, tuple(map(_OWNER, owned))))
         yield "compute"
         if stepped:
             t = ns()
-        owns = gl_owns if self._release(rec, ex, ok, synced, ev_c, events, done, owned) else cl_owns
+        if done is not None:  # (every later call made: GL's side of the release is left)
+            owns = gl_owns
+            self._gl_side(rec)
+        else:
+            owns = gl_owns if self._release(rec, ex, ok, synced, ev_c, events, owned) else cl_owns
         phases["release"] = (t, t := ns())
         samples.append(("release", t, owns) if owned is None else ("release", t, tuple(map(_OWNER, owned))))
         yield "release"
         self._render(rec, render_target, ns() if stepped else t, owned, owns)
         yield "render"
 
-    def _compute(self, rec: FrameRecord, ex, frame: int, kernel_event: bool, ev_a, wait_for, owned):
-        """The step "compute": the scene's kernel after the acquire; its event (None: none asked)."""
-        try:
-            if owned is not None:  # (a checked frame: faults made on purpose, the kernel's uses checked)
-                if self.faults is not None:
-                    self.faults("compute", rec)
-                self._handover.kernel_uses(self.scene.cl_uses)
-            after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
-            compute = ex.compute or self.scene.compute
-            ev_c = compute(self._queue, frame, after) if kernel_event else \
-                compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
-            if ev_c is not None:
-                rec.events["compute"] = ev_c
-            rec.counts["compute"] = 1
-            return ev_c
-        except Exception as exc:  # noqa: BLE001
-            self._fail(rec, exc, "compute")
-            return None
-
     def _begin(self, frame: int, stepped: bool, checked: bool) -> tuple:
         """The frame's record begun, its copy of the objects chosen, its plan, its executor, and
-        whether its events are asked for: (record, plan, executor, events, kernel's event)."""
+        whether its events are asked for: (record, executor, the tracker's states sampled or None,
+        the owners all GL's, all CL's, events, kernel's event)."""
         scene = self.scene
         rec = self._record(frame, stepped=stepped)
         if scene.slots > 1:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
@@ -127,9 +127,8 @@ class FrameRunner:
             scene.use_slot(slot)
             self.sync.use_slot(slot, scene.shared)
         self.current = self.profiles.rec = rec
-        backend = self.backend
-        self._copied = backend.bytes_copied
-        key = (backend.objects_version, *map(id, scene.shared))
+        self._copied = self.backend.bytes_copied
+        key = (self.backend.objects_version, *map(id, scene.shared))
         # the steady case's hand-over (both calls accepted before and every object GL's: ``HandOver.steady``)
         hand_over = self._handover.begin_frame(frame, self._queue, key)
         plan = self._plans.get(key)
@@ -143,25 +142,29 @@ class FrameRunner:
         else:  # an untimed frame's events are asked of the driver only where something reads them
             rec.sampled = False
             events, kernel_event = self._untimed_events, self._untimed_kernel_event
-        # the steady case: the in-order queue, no faults or skipped calls, the scene's uses those of the plan
-        if hand_over is None or checked or not self._steady_ok or self.skip or self.faults is not None \
-                or not plan.covered or scene.cl_uses is not plan.cl_uses or scene.gl_uses is not plan.gl_uses:
-            ex = self._checked
-            rec.owners.append(("start", t, tuple(map(_OWNER, plan.owned))))
+        # the steady case: the in-order queue, no faults (``_steady_ok``) or skipped calls, the scene's uses
+        # those of the plan
+        if hand_over is None or checked or not self._steady_ok or self.skip or not plan.covered \
+                or (scene.shared is not plan.cl_uses if self._uses_shared else
+                    scene.cl_uses is not plan.cl_uses or scene.gl_uses is not plan.gl_uses):
+            ex, owned = self._checked, plan.owned
+            rec.owners.append(("start", t, tuple(map(_OWNER, owned))))
         else:
-            ex = None
             if self._try_native:  # (the hand-over is held with its executor: its identity cannot be reused while kept)
-                ex = self._natives.get((hand_over, events, kernel_event, self._native_variant(), self._native_key()),
-                                       False)
+                variant = self._native_variant and self._native_variant()  # (None: the mode's calls never vary)
+                ex = self._natives.get((hand_over, events, kernel_event, variant, self._native_key()), False)
                 if ex is False:
                     ex = self._native_for(hand_over, events, kernel_event)
+            else:
+                ex = None
             if ex is None:
                 ex = plan.remembered
                 if ex is None or ex.hand_over is not hand_over:
-                    ex = plan.remembered = Remembered(backend, scene, self.sync, hand_over)
+                    ex = plan.remembered = Remembered(self.backend, scene, self.sync, hand_over)
             rec.owners.append(("start", t, plan.gl_owns))
-        self.executed = ex.name
-        return rec, plan, ex, events, kernel_event
+            owned = None
+        self._ex = ex
+        return rec, ex, owned, plan.gl_owns, plan.cl_owns, events, kernel_event
 
     def _native_for(self, hand_over, events: bool, kernel_event: bool) -> Native | None:
         """The native executor of the steady frame's calls prepared for one foreign call, or None
@@ -176,40 +179,48 @@ class FrameRunner:
             self._try_native = False
         return keep(self._natives, (hand_over, events, kernel_event, variant, scene.native_key()), ex)
 
-    def _release(self, rec: FrameRecord, ex, acquired: bool, synced: bool, ev_c, events: bool, done, owned) -> bool:
+    def _release(self, rec: FrameRecord, ex, acquired: bool, synced: bool, ev_c, events: bool, owned) -> bool:
         """The steps "release" (where the acquire went through) and "sync after" (where the sync's
         part before the acquire was reached: ``plan.STEPS``); whether the objects are GL's after
         them (released, or never acquired)."""
-        if done is not None:  # (made and recorded with the acquire: no wait of it is left to read in)
-            released = True
-            ev_r = shadow = None
-        else:
-            released, ev_r = False, None
-            if acquired:
-                try:
-                    if owned is not None:  # (a checked frame: faults made on purpose, calls skipped)
-                        if self.faults is not None:
-                            self.faults("release", rec)
-                        skip = "release" in self.skip
-                    if owned is None or not skip:
-                        ev_r = ex.release(ev_c, events)
-                        rec.counts["release"] = 1
-                        if ev_r is not None:
-                            rec.events["release"] = ev_r
-                    released = True
-                except Exception as exc:  # noqa: BLE001
-                    self._fail(rec, exc, "release")
+        released = ev_r = None  # (None: not released)
+        if acquired:
+            try:
+                if owned is None or not self._skipped(rec, "release"):
+                    ev_r = ex.release(ev_c, events)
+                    rec.counts["release"] = 1
+                    if ev_r is not None:
+                        rec.events["release"] = ev_r
+                released = True
+            except Exception as exc:  # noqa: BLE001
+                self._fail(rec, exc, "release")
+        if synced:
             profiles = self.profiles  # the GL timer's passes, in the wait for CL where a read is due
             shadow = profiles.gl_in_wait if not self._waits_on_cpu else \
                 profiles.read_gl_in_wait if profiles.gl_due else None
-        if synced:
             try:
                 ex.sync_after(self._queue, ev_r, rec.waits, shadow)
-                if released:
+                if released:  # GL's side (as ``_gl_side``: the done frame's)
                     self.backend.gl_after_release(self.scene.shared)
             except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
                 self._fail(rec, exc, "release")
-        return released or not acquired  # (never acquired: GL's still)
+        return released or not acquired  # (never acquired: GL's still; released None: not)
+
+    def _skipped(self, rec: FrameRecord, step: str) -> bool:
+        """A checked frame's ``step``: its fault made on purpose first (raising it); whether its call
+        is skipped (the hazard demonstrations)."""
+        if self.faults is not None:
+            self.faults(step, rec)
+        return step in self.skip
+
+    def _gl_side(self, rec: FrameRecord) -> None:
+        """GL's side of the release (``SharingBackend.gl_after_release``: a texture's copy from its
+        buffer) where the executor made every call before it (``done``); its failure is the
+        release's, as in ``_release``."""
+        try:
+            self.backend.gl_after_release(self.scene.shared)
+        except Exception as exc:  # noqa: BLE001 - recorded, shown in the panel; the loop goes on
+            self._fail(rec, exc, "release")
 
     def _render(self, rec: FrameRecord, render_target, t: int, owned, owns) -> None:
         """The step "render": the scene's draw (its use checked where CL may hold the objects: ``owns``
@@ -218,6 +229,9 @@ class FrameRunner:
         frame's GL errors; then the frame's end: its findings, the bytes moved, into the history, the
         CL stamps due."""
         profiles = self.profiles
+        # the tracker may flag something in this frame: a checked frame's, or one whose objects CL may
+        # still hold (a steady frame's transitions and uses cannot flag: ``HandOver.steady``)
+        tracked = owned is not None or CL in owns
         try:
             if owned is not None and self.faults is not None:
                 self.faults("render", rec)
@@ -225,7 +239,7 @@ class FrameRunner:
             if not profiles.gl_done:  # (no wait for CL in this frame's sync mode took it)
                 self.gl_timer.harvest()  # the frames before (done once the sync waited), before this frame's pass
             if size is not None:
-                if owned is not None or CL in owns:
+                if tracked:
                     self._handover.draw_uses(self.scene.gl_uses)
                 if rec.sampled:
                     with self.gl_timer.span(rec, "gl render"):
@@ -249,7 +263,8 @@ class FrameRunner:
         rec.owners.append(("render", t, owns) if owned is None else ("render", t, tuple(map(_OWNER, owned))))
         rec.end_ns = t
         self._work_since += t - rec.start_ns
-        rec.hazards = self._handover.findings_of(rec.index)
+        if tracked:
+            rec.hazards = self._handover.findings_of(rec.index)
         rec.bytes_moved = self.backend.bytes_copied - self._copied  # what the backend copied in this frame
         self.history.add(rec)
         self.current, self.last = None, rec

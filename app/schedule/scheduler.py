@@ -29,6 +29,7 @@ import os
 from app.gl.raw import gl_function
 from app.gl.timer import GlTimer
 from app.native.calls import reason as native_calls_reason
+from app.scenes.base import Scene
 from app.schedule.executors import Checked, bound_hook
 from app.schedule.frame import FrameRecord, error_record
 from app.schedule.harvest import PROFILE_BATCH, Profiles
@@ -60,9 +61,7 @@ class FrameScheduler(FrameRunner):
         self._record = functools.partial(FrameRecord.begin, scene=scene.name, backend=backend.name, sync=sync.name,
                                          segment=self.segment)
         self.skip: set[str] = set()  # hazard demonstrations: "acquire", "release"
-        # faults made on purpose (``--inject``): called as faults(phase, record) at the start of each
-        # phase, inside its error handling, so an injected failure is recorded like a real one
-        self.faults = None
+        self._faults = None  # (``faults``)
         self._gl_error = gl_function("glGetError")
         # frames whose GPU work may still run, where the sync mode has no CPU wait per frame
         self.in_flight = InFlight(frames_in_flight)
@@ -89,12 +88,16 @@ class FrameScheduler(FrameRunner):
         # a mode that waits on the CPU every frame (finish) is handed the bookkeeping only when some
         # is due, so it flushes before its waits only then; the frame then does none of it elsewhere
         self._waits_on_cpu = sync.waits_on_cpu
+        self.profiles.cl_done = self.profiles.gl_done = self._waits_on_cpu  # (for good under such a mode)
         self._plans: dict[tuple, object] = {}  # FramePlan per (objects_version, ids of the shared objects)
+        # the scene's uses are its shared objects (its class keeps Scene's ``cl_uses`` and ``gl_uses``):
+        # the steady case's check of them is the one list's
+        self._uses_shared = type(scene).cl_uses is Scene.cl_uses and type(scene).gl_uses is Scene.gl_uses
         self._checked = Checked(backend, scene, sync)
         self._handover = backend.handover  # the hand-over engine (the backend's for its life)
         self._bounded = sync.bounded_run_ahead
         self._after_gl_use = bound_hook(sync, "after_gl_use")
-        self._native_variant, self._native_key = sync.native_variant, scene.native_key
+        self._native_variant, self._native_key = bound_hook(sync, "native_variant"), scene.native_key
         self.steady = True  # False: every frame checked (an A/B, the tests' reference)
         # the steady frame's calls made in one native call where every piece prepares its calls
         # (app/schedule/native.py); ``native_reason`` says why not where the machine cannot
@@ -103,7 +106,7 @@ class FrameScheduler(FrameRunner):
         self._python_hand_over = False  # the backend prepares no native hand-over (``native_hand_over``)
         self.native = not self.native_reason
         self._natives: dict[tuple, object] = {}  # Native executors per (hand-over, events, variant, scene key)
-        self.executed = ""  # the executor of the last frame begun: "checked", "remembered" or "native"
+        self._ex = None  # the executor of the last frame begun (``executed``)
 
     @property
     def strict(self) -> str:
@@ -119,6 +122,11 @@ class FrameScheduler(FrameRunner):
         self._raise_every = value is True
 
     @property
+    def executed(self) -> str:
+        """The executor of the last frame begun: "checked", "remembered" or "native" ("": none yet)."""
+        return self._ex.name if self._ex is not None else ""
+
+    @property
     def steady(self) -> bool:
         """Whether the steady frame (the remembered or the native executor) runs where its case holds;
         only on the backend's in-order queue, whatever this says. False: every frame checked."""
@@ -127,7 +135,19 @@ class FrameScheduler(FrameRunner):
     @steady.setter
     def steady(self, value: bool) -> None:
         self._steady = bool(value)
-        self._steady_ok = self._steady and self._in_order
+        self._steady_ok = self._steady and self._in_order and self._faults is None
+
+    @property
+    def faults(self):
+        """Faults made on purpose (``--inject``): called as faults(phase, record) at the start of each
+        phase, inside its error handling, so an injected failure is recorded like a real one (every
+        frame then checked); None: none."""
+        return self._faults
+
+    @faults.setter
+    def faults(self, value) -> None:
+        self._faults = value
+        self.steady = self._steady
 
     @property
     def native(self) -> bool:

@@ -157,8 +157,7 @@ class RunHistory:
             # clock's offsets or the per-object walk (every frame pays this; most are not timed)
             # (boundary, time, owners): after the acquire first, CL's in nearly every frame (a record in
             # the history has every boundary's sample)
-            owners = rec.owners
-            if "cl" in owners[1][2] or any("cl" in o for _b, _t, o in owners):
+            if "cl" in rec.owners[1][2] or any("cl" in o for _b, _t, o in rec.owners):
                 races = self.races
                 races.checked += 1
                 races.blind[NOT_TIMED] += 1

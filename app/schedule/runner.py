@@ -42,8 +42,8 @@ class FrameRunner:
         between the phases)."""
         # the owners at each boundary: the tracker's states sampled (``owned``: a checked frame, the one with
         # faults and skipped calls), or following from the transitions (all GL's, CL's once acquired)
-        rec, ex, owned, gl_owns, cl_owns, events, kernel_event = self._begin(frame, stepped, checked)
-        profiles, samples, phases, t = self.profiles, rec.owners, rec.phases, rec.start_ns
+        rec, ex, owned, gl_owns, cl_owns, events, kernel_event, t = self._begin(frame, stepped, checked)
+        profiles, samples, phases = self.profiles, rec.owners, rec.phases
         if not (waits_on_cpu := self._waits_on_cpu):  # (a mode that waits on the CPU: each done in its waits)
             profiles.cl_done = profiles.gl_done = False
         # (the GL timer asked once a frame whether a read is due: the wait for CL reads it)
@@ -78,9 +78,9 @@ class FrameRunner:
             samples += (("acquire", a, cl_owns), ("compute", t, cl_owns))
             yield "acquire"
         else:
+            owns = cl_owns if ok else gl_owns  # (after the acquire and the compute, where not sampled)
             phases["acquire"] = (t, t := ns())
-            samples.append(("acquire", t, cl_owns if ok else gl_owns) if owned is None else
-                           ("acquire", t, tuple(map(_OWNER, owned))))
+            samples.append(("acquire", t, owns) if owned is None else ("acquire", t, tuple(map(_OWNER, owned))))
             yield "acquire"
             if stepped:  # (the time until the next step is the user's, not the next phase's)
                 t = ns()
@@ -91,17 +91,16 @@ class FrameRunner:
                             self.faults("compute", rec)
                         self._handover.kernel_uses(self.scene.cl_uses)
                     after = (None if self._in_order else [ev_a]) if ev_a is not None else (wait_for or None)
-                    compute = ex.compute or self.scene.compute
-                    ev_c = compute(self._queue, frame, after) if kernel_event else \
-                        compute(self._queue, frame, after, event=False)  # (``Scene.compute_takes_null_event``)
+                    # (the scene's own looked up each frame: a test may replace it on the instance)
+                    ev_c = (ex.compute or self.scene.compute)(self._queue, frame, after) if kernel_event else \
+                        (ex.compute or self.scene.compute)(self._queue, frame, after, event=False)  # (a NULL event)
                     if ev_c is not None:
                         rec.events["compute"] = ev_c
                     rec.counts["compute"] = 1
                 except Exception as exc:  # noqa: BLE001
                     self._fail(rec, exc, "compute")
             phases["compute"] = (t, t := ns())
-            samples.append(("compute", t, cl_owns if ok else gl_owns) if owned is None else
-                           ("compute", t, tuple(map(_OWNER, owned))))
+            samples.append(("compute", t, owns) if owned is None else ("compute", t, tuple(map(_OWNER, owned))))
         yield "compute"
         if stepped:
             t = ns()
@@ -119,10 +118,10 @@ class FrameRunner:
     def _begin(self, frame: int, stepped: bool, checked: bool) -> tuple:
         """The frame's record begun, its copy of the objects chosen, its plan, its executor, and
         whether its events are asked for: (record, executor, the tracker's states sampled or None,
-        the owners all GL's, all CL's, events, kernel's event)."""
+        the owners all GL's, all CL's, events, kernel's event, its start)."""
         scene = self.scene
         rec = self._record(frame, stepped=stepped)
-        if scene.slots > 1:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
+        if self._copies:  # frames in flight on copies of the shared objects: frame n uses copy n % slots
             rec.slot = slot = frame % scene.slots
             scene.use_slot(slot)
             self.sync.use_slot(slot, scene.shared)
@@ -143,8 +142,8 @@ class FrameRunner:
             rec.sampled = False
             events, kernel_event = self._untimed_events, self._untimed_kernel_event
         # the steady case: the in-order queue, no faults (``_steady_ok``) or skipped calls, the scene's uses
-        # those of the plan
-        if hand_over is None or checked or not self._steady_ok or self.skip or not plan.covered \
+        # those of the plan (None where they are not all shared objects: ``FramePlan.covered``)
+        if hand_over is None or checked or not self._steady_ok or self.skip \
                 or (scene.shared is not plan.cl_uses if self._uses_shared else
                     scene.cl_uses is not plan.cl_uses or scene.gl_uses is not plan.gl_uses):
             ex, owned = self._checked, plan.owned
@@ -155,16 +154,14 @@ class FrameRunner:
                 ex = self._natives.get((hand_over, events, kernel_event, variant, self._native_key()), False)
                 if ex is False:
                     ex = self._native_for(hand_over, events, kernel_event)
-            else:
-                ex = None
-            if ex is None:
+            if not self._try_native or ex is None:
                 ex = plan.remembered
                 if ex is None or ex.hand_over is not hand_over:
                     ex = plan.remembered = Remembered(self.backend, scene, self.sync, hand_over)
             rec.owners.append(("start", t, plan.gl_owns))
             owned = None
         self._ex = ex
-        return rec, ex, owned, plan.gl_owns, plan.cl_owns, events, kernel_event
+        return rec, ex, owned, plan.gl_owns, plan.cl_owns, events, kernel_event, t
 
     def _native_for(self, hand_over, events: bool, kernel_event: bool) -> Native | None:
         """The native executor of the steady frame's calls prepared for one foreign call, or None
@@ -174,9 +171,6 @@ class FrameRunner:
         variant = sync.native_variant()
         nf = prepare_native(backend, scene, sync, hand_over, events, kernel_event, variant)
         ex = None if nf is None else Native(backend, scene, sync, hand_over, nf, self.profiles)
-        if nf is None and backend.native_hand_over(hand_over.queue, hand_over.objects, True) is None:
-            self._python_hand_over = True  # the backend's hand-over is Python: no native frame is asked again
-            self._try_native = False
         return keep(self._natives, (hand_over, events, kernel_event, variant, scene.native_key()), ex)
 
     def _release(self, rec: FrameRecord, ex, acquired: bool, synced: bool, ev_c, events: bool, owned) -> bool:
@@ -194,10 +188,11 @@ class FrameRunner:
                 released = True
             except Exception as exc:  # noqa: BLE001
                 self._fail(rec, exc, "release")
-        if synced:
-            profiles = self.profiles  # the GL timer's passes, in the wait for CL where a read is due
-            shadow = profiles.gl_in_wait if not self._waits_on_cpu else \
-                profiles.read_gl_in_wait if profiles.gl_due else None
+        if synced:  # the GL timer's passes, in the wait for CL where a read is due
+            if self._waits_on_cpu:
+                shadow = self.profiles.read_gl_in_wait if self.profiles.gl_due else None
+            else:
+                shadow = self.profiles.gl_in_wait
             try:
                 ex.sync_after(self._queue, ev_r, rec.waits, shadow)
                 if released:  # GL's side (as ``_gl_side``: the done frame's)
@@ -229,9 +224,6 @@ class FrameRunner:
         frame's GL errors; then the frame's end: its findings, the bytes moved, into the history, the
         CL stamps due."""
         profiles = self.profiles
-        # the tracker may flag something in this frame: a checked frame's, or one whose objects CL may
-        # still hold (a steady frame's transitions and uses cannot flag: ``HandOver.steady``)
-        tracked = owned is not None or CL in owns
         try:
             if owned is not None and self.faults is not None:
                 self.faults("render", rec)
@@ -239,7 +231,7 @@ class FrameRunner:
             if not profiles.gl_done:  # (no wait for CL in this frame's sync mode took it)
                 self.gl_timer.harvest()  # the frames before (done once the sync waited), before this frame's pass
             if size is not None:
-                if tracked:
+                if owned is not None or CL in owns:
                     self._handover.draw_uses(self.scene.gl_uses)
                 if rec.sampled:
                     with self.gl_timer.span(rec, "gl render"):
@@ -263,8 +255,7 @@ class FrameRunner:
         rec.owners.append(("render", t, owns) if owned is None else ("render", t, tuple(map(_OWNER, owned))))
         rec.end_ns = t
         self._work_since += t - rec.start_ns
-        if tracked:
-            rec.hazards = self._handover.findings_of(rec.index)
+        rec.hazards = self._handover.findings_of(rec.index)  # (a scene's own GL pass may flag: postprocess)
         rec.bytes_moved = self.backend.bytes_copied - self._copied  # what the backend copied in this frame
         self.history.add(rec)
         self.current, self.last = None, rec

@@ -75,6 +75,7 @@ class FrameScheduler(FrameRunner):
         # (every mode but one that waits for CL on the CPU, ``SyncMode.waits_on_cpu``)
         self._untimed_kernel_event = not (self._in_order and scene.compute_takes_null_event)
         self._untimed_events = not (self._in_order and sync.waits_on_cpu)
+        self._copies = scene.slots > 1  # (the scene's copies are set before it is built: ``Scene.slots``)
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
         self.last: FrameRecord | None = None  # the frame ended last
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
@@ -103,7 +104,9 @@ class FrameScheduler(FrameRunner):
         # (app/schedule/native.py); ``native_reason`` says why not where the machine cannot
         self.native_reason = native_calls_reason() or (
             "turned off (GLSHARE_NATIVE_FRAME=0)" if os.environ.get("GLSHARE_NATIVE_FRAME", "1") == "0" else "")
-        self._python_hand_over = False  # the backend prepares no native hand-over (``native_hand_over``)
+        # the backend's hand-over is Python (its class keeps SharingBackend's ``native_hand_over``, None):
+        # no steady frame asks for a native executor
+        self._python_hand_over = type(backend).native_hand_over is SharingBackend.native_hand_over
         self.native = not self.native_reason
         self._natives: dict[tuple, object] = {}  # Native executors per (hand-over, events, variant, scene key)
         self._ex = None  # the executor of the last frame begun (``executed``)

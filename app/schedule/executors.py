@@ -6,9 +6,10 @@ executor made the calls.
 
 - ``sync_before(waits, shadow)``: the sync mode's part before the acquire (``SyncMode.before_acquire``);
   returns the events the acquire waits on (raises where the mode's wait failed); where it made the
-  calls of the steps up to the release too, each gone through (and their transitions), it says so
-  in ``done`` (the acquire's end, the kernel's end, the events it made by step, or None) until
-  the next frame's, and the runner makes no call of those steps;
+  calls of every later step too, each gone through (and their transitions, and the sync mode's
+  part after the release), it says so in ``done`` (the acquire's end, the kernel's end, the events
+  it made by step, or None) until the next frame's, and the runner makes no call of those steps
+  but GL's side of the release (``SharingBackend.gl_after_release``);
 - ``acquire(wait_for, out)``, ``compute(queue, frame, after[, event])`` (None: the scene's own),
   ``release(ev_c, out)``: the hand-over and the kernel, each the event it made (None: none asked,
   or nothing enqueued);
@@ -31,6 +32,7 @@ import pyopencl as cl
 
 from app.cl.ext import call_error
 from app.schedule.native import ACQUIRE, BEFORE, COMPUTE, RELEASE, NativeFrame
+from app.sharing.sync import SyncMode
 
 ns = time.perf_counter_ns
 
@@ -68,39 +70,41 @@ class Remembered(Checked):
     def __init__(self, backend, scene, sync, hand_over) -> None:
         super().__init__(backend, scene, sync)
         self.hand_over = hand_over
-        self.release = hand_over.release  # (ev_c, out): on the in-order queue no wait list
-
-    def acquire(self, wait_for, out: bool):
-        if wait_for:  # (an acquire that waits on the sync's events: the checked hand-over checks the list)
-            return self.backend.acquire(self.queue, self.scene.shared, wait_for, out=out)
-        return self.hand_over.acquire(out)
+        # (wait_for, out): one with the sync's events checked whole; (ev_c, out): no wait list in order
+        self.acquire, self.release = hand_over.acquire, hand_over.release
 
 
 class Native(Remembered):
     """The steady frame's calls made by ``frame``'s one foreign call (``NativeFrame``): the list runs
     at ``sync_before``, up to the release where the GL timer is read in the wait after it
-    (``Profiles.gl_due``), else to its end; where every call went through the steps up to the
-    release are ``done`` (both transitions made at once: nothing of glshare's ran between them),
-    else each later step reads its segment's outcome."""
+    (``Profiles.gl_due``), else to its end; where every call went through, every later step is
+    ``done`` (both transitions made at once: nothing of glshare's ran between them), else each
+    later step reads its segment's outcome."""
 
     name = "native"
 
     def __init__(self, backend, scene, sync, hand_over, frame: NativeFrame, profiles) -> None:
         super().__init__(backend, scene, sync, hand_over)
         self.nf, self.sync, self.profiles = frame, sync, profiles
-        self.sync_before, self.sync_after, self.release = self._sync_before, self._sync_after, self._release
+        self.sync_before, self.sync_after = self._sync_before, self._sync_after
+        self.acquire, self.release = self._acquire, self._release
         self.compute = self._compute
         calls = frame.calls
         self.ran = 0  # the first call not made (the failed one where ``status``), in the last run
         self.status = 0
         self.stop = self.n = calls.n
         # what every frame's common case reads, looked up once (the list's arrays are its own for good)
-        self.run_all, self.stamps, self.waits_on_cpu = calls.run_all, calls.stamps, sync.waits_on_cpu
-        self.before, self.after = sync.native_before, sync.native_after
+        self.run_all, self.stamps = calls.run_all, calls.stamps
+        self.before, self.after = bound_hook(sync, "native_before"), bound_hook(sync, "native_after")
+        self.variant, self.stage = frame.variant, frame.stage
+        self.acquire_end, self.compute_end = frame.acquire_end, frame.compute_end
+        # the CPU waits of the before and of the after segment: (name, the stamp before, the stamp after)
+        self.waits_before = tuple((name, i, i + 1) for i, name in frame.waits_before)
+        self.waits_after = tuple((name, i, i + 1) for i, name in frame.waits_after)
+        self.waits = self.waits_before + self.waits_after  # (the common case's, every call made)
         self.outs = tuple((name, slot) for name, slot in zip(("acquire", "compute", "release"),
                                                              (frame.acquire_out, frame.kernel_out, frame.release_out))
                           if slot is not None)  # (step, out slot) of the calls whose events are asked
-        self.no_outs = not self.outs
 
     def _run(self, first: int, stop: int) -> None:
         calls = self.nf.calls
@@ -118,31 +122,33 @@ class Native(Remembered):
         return call_error(self.status, self.nf.calls.calls[self.ran])
 
     def _sync_before(self, waits: list, shadow):
-        nf, queue = self.nf, self.queue
+        queue = self.queue
         self.done = None
-        self.before(queue, nf.variant)
+        if self.before is not None:
+            self.before(queue, self.variant)
         if shadow is not None:  # the CL stamps of earlier frames, before the wait for GL
             self.sync.native_shadow(queue, shadow, True)
-        if nf.stage is not None:
-            nf.stage(self.profiles.rec.index)
+        if self.stage is not None:
+            self.stage(self.profiles.rec.index)
         stamps = self.stamps
-        if self.waits_on_cpu and self.profiles.gl_due:  # (the GL timer's read comes before the wait after
-            self.stop = nf.ends[RELEASE]  # the release: the list stops there)
+        if self.profiles.gl_due:  # (a mode that waits on the CPU, the GL timer's read due: it comes before
+            self.stop = self.nf.ends[RELEASE]  # the wait after the release, where the list stops)
             self._run(0, self.stop)
         else:
             status = self.run_all()
             if not status:  # the common case: every call went through (``ran`` and the rest then unread)
-                for i, name in nf.waits_before:
-                    waits.append((name, stamps[i], stamps[i + 1]))
+                for name, i, j in self.waits:
+                    waits.append((name, stamps[i], stamps[j]))
+                if self.after is not None:
+                    self.after(queue)  # (the list made the sync mode's calls after the release too)
                 self.hand_over.handed_over()
-                self.done = (stamps[nf.acquire_end], stamps[nf.compute_end],
-                             None if self.no_outs else self._made())
+                self.done = (stamps[self.acquire_end], stamps[self.compute_end], self._made() if self.outs else None)
                 return None
-            self.status, self.stop, self.ran = status, self.n, nf.calls.failed
-        if self.ran < nf.ends[BEFORE]:
+            self.status, self.stop, self.ran = status, self.n, self.nf.calls.failed
+        if self.ran < self.nf.ends[BEFORE]:
             raise self._error()
-        for i, name in nf.waits_before:
-            waits.append((name, stamps[i], stamps[i + 1]))
+        for name, i, j in self.waits_before:
+            waits.append((name, stamps[i], stamps[j]))
         return None
 
     def _made(self) -> dict:
@@ -152,7 +158,7 @@ class Native(Remembered):
             made[name] = cl.Event.from_int_ptr(slot.value, retain=False)
         return made
 
-    def acquire(self, wait_for, out: bool):
+    def _acquire(self, wait_for, out: bool):
         nf = self.nf
         self.hand_over.acquired(None if self._went(nf.ends[BEFORE], nf.ends[ACQUIRE]) else self._error())
         return _event(nf.acquire_out)
@@ -169,20 +175,27 @@ class Native(Remembered):
         return _event(nf.release_out)
 
     def _sync_after(self, queue, ev_r, waits: list, shadow) -> None:
-        nf = self.nf
-        if self.done is None:
-            lo, n = nf.ends[RELEASE], self.n
-            if self.ran < lo or self.stop < n:  # not reached yet: the GL timer's read ahead of the wait first
-                if shadow is not None:
-                    self.sync.native_shadow(queue, shadow, False)
-                self.stop = n
-            if not self._went(lo, n):
+        """(Never called where ``done``: the list made this part too.)"""
+        lo, n = self.nf.ends[RELEASE], self.n
+        if self.ran < lo or self.stop < n:  # not reached yet: the GL timer's read ahead of the wait first
+            if shadow is not None:
+                self.sync.native_shadow(queue, shadow, False)
+            self.stop = n
+        if not self._went(lo, n):
+            if self.after is not None:
                 self.after(queue)  # (after_release checks before its first call)
-                raise self._error()
+            raise self._error()
         stamps = self.stamps
-        for i, name in nf.waits_after:
-            waits.append((name, stamps[i], stamps[i + 1]))
-        self.after(queue)
+        for name, i, j in self.waits_after:
+            waits.append((name, stamps[i], stamps[j]))
+        if self.after is not None:
+            self.after(queue)
+
+
+def bound_hook(sync, name: str):
+    """``sync``'s ``name`` bound once, or None where its class keeps ``SyncMode``'s, documented to do
+    nothing (the frame then makes no call for it)."""
+    return None if getattr(type(sync), name) is getattr(SyncMode, name) else getattr(sync, name)
 
 
 def _event(slot):

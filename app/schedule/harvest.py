@@ -39,8 +39,9 @@ class Profiles:
         self.batch = PROFILE_BATCH
         self.rec: FrameRecord | None = None  # the frame in progress: its waits' bookkeeping goes there
         self.cl_done = self.gl_done = False  # done in a wait of the frame in progress
-        # the GL timer's read due in the frame's wait for CL (``GlTimer.due``, asked once a frame; None: not yet)
-        self.gl_due: bool | None = None
+        # the GL timer's read due in the frame's wait for CL (``GlTimer.due``, asked once a frame at its
+        # start; False under a mode with no CPU wait for CL)
+        self.gl_due = False
 
     @property
     def batch(self) -> int:

@@ -49,8 +49,8 @@ class FramePlan:
     """What a frame on one set of shared objects needs, looked up once: the tracker's states of the
     scene's shared objects (changed in place by acquire and release: a boundary's sample is one
     tuple of their owners) and their labels, the scene's uses then, whether every tracked object
-    they use is a shared one (``covered``: the steady frame's uses cannot flag), the owners' samples
-    of its steady case (every object GL's, every one CL's) and its executor once made
+    they use is a shared one (``covered``: the steady frame's uses cannot flag; else the uses are
+    kept as None, which no scene's are), the owners' samples of its steady case (every object GL's, every one CL's) and its executor once made
     (``remembered``)."""
 
     __slots__ = ("key", "owned", "labels", "shared", "cl_uses", "gl_uses", "covered", "remembered", "gl_owns",
@@ -66,4 +66,6 @@ class FramePlan:
         self.cl_uses, self.gl_uses = scene.cl_uses, scene.gl_uses
         ids = {id(o) for o in self.shared}
         self.covered = all(id(o) in ids or not handover.tracks(o) for o in (*self.cl_uses, *self.gl_uses))
+        if not self.covered:  # (no scene's list is None: the runner's check of the uses fails at once)
+            self.cl_uses = self.gl_uses = None
         self.remembered = None

@@ -23,12 +23,14 @@ run-ahead bound, GL's wait on CL's event).
 from __future__ import annotations
 
 import collections
+import functools
 import os
 
 from app.gl.raw import gl_function
 from app.gl.timer import GlTimer
 from app.native.calls import reason as native_calls_reason
-from app.schedule.executors import Checked
+from app.scenes.base import Scene
+from app.schedule.executors import Checked, bound_hook
 from app.schedule.frame import FrameRecord, error_record
 from app.schedule.harvest import PROFILE_BATCH, Profiles
 from app.schedule.history import RunHistory
@@ -55,10 +57,11 @@ class FrameScheduler(FrameRunner):
                                             self.history.segment.sync) != (scene.name, backend.name, sync.name):
             self.history.begin_segment(scene.name, backend.name, sync.name, 0)
         self.segment = self.history.segment.index
+        # a frame's record begun (``FrameRecord.begin``): (frame, stepped=...) the rest this scheduler's
+        self._record = functools.partial(FrameRecord.begin, scene=scene.name, backend=backend.name, sync=sync.name,
+                                         segment=self.segment)
         self.skip: set[str] = set()  # hazard demonstrations: "acquire", "release"
-        # faults made on purpose (``--inject``): called as faults(phase, record) at the start of each
-        # phase, inside its error handling, so an injected failure is recorded like a real one
-        self.faults = None
+        self._faults = None  # (``faults``)
         self._gl_error = gl_function("glGetError")
         # frames whose GPU work may still run, where the sync mode has no CPU wait per frame
         self.in_flight = InFlight(frames_in_flight)
@@ -72,33 +75,41 @@ class FrameScheduler(FrameRunner):
         # (every mode but one that waits for CL on the CPU, ``SyncMode.waits_on_cpu``)
         self._untimed_kernel_event = not (self._in_order and scene.compute_takes_null_event)
         self._untimed_events = not (self._in_order and sync.waits_on_cpu)
+        self._copies = scene.slots > 1  # (the scene's copies are set before it is built: ``Scene.slots``)
         self.current: FrameRecord | None = None  # the frame in progress (teaching mode)
+        self.last: FrameRecord | None = None  # the frame ended last
         self.gl_timer = GlTimer(f"gl timer {scene.name} on {backend.name}", owner=backend.name,
                                 every=gl_timer_every)  # -> rec.gl_passes
         self.profiles = Profiles(self.history, self.gl_timer, in_order=self._in_order, submit=profile_submit,
                                  run_ahead=self.in_flight.depth if sync.bounded_run_ahead else 0)
-        # one frame timed per this much of the frames' own time (``FrameRecord.sampled``): 0 times every frame
-        self.stamps_interval_ns = max(0, int(stamps_interval_ns))
-        self._sampled_ns = None  # the start of the last frame timed
+        self._sampled_ns: int | None = None  # the start of the last frame timed
         self._work_since = 0  # the frames' own time (start to end) since then
+        # one frame timed per this much of the frames' own time (``FrameRecord.sampled``): 0 times every frame
+        self.stamps_interval_ns = stamps_interval_ns
         # a mode that waits on the CPU every frame (finish) is handed the bookkeeping only when some
         # is due, so it flushes before its waits only then; the frame then does none of it elsewhere
         self._waits_on_cpu = sync.waits_on_cpu
+        self.profiles.cl_done = self.profiles.gl_done = self._waits_on_cpu  # (for good under such a mode)
         self._plans: dict[tuple, object] = {}  # FramePlan per (objects_version, ids of the shared objects)
+        # the scene's uses are its shared objects (its class keeps Scene's ``cl_uses`` and ``gl_uses``):
+        # the steady case's check of them is the one list's
+        self._uses_shared = type(scene).cl_uses is Scene.cl_uses and type(scene).gl_uses is Scene.gl_uses
         self._checked = Checked(backend, scene, sync)
-        # on the in-order queue the steady frame (remembered or native executor) applies whenever its
-        # objects and its calls are those of the frame before
-        self._steady_mode = self._in_order
+        self._handover = backend.handover  # the hand-over engine (the backend's for its life)
+        self._bounded = sync.bounded_run_ahead
+        self._after_gl_use = bound_hook(sync, "after_gl_use")
+        self._native_variant, self._native_key = bound_hook(sync, "native_variant"), scene.native_key
         self.steady = True  # False: every frame checked (an A/B, the tests' reference)
         # the steady frame's calls made in one native call where every piece prepares its calls
         # (app/schedule/native.py); ``native_reason`` says why not where the machine cannot
         self.native_reason = native_calls_reason() or (
             "turned off (GLSHARE_NATIVE_FRAME=0)" if os.environ.get("GLSHARE_NATIVE_FRAME", "1") == "0" else "")
-        # False: the steady frame's calls in Python (an A/B; a test whose failure made on purpose
-        # replaces a Python method of a piece turns it off for that frame)
+        # the backend's hand-over is Python (its class keeps SharingBackend's ``native_hand_over``, None):
+        # no steady frame asks for a native executor
+        self._python_hand_over = type(backend).native_hand_over is SharingBackend.native_hand_over
         self.native = not self.native_reason
         self._natives: dict[tuple, object] = {}  # Native executors per (hand-over, events, variant, scene key)
-        self.executed = ""  # the executor of the last frame begun: "checked", "remembered" or "native"
+        self._ex = None  # the executor of the last frame begun (``executed``)
 
     @property
     def strict(self) -> str:
@@ -112,6 +123,62 @@ class FrameScheduler(FrameRunner):
     def strict(self, value: bool | str) -> None:
         self._strict = normalize_strict(value)
         self._raise_every = value is True
+
+    @property
+    def executed(self) -> str:
+        """The executor of the last frame begun: "checked", "remembered" or "native" ("": none yet)."""
+        return self._ex.name if self._ex is not None else ""
+
+    @property
+    def steady(self) -> bool:
+        """Whether the steady frame (the remembered or the native executor) runs where its case holds;
+        only on the backend's in-order queue, whatever this says. False: every frame checked."""
+        return self._steady
+
+    @steady.setter
+    def steady(self, value: bool) -> None:
+        self._steady = bool(value)
+        self._steady_ok = self._steady and self._in_order and self._faults is None
+
+    @property
+    def faults(self):
+        """Faults made on purpose (``--inject``): called as faults(phase, record) at the start of each
+        phase, inside its error handling, so an injected failure is recorded like a real one (every
+        frame then checked); None: none."""
+        return self._faults
+
+    @faults.setter
+    def faults(self, value) -> None:
+        self._faults = value
+        self.steady = self._steady
+
+    @property
+    def native(self) -> bool:
+        """Whether the steady frame's calls are made in one native call where every piece prepares
+        them. False: in Python (an A/B; a test whose failure made on purpose replaces a Python
+        method of a piece turns it off for that frame)."""
+        return self._native
+
+    @native.setter
+    def native(self, value: bool) -> None:
+        self._native = bool(value)
+        self._try_native = self._native and not self._python_hand_over
+
+    @property
+    def stamps_interval_ns(self) -> int:
+        """A frame is timed per this much of the frames' own time (``FrameRecord.sampled``), and at
+        least every ``STAMPS_WALL_FACTOR`` of it by the clock; 0: every frame."""
+        return self._interval
+
+    @stamps_interval_ns.setter
+    def stamps_interval_ns(self, value: int) -> None:
+        self._interval = max(0, int(value))
+        self._wall_ns = STAMPS_WALL_FACTOR * self._interval
+        self._timed_by = -1 if self._sampled_ns is None else self._sampled_ns + self._wall_ns
+
+    def time_next_frame(self) -> None:
+        """The next frame is timed, whatever the interval says (as a run's first frame is)."""
+        self._timed_by = -1
 
     @property
     def frames_in_flight(self) -> int:
@@ -144,7 +211,7 @@ class FrameScheduler(FrameRunner):
     def run_frame(self, frame: int, render_target) -> FrameRecord:
         """``render_target()`` binds the framebuffer and returns its size, or None (minimized)."""
         _drive(self._walk(frame, render_target), 0)  # (its phases walked through, C-side)
-        return self.history.last
+        return self.last
 
     def frame_phases(self, frame: int, render_target, stepped: bool = False):
         """The frame as a generator: yields the name of each phase after it ran ("acquire",

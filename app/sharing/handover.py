@@ -36,8 +36,13 @@ class SteadyHandOver:
     def __init__(self, backend: "SharingBackend", queue, generation: int, objects: list, states: list) -> None:
         self.backend, self.queue, self.generation, self.objects, self.states = backend, queue, generation, objects, states
 
-    def acquire(self, out: bool) -> cl.Event | None:
+    def acquire(self, wait_for, out: bool) -> cl.Event | None:
+        """``out`` False: the caller reads no event, and none comes back (one the backend made anyway,
+        its calls taking no NULL event, is let go). An acquire that waits on events (``wait_for``:
+        the sync mode's) is the checked hand-over's: the list is new each frame."""
         be = self.backend
+        if wait_for:
+            return be.acquire(self.queue, self.objects, wait_for, out=out)
         be.validator.checked += 1
         try:
             event = be._enqueue_acquire(self.queue, self.objects, None) if out or not be.null_events else \
@@ -45,10 +50,11 @@ class SteadyHandOver:
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{be.name}.acquire") from exc
         be.tracker.acquired_states(self.states, self.queue)
-        return event
+        return event if out else None
 
     def release(self, after, out: bool) -> cl.Event | None:
-        """``after``: the kernel's event, which the in-order queue needs in no wait list."""
+        """``after``: the kernel's event, which the in-order queue needs in no wait list; ``out`` as in
+        ``acquire``."""
         be = self.backend
         be.validator.checked += 1
         try:
@@ -57,7 +63,7 @@ class SteadyHandOver:
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{be.name}.release") from exc
         be.tracker.released_states(self.states)
-        return event
+        return event if out else None
 
     def acquired(self, error: BaseException | None = None) -> None:
         """The acquire made elsewhere (a native call list: app/schedule/executors.py): counted as
@@ -101,9 +107,19 @@ class HandOver:
         self._steady.clear()
 
     # -- what the scheduler asks of the tracker, through methods ----------------------------------
-    def begin_frame(self, frame: int) -> None:
-        """The frame whose findings and transitions follow."""
-        self.backend.tracker.frame = frame
+    def begin_frame(self, frame: int, queue, key: tuple) -> SteadyHandOver | None:
+        """The frame whose findings and transitions follow; the steady case of its hand-over of the
+        objects whose ids follow ``objects_version`` in ``key`` on ``queue``, or None (``steady``)."""
+        be = self.backend
+        be.tracker.frame = frame
+        if not self.remember or be.bypass_validation:
+            return None
+        ho = self._steady.get(key)
+        if ho is None or ho.queue is not queue or ho.generation != be.validator.registry.generation:
+            ho = self._steady_for(queue, key)
+            if ho is None:
+                return None
+        return ho if be.tracker.gl_owns_all(ho.states) else None
 
     def states_of(self, objects) -> list:
         """The tracker's state objects of those of ``objects`` it tracks (changed in place by
@@ -199,7 +215,7 @@ class HandOver:
         except cl.Error as exc:
             raise ClError.from_pyopencl(exc, f"{be.name}.{call}") from exc
         (be.tracker.acquired if call == "acquire" else be.tracker.released)(objects, queue)
-        return event
+        return event if out else None  # (an event not asked for is let go: nothing reads it)
 
     def steady(self, queue, key: tuple) -> SteadyHandOver | None:
         """The frame's acquire and release of the objects whose ids follow ``objects_version`` in
@@ -208,23 +224,22 @@ class HandOver:
         generation), the validator neither bypassed nor instrumented (``_hand_over``'s lookup), and
         every object GL's with no acquisition outstanding, so neither transition can flag anything.
         ``SteadyHandOver`` then makes the two calls as ``_hand_over`` would, with nothing to look up."""
+        return self.begin_frame(self.backend.tracker.frame, queue, key)
+
+    def _steady_for(self, queue, key: tuple) -> SteadyHandOver | None:
+        """``steady``'s hand-over made anew for the registry's generation, or None where the calls
+        were not both accepted (the general frame's hand-over puts them there once accepted)."""
         be = self.backend
-        if not self.remember or be.bypass_validation:
+        generation, ids = be.validator.registry.generation, key[1:]
+        acq, rel = self._accepted.get(("acquire", *ids)), self._accepted.get(("release", *ids))
+        if acq is None or rel is None or acq[0] is not queue or rel[0] is not queue \
+                or acq[1] != generation or rel[1] != generation or acq[2] != rel[2]:
             return None
-        generation = be.validator.registry.generation
-        ho = self._steady.get(key)
-        if ho is None or ho.queue is not queue or ho.generation != generation:
-            ids = key[1:]
-            acq, rel = self._accepted.get(("acquire", *ids)), self._accepted.get(("release", *ids))
-            if acq is None or rel is None or acq[0] is not queue or rel[0] is not queue \
-                    or acq[1] != generation or rel[1] != generation or acq[2] != rel[2]:
-                return None  # (the general frame's hand-over puts them there once accepted)
-            states = [be.tracker.states[id(o)] for o in acq[2] if id(o) in be.tracker.states]
-            if len({id(o) for o in acq[2]}) != len(acq[2]):
-                return None  # an object twice in one call: the transitions count it twice
-            # (the objects are held with it, as in _accepted: no id in the key can be reused while it is kept)
-            ho = keep(self._steady, key, SteadyHandOver(be, queue, generation, acq[2], states))
-        return ho if be.tracker.gl_owns_all(ho.states) else None
+        states = [be.tracker.states[id(o)] for o in acq[2] if id(o) in be.tracker.states]
+        if len({id(o) for o in acq[2]}) != len(acq[2]):
+            return None  # an object twice in one call: the transitions count it twice
+        # (the objects are held with it, as in _accepted: no id in the key can be reused while it is kept)
+        return keep(self._steady, key, SteadyHandOver(be, queue, generation, acq[2], states))
 
     def hand_back(self, queue=None, objects=None, *, gl: bool = False, why: str = "a skipped release") -> int:
         """Release every shared object (of ``objects``, default all) that CL still holds, once for

@@ -8,6 +8,7 @@ machines. Not part of the package; run from a project root:
     SYNC=semaphore python3 bench/probes/frame_opcodes_probe.py particles 16384 external_memory
     TOP=30 ...          # the functions with the most instructions a frame, each loop's
     FILES=12 ...        # the source files with the most instructions a frame, each loop's
+    LINES=app/schedule ...  # the instructions a frame by source line, of the files whose path holds it
     NATIVE=0 ...        # the steady frame's hand-over in Python (FrameScheduler.native), for an A/B
 
 Rows: untimed frames (no stamps read: the steady state between two timed frames), timed frames
@@ -31,10 +32,12 @@ scene, size_arg, size, backend, frames = scene_args("1024", "host_mapped", 300)
 sync = os.environ.get("SYNC", "finish")
 top = int(os.environ.get("TOP", "0"))
 files = int(os.environ.get("FILES", "0"))
+lines = os.environ.get("LINES", "")
 
 
 def count(fn, n: int) -> tuple[float, float, collections.Counter]:
-    """(instructions, Python calls) a call of ``fn``, and the instructions by function, over ``n`` calls."""
+    """(instructions, Python calls) a call of ``fn``, and the instructions by function, over ``n`` calls
+    (by function and line, in the files ``LINES`` names)."""
     per_fn: collections.Counter = collections.Counter()
     calls = [0]
 
@@ -42,6 +45,8 @@ def count(fn, n: int) -> tuple[float, float, collections.Counter]:
         if event == "opcode":
             code = frame.f_code
             per_fn[(code.co_filename, code.co_firstlineno, code.co_name)] += 1
+            if lines and lines in code.co_filename:
+                per_fn[(code.co_filename, -(frame.f_lineno or 0), code.co_name)] += 1  # (None: a line-less instruction)
         elif event == "call":
             calls[0] += 1
             frame.f_trace_opcodes = True
@@ -53,7 +58,8 @@ def count(fn, n: int) -> tuple[float, float, collections.Counter]:
             fn()
     finally:
         sys.settrace(None)
-    return sum(per_fn.values()) / n, calls[0] / n, per_fn
+    by_line = sum(v for k, v in per_fn.items() if k[1] < 0)
+    return (sum(per_fn.values()) - by_line) / n, calls[0] / n, per_fn
 
 
 cfg = RunConfig(scene=scene, backend=backend, sync=sync, headless=True, size=size, panel=False, overlay=False)
@@ -84,13 +90,19 @@ with Run(cfg) as rt:
         print(f"{name:<16} {ops:8.1f} instructions {calls:6.1f} Python calls a frame{extra}", flush=True)
     for name, _, _, per_fn in rows if top else ():
         print(f"# {name}: the {top} functions with the most instructions a frame")
-        for (path, line, fn), n in per_fn.most_common(top):
+        for (path, line, fn), n in [item for item in per_fn.most_common() if item[0][1] >= 0][:top]:
             print(f"  {n / frames:7.1f} {os.path.relpath(path)}:{line} {fn}")
     for name, _, _, per_fn in rows if files else ():
         by_file: collections.Counter = collections.Counter()
-        for (path, _, _), n in per_fn.items():
-            by_file[os.path.relpath(path)] += n
+        for (path, line, _), n in per_fn.items():
+            if line >= 0:
+                by_file[os.path.relpath(path)] += n
         print(f"# {name}: the {files} source files with the most instructions a frame")
         for path, n in by_file.most_common(files):
             print(f"  {n / frames:7.1f} {path}")
+    for name, _, _, per_fn in rows if lines else ():
+        print(f"# {name}: the instructions a frame by line, in the files whose path holds {lines!r}")
+        for (path, line, fn), n in sorted((item for item in per_fn.items() if item[0][1] < 0),
+                                          key=lambda item: (item[0][0], -item[0][1])):
+            print(f"  {n / frames:7.1f} {os.path.relpath(path)}:{-line} {fn}")
     bare.close()

@@ -99,7 +99,7 @@ with Run(cfg) as rt:
     for cycle in range(2):
         for k, rung in enumerate(RUNGS):
             set_rung(k)
-            sched._sampled_ns = None  # each rung starts with a timed frame, as a run does
+            sched.time_next_frame()  # each rung starts with a timed frame, as a run does
             q1, med, q3 = measure()
             results[rung].append(med)
             print(f"cycle {cycle} {rung:<11} overhead {med:6.1f} us (iqr {q1:.1f}..{q3:.1f})", flush=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from support import ROOT
 
 from app.bench.sweep import MIB, TINY, ZERO_COPY_BYTES, Sweep, shared_bytes
 from app.trace.png import read_png
@@ -306,7 +306,7 @@ def test_semaphore_ratios_read_the_depth_that_sustained_the_shortest_frame():
     assert ratios["external_memory_semaphore_frame_ms"]["met"] is True
 
 
-RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
+RESULTS = ROOT / "bench" / "results"
 COMMITTED = sorted(p for p in RESULTS.glob("*.json") if "cells" in json.loads(p.read_text()))
 
 

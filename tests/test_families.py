@@ -3,13 +3,11 @@ module, with its checks, lab cases and teaching texts; nothing else keys a table
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from app.validate import families
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_family_registers_from_its_own_module():

@@ -12,11 +12,11 @@ import os
 import sys
 
 import pytest
-from support import ROOT, pythonpath_with_root
+from support import HELPERS, pythonpath_with_root
 
 from app.lab import isolate, lab
 
-CHILD = os.path.join(ROOT, "tests", "gl_lab_child.py")
+CHILD = str(HELPERS / "gl_lab_child.py")
 CASE_BOUND = 8.0  # seconds; the planned hang costs one bound per child that meets it
 
 

@@ -19,11 +19,11 @@ import sys
 
 import numpy as np
 import pytest
-from support import ROOT, pythonpath_with_root
+from support import HELPERS, ROOT, pythonpath_with_root
 
 pytestmark = pytest.mark.gpu
 
-CHILD = os.path.join(ROOT, "tests", "gpu_glx_child.py")
+CHILD = str(HELPERS / "gpu_glx_child.py")
 
 
 def _glx_skip_reason() -> str | None:

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pytest
-from support import ROOT
+from support import HELPERS, ROOT
 
 from app.trace.png import read_png
 
@@ -31,7 +31,7 @@ def drive(tmp_path, steps: list, **run) -> tuple[dict, str]:
     scenario = tmp_path / "scenario.json"
     scenario.write_text(json.dumps({"run": {"scene": "particles", "size": 16384, **run}, "steps": steps}))
     env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
-    res = subprocess.run([sys.executable, str(ROOT / "tests" / "window_driver.py"), str(scenario), str(tmp_path)],
+    res = subprocess.run([sys.executable, str(HELPERS / "window_driver.py"), str(scenario), str(tmp_path)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads((tmp_path / "results.json").read_text()), res.stderr

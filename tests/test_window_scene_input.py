@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pytest
-from support import ROOT, run_glshare
+from support import HELPERS, ROOT, run_glshare
 
 from app.trace.png import read_png
 
@@ -32,7 +32,7 @@ def test_postprocess_moves_beside_the_panel_and_matches_headless(tmp_path):
     scenario.write_text(json.dumps({"run": {"scene": "postprocess", "size": [W, H], "backend": "host_copy"},
                                     "steps": steps}))
     env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
-    res = subprocess.run([sys.executable, str(ROOT / "tests" / "window_driver.py"), str(scenario), str(tmp_path)],
+    res = subprocess.run([sys.executable, str(HELPERS / "window_driver.py"), str(scenario), str(tmp_path)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     d = json.loads((tmp_path / "results.json").read_text())
@@ -67,7 +67,7 @@ def test_escape_closes_an_open_combo_before_it_quits(tmp_path):
              ["ticks", 6], ["dump", "closed"], ["key", "Escape"], ["ticks", 2], ["dump", "quit"]]
     scenario.write_text(json.dumps({"run": {"scene": "particles", "size": 16384, "panel_hz": 0}, "steps": steps}))
     env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
-    res = subprocess.run([sys.executable, str(ROOT / "tests" / "window_driver.py"), str(scenario), str(tmp_path)],
+    res = subprocess.run([sys.executable, str(HELPERS / "window_driver.py"), str(scenario), str(tmp_path)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     d = json.loads((tmp_path / "results.json").read_text())

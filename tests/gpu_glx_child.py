@@ -1,4 +1,4 @@
-"""A child of tests/test_gpu_glx.py: one scene on each named backend in a GLFW window (GLX), checked
+"""A child of tests/sharing/test_gpu_glx.py: one scene on each named backend in a GLFW window (GLX), checked
 against the numpy references of the contract suite, its pixels saved for the parent to compare.
 
     python tests/gpu_glx_child.py SCENE SYNC FRAMES_IN_FLIGHT OUT.npz BACKEND...

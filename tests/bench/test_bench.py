@@ -551,7 +551,7 @@ def test_a_dry_copy_frame_is_host_copys_frame_without_its_copies(gl):
     """``glshare_dry_copy_frame``: the kernel runs and the hand-over is made (validated, tracked, its
     sync waited), but nothing is copied: GL's buffers keep their last copy, no bytes are counted, no
     time goes into copy calls; the frame after it copies again, GL then holding the kernel's result
-    of both frames (the positions against the float64 update, tests/test_particles.py)."""
+    of both frames (the positions against the float64 update, tests/scenes/test_particles.py)."""
     from app.bench.loops import glshare_dry_copy_frame, glshare_finished_frame
     from app.scenes.particles import initial_state, reference_steps
 

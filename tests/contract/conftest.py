@@ -5,7 +5,7 @@ acquire and release; the trial in a child process, which PoCL's abort refuses, a
 
 The emulation makes gl_sharing's own code run whole on the CPU machine: the context properties,
 the ctypes calls, the validator, the ownership tracker, the scenes on it. What it cannot show is
-a real driver's zero-copy hand-over: the ``gpu`` tests run it on NVIDIA's (tests/test_gpu_glx.py).
+a real driver's zero-copy hand-over: the ``gpu`` tests run it on NVIDIA's (tests/sharing/test_gpu_glx.py).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The error lab against NVIDIA's driver (the H200 machine): every cl_khr_external_memory and
 cl_khr_semaphore case called with raw pointers, spec, glshare and NVIDIA side by side.
 
-Run there with ``bash .ci/gpu-run.sh`` or ``python -m pytest -m gpu tests/test_lab_gpu.py -s``; the
+Run there with ``bash .ci/gpu-run.sh`` or ``python -m pytest -m gpu tests/lab/test_lab_gpu.py -s``; the
 lab's JSON and table are written to ``$GLSHARE_LAB_OUT`` (default: the test's tmp_path) as lab-nvidia.json /
 lab-nvidia.txt. What is asserted is what must hold whatever the driver answers: every case that
 may be called was called, none blocked the queue, the validator agrees with the spec; the

@@ -1,6 +1,6 @@
 """The yuv scene's video in a window plays at the file's rate, not the loop's (a 30 fps file ran
 at 335 fps): each upload shows the frame of the time played. Offline (headless) one video frame
-per loop frame stays (tests/test_yuv_video.py)."""
+per loop frame stays (tests/scenes/test_yuv_video.py)."""
 from __future__ import annotations
 
 from test_yuv_video import N, _clip

@@ -2,7 +2,7 @@
 no binary asset), decoded by app/yuv/video.py, uploaded plane by plane and converted on CL.
 
 What is shown is compared with FFmpeg's own conversion of the same frame (swscale, nearest
-chroma) within 1 LSB, as tests/test_video.py measures it for ``convert``; also looping, pause (the
+chroma) within 1 LSB, as tests/yuv/test_video.py measures it for ``convert``; also looping, pause (the
 same frame stays), the frame counter, the stream's colour tags, P010 for a 10-bit source, a
 headless run's screenshot, and bad input as one line.
 """
@@ -69,7 +69,7 @@ def _ffmpeg_rgb(path: Path, matrix: str, range_: str) -> list[np.ndarray]:
                 for f in container.decode(video=0)]
 
 
-# swscale's 10-bit full range is off by a fraction of a code: tests/test_video.py measured 0.744 exact
+# swscale's 10-bit full range is off by a fraction of a code: tests/yuv/test_video.py measured 0.744 exact
 CASES = [("yuv420p", "bt709", "limited", NV12, 0.99), ("yuv420p10le", "bt601", "full", P010, 0.7)]
 
 

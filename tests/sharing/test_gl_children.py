@@ -1,4 +1,4 @@
-"""The children of the GL-sharing tests (tests/test_gpu_glx.py) import this checkout's app/ and
+"""The children of the GL-sharing tests (tests/sharing/test_gpu_glx.py) import this checkout's app/ and
 still find what the parent's PYTHONPATH held: on the GPU machine pyopencl's wheel is found there
 only, and a child given PYTHONPATH=ROOT alone failed with ModuleNotFoundError."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """GPU-only: the external_memory backend on the NVIDIA machine (marker ``gpu``; skipped elsewhere).
 
-Run there with: source .device/activate && python3 -m pytest -m gpu -v tests/test_gpu.py
+Run there with: source .device/activate && python3 -m pytest -m gpu -v tests/sharing/test_gpu.py
 """
 from __future__ import annotations
 

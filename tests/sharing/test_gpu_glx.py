@@ -8,7 +8,7 @@ host_copy and on gl_sharing; both must meet the contract suite's numpy reference
 the texture scenes within 1 LSB (write_imagef's float -> unorm8 rounding may differ by one step
 between a CL image made from a GL texture and host_copy's own image; the spec allows it).
 
-Run there with:  bash .ci/gpu-glx-run.sh   (or: python3 -m pytest -m gpu -v tests/test_gpu_glx.py)
+Run there with:  bash .ci/gpu-glx-run.sh   (or: python3 -m pytest -m gpu -v tests/sharing/test_gpu_glx.py)
 """
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ import pytest
 from support import ROOT
 
 from app.bench.sweep import MIB, TINY, ZERO_COPY_BYTES, Sweep, shared_bytes
+from app.sharing.backends.host_copy import HostCopy
+from app.sharing.backends.host_mapped import HostMapped
 from app.trace.png import read_png
 
 CELL_FIELDS = ("scene", "size", "backend", "sync", "frames", "frame_ms", "cpu_ms", "phases_us", "waits_us",
@@ -448,14 +450,14 @@ def test_tiny_run_has_race_rows(tiny_run):
         assert math.isfinite(r["ratios"][name]["value"]), name
 
 
-def _live_run(scene="particles", size=2048, backend="host_mapped"):
+def _live_run(scene="particles", size=2048, backend=HostMapped.name):
     from app.config import RunConfig
     from app.run import Run
 
     return Run(RunConfig(scene=scene, size=size, backend=backend, headless=True, overlay=False, frames=10_000))
 
 
-@pytest.mark.parametrize("backend", ["host_mapped", "host_copy"])
+@pytest.mark.parametrize("backend", [HostMapped.name, HostCopy.name])
 def test_instrument_hooks_see_every_piece_and_undo(gl, backend):
     """``SharingBackend.instrument`` and ``FrameScheduler.instrument``: each piece goes through the
     wrapper while instrumented, as often as a frame calls it; the undo puts the class's methods back
@@ -511,7 +513,7 @@ def test_copy_frame_times_the_copy_calls_apart_from_the_hand_over(gl):
     copies nothing and its copy calls take no time."""
     from app.bench.loops import glshare_copy_frame
 
-    with _live_run(backend="host_copy") as rt:
+    with _live_run(backend=HostCopy.name) as rt:
         rt.tick()
         calls_before = rt.session.backend.copy_ns
         samples = [glshare_copy_frame(rt).extra for _ in range(3)]
@@ -519,10 +521,10 @@ def test_copy_frame_times_the_copy_calls_apart_from_the_hand_over(gl):
         for x in samples:
             assert 0 < x["copy_calls"] < x["copy"], x
             assert x["errors"] == 0
-        probe = rt.session.registry.probes["host_mapped"]
+        probe = rt.session.registry.probes[HostMapped.name]
     if not probe.available:  # a GPU without host-unified memory (the H100 run of 2026-12-06)
         pytest.skip(f"host_mapped is not available here: {probe.reason}")
-    with _live_run(backend="host_mapped") as rt:
+    with _live_run(backend=HostMapped.name) as rt:
         rt.tick()
         x = glshare_copy_frame(rt).extra
         assert x["copy_calls"] == 0 and x["copy"] > 0 and rt.session.backend.copy_ns == 0
@@ -555,7 +557,7 @@ def test_a_dry_copy_frame_is_host_copys_frame_without_its_copies(gl):
     from app.bench.loops import glshare_dry_copy_frame, glshare_finished_frame
     from app.scenes.particles import initial_state, reference_steps
 
-    with _live_run(backend="host_copy") as rt:
+    with _live_run(backend=HostCopy.name) as rt:
         backend, scene = rt.session.backend, rt.session.scene
         records = []
         glshare_finished_frame(rt, records)
@@ -693,7 +695,7 @@ def test_a_cell_with_frames_timed_one_in_a_few_takes_its_device_limit_from_timed
     from app.config import RunConfig
     from app.run import Run
 
-    cfg = RunConfig(scene="image", size=(64, 64), backend="host_mapped", headless=True, overlay=False,
+    cfg = RunConfig(scene="image", size=(64, 64), backend=HostMapped.name, headless=True, overlay=False,
                     frames=10_000, stamps_ms=1000.0)  # one frame timed per second of frame time: the first
     with Run(cfg, surface=gl) as rt:
         records: list = []
@@ -726,7 +728,7 @@ def test_a_cells_frames_run_with_the_collector_paused(gl, monkeypatch):
     surface = EglSurface((64, 48))
     try:
         assert gc.isenabled()
-        cells.measure_backend("particles", 1024, "host_copy", SWEEP, None, lambda label: None, surface)
+        cells.measure_backend("particles", 1024, HostCopy.name, SWEEP, None, lambda label: None, surface)
         assert seen and seen[0] == ("finish", False) and all(not on for _, on in seen), seen
         assert gc.isenabled()
         gc.disable()

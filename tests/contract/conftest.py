@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from gl_emulation import EmulatedGlSharingDriver
 
+from app.sharing.backends.gl_sharing import KhrGlSharing
 from app.sharing.base import ProbeEnv
 from app.sharing.registry import backend_classes
 
@@ -32,7 +33,7 @@ def contract_backend(request, probe_env, monkeypatch):
     if reason is None:
         yield name
         return
-    if name == "gl_sharing":
+    if name == KhrGlSharing.name:
         driver = EmulatedGlSharingDriver()
         driver.install(monkeypatch, gl_event=True)  # (NVIDIA lists cl_khr_gl_event: its gl_event runs here too)
         reason = _available_here(name, probe_env)

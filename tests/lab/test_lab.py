@@ -13,6 +13,9 @@ import pytest
 
 from app.errors import CL_CODES
 from app.lab import drivers, lab
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_copy import HostCopy
 from app.validate import families
 from tests.spec_texts import quote_found, spec_texts
 
@@ -236,11 +239,11 @@ def test_no_call_without_the_extension():
     device = SimpleNamespace(name="gpu0", extensions="cl_khr_fp64")
     for family, ext in (("gl_sharing", "cl_khr_gl_sharing"), ("external_memory", "cl_khr_external_memory"),
                         ("semaphore", "cl_khr_semaphore")):
-        reason = drivers.no_call_reason(drivers.OTHER, platform, device, "external_memory", family)
+        reason = drivers.no_call_reason(drivers.OTHER, platform, device, ExternalMemory.name, family)
         assert reason and ext in reason
     device = SimpleNamespace(name="gpu0", extensions="cl_khr_gl_sharing")
-    assert drivers.no_call_reason(drivers.OTHER, platform, device, "gl_sharing") is None
-    assert drivers.no_call_reason(drivers.OTHER, platform, device, "host_copy")  # objects not from GL
+    assert drivers.no_call_reason(drivers.OTHER, platform, device, KhrGlSharing.name) is None
+    assert drivers.no_call_reason(drivers.OTHER, platform, device, HostCopy.name)  # objects not from GL
 
 
 def test_nvidia_policy_calls_external_memory_and_semaphores_only():
@@ -249,10 +252,10 @@ def test_nvidia_policy_calls_external_memory_and_semaphores_only():
                                extensions="cl_khr_icd")
     device = SimpleNamespace(name="NVIDIA H200", extensions="cl_khr_external_memory cl_khr_external_memory_opaque_fd "
                                                              "cl_khr_semaphore cl_khr_external_semaphore cl_khr_gl_event")
-    assert drivers.no_call_reason(nvidia, platform, device, "external_memory", "external_memory") is None
-    assert drivers.no_call_reason(nvidia, platform, device, "external_memory", "semaphore") is None
-    assert "cl_khr_gl_sharing" in drivers.no_call_reason(nvidia, platform, device, "external_memory", "gl_sharing")
-    assert drivers.no_call_reason(nvidia, platform, device, "host_copy", "external_memory")  # not imported objects
+    assert drivers.no_call_reason(nvidia, platform, device, ExternalMemory.name, "external_memory") is None
+    assert drivers.no_call_reason(nvidia, platform, device, ExternalMemory.name, "semaphore") is None
+    assert "cl_khr_gl_sharing" in drivers.no_call_reason(nvidia, platform, device, ExternalMemory.name, "gl_sharing")
+    assert drivers.no_call_reason(nvidia, platform, device, HostCopy.name, "external_memory")  # not imported objects
 
 
 # -- the NVIDIA path: external memory + semaphores, with a conforming stand-in ------------------------

@@ -13,6 +13,7 @@ import pytest
 
 from app import native
 from app.cl.ext import EventInfo
+from app.sharing.backends.host_copy import HostCopy
 
 # where there is no C compiler and no library, make setup could not build it: skipped, the reason
 # printed; a library that was built (or carried, as to the H200) must load and be used, and where a
@@ -122,7 +123,7 @@ def test_the_scheduler_records_the_same_profiles_either_way(gl):
         for batch in (kept, None):
             info._batch = batch
             cfg = RunConfig(scene="particles", size=4096, headless=True, frames=10_000, overlay=False,
-                            backend="host_copy", stamps_ms=0)
+                            backend=HostCopy.name, stamps_ms=0)
             with Run(cfg, surface=gl) as rt:
                 for _ in range(20):
                     rt.tick()

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from support import HELPERS, ROOT, run_glshare
 
+from app.sharing.backends.host_copy import HostCopy
 from app.trace.png import read_png
 
 pytestmark = [pytest.mark.window,
@@ -29,7 +30,7 @@ W, H = 256, 256
 def test_postprocess_moves_beside_the_panel_and_matches_headless(tmp_path):
     scenario = tmp_path / "scenario.json"
     steps = [["ticks", 10], ["texture", "a"], ["shot", "screen_a"], ["ticks", 100], ["texture", "b"], ["shot", "screen_b"]]
-    scenario.write_text(json.dumps({"run": {"scene": "postprocess", "size": [W, H], "backend": "host_copy"},
+    scenario.write_text(json.dumps({"run": {"scene": "postprocess", "size": [W, H], "backend": HostCopy.name},
                                     "steps": steps}))
     env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
     res = subprocess.run([sys.executable, str(HELPERS / "window_driver.py"), str(scenario), str(tmp_path)],

@@ -7,6 +7,7 @@ import pytest
 from app.config import RunConfig
 from app.scenes.particles import ParticlesScene
 from app.schedule.scheduler import FrameScheduler
+from app.sharing.backends.host_mapped import HostMapped
 from app.sharing.sync import SyncMode
 
 
@@ -141,7 +142,6 @@ def test_untimed_frames_keep_only_the_events_something_reads(probe_env, surface,
     from app.errors import SharingUnavailable
     from app.scenes.image import ImageScene, julia_reference
     from app.sharing.backends.external_memory import ExternalMemory
-    from app.sharing.backends.host_mapped import HostMapped
 
     backend, why = None, []
     for kind in (HostMapped, ExternalMemory):  # the backends whose calls take a NULL event: host_mapped on
@@ -173,7 +173,7 @@ def test_untimed_frames_keep_only_the_events_something_reads(probe_env, surface,
         sched.close()
         scene.teardown()
         backend.close()
-    hand_over = {"release"} if backend.name == "host_mapped" else {"acquire", "release"}  # (host_mapped's
+    hand_over = {"release"} if backend.name == HostMapped.name else {"acquire", "release"}  # (host_mapped's
     untimed = set() if sync == "finish" else hand_over  # acquire enqueues nothing without a wait list)
     assert left == [(True, hand_over | {"compute"})] + [(False, untimed)] * 3
     assert all(r.errors == [] for r in recs) and not any(r.events for r in recs)

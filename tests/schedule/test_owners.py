@@ -20,6 +20,7 @@ from app.schedule.frame import ErrorRecord, FrameRecord
 from app.schedule.history import RunHistory
 from app.schedule.owners import BATCH, CL, CPU, DEVICE, GL, TO_CL, TO_GL, owner_intervals, owner_timeline
 from app.schedule.races import CL_BEFORE_GL, GL_BEFORE_RELEASE, find_races
+from app.sharing.backends.host_copy import HostCopy
 from app.trace.report import RunFacts, build_report
 
 RACES = (GL_BEFORE_RELEASE, CL_BEFORE_GL)
@@ -239,7 +240,7 @@ def test_the_reports_totals_are_the_panels_counts(gl):
     from app.run import Run
     from app.schedule.faults import Fault
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, backend="host_copy",
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, backend=HostCopy.name,
                     inject=(Fault(2, "enqueue"),))
     with Run(cfg, surface=gl) as rt:
         for _ in range(3):

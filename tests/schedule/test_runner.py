@@ -107,7 +107,7 @@ def _run(monkeypatch, executor: str, step: str):
     surface = EglSurface((96, 72))
     try:
         cfg = RunConfig(headless=True, overlay=False, frames=10_000, seed=7, scene="particles", size=4096,
-                        backend="host_mapped", sync="finish", stamps_ms=0.0)
+                        backend=HostMapped.name, sync="finish", stamps_ms=0.0)
         stack = contextlib.ExitStack()
         try:
             rt = stack.enter_context(Run(cfg, surface=surface))

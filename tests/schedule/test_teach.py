@@ -10,6 +10,7 @@ from app.scenes import scene_class
 from app.scenes.particles import initial_state, reference_steps
 from app.schedule.scheduler import FrameScheduler
 from app.schedule.teach import TeachingStepper
+from app.sharing.backends.host_copy import HostCopy
 from app.validate.ownership import CL, GL
 
 N = 512
@@ -92,7 +93,7 @@ def test_runtime_keys_drive_teaching_and_hazard_demos(gl):
     surface = EglSurface((96, 72))
     try:
         cfg = RunConfig(scene="particles", size=1024, headless=True, overlay=True, frames=10_000, seed=2,
-                        backend="host_copy")  # its hazard texts are asserted
+                        backend=HostCopy.name)  # its hazard texts are asserted
         with Run(cfg, surface=surface) as rt:
             rt.tick()
             frame = rt.session.frame

@@ -6,6 +6,8 @@ import numpy as np
 from app.config import RunConfig
 from app.diagnostics import live
 from app.run import Run
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_copy import HostCopy
 from app.window.egl_headless import EglSurface
 
 
@@ -44,13 +46,13 @@ def test_backend_and_scene_switch_leave_nothing_behind(gl):
     surface = EglSurface((160, 120))
     before = live.snapshot()
     try:
-        with Run(_cfg(scene="particles", size=2048, backend="host_copy"), surface=surface) as rt:
+        with Run(_cfg(scene="particles", size=2048, backend=HostCopy.name), surface=surface) as rt:
             for _ in range(3):
                 rt.tick()
             baseline = live.snapshot()
             n_host_copy = live.count(owner="host_copy")
             assert n_host_copy > 0
-            assert rt.session.switch(backend="host_copy")  # re-created: old objects must all be gone
+            assert rt.session.switch(backend=HostCopy.name)  # re-created: old objects must all be gone
             rt.tick()
             assert live.snapshot() == baseline
             assert rt.session.switch(scene="image")
@@ -58,7 +60,7 @@ def test_backend_and_scene_switch_leave_nothing_behind(gl):
             assert rt.session.switch(scene="particles")
             rt.tick()
             assert live.snapshot() == baseline
-            assert not rt.session.switch(backend="gl_sharing")  # refused, recorded, old set-up goes on
+            assert not rt.session.switch(backend=KhrGlSharing.name)  # refused, recorded, old set-up goes on
             assert "cl_khr_gl_sharing" in rt.session.history.loop_errors[-1].message
             rec = rt.tick()
             assert rec.backend == "host_copy" and rec.errors == []
@@ -93,7 +95,7 @@ def test_sync_modes_give_the_same_pixels(gl):
                     shots[(backend, sync)] = rt.session.surface.read_pixels()
         finally:
             surface.close()
-        ref = shots[("host_copy", "finish")]
+        ref = shots[(HostCopy.name, "finish")]
         assert len(shots) >= 2 and ref[..., :3].std() > 1
         for key, px in shots.items():
             assert np.array_equal(px, ref), (scene, key)

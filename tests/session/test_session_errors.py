@@ -23,6 +23,7 @@ from app.diagnostics import live
 from app.errors import ClError, GlError, HazardError, OutputError, UsageError
 from app.run import Run
 from app.schedule.faults import Fault
+from app.sharing.backends.host_copy import HostCopy
 
 ns = time.perf_counter_ns
 needs_display = pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="no DISPLAY: run under Xvfb (make test does)")
@@ -335,7 +336,7 @@ def test_a_reload_that_fails_under_strict_keeps_the_last_good_build_running(gl, 
     monkeypatch.setattr(programs, "KERNELS_DIR", folder)
     monkeypatch.setattr(reload, "_watch", reload.SourceWatch(interval_s=0))  # the loop's poll looks every time
     julia = folder / "julia.cl"
-    with Run(_cfg(scene="image", size=(32, 32), strict="spec", backend="host_copy"), surface=gl) as rt:
+    with Run(_cfg(scene="image", size=(32, 32), strict="spec", backend=HostCopy.name), surface=gl) as rt:
         rt.tick()
         st = os.stat(julia)
         julia.write_text(julia.read_text() + "\n__kernel void broken( { }\n")

@@ -15,6 +15,7 @@ from gl_emulation import EmulatedGlSharingDriver
 
 from app.cl import gl_sharing as glcl
 from app.errors import ValidationError
+from app.sharing.backends.gl_sharing import KhrGlSharing
 from app.sharing.base import ProbeEnv
 from app.validate.liveness import REGISTRY
 
@@ -129,7 +130,7 @@ def test_gl_event_orders_the_release_and_frees_each_fence_once_used(driver, gl, 
 
     _, emulated = driver
     emulated.install(monkeypatch, gl_event=True)
-    cfg = RunConfig(scene="particles", backend="gl_sharing", sync="gl_event", size=4096, headless=True,
+    cfg = RunConfig(scene="particles", backend=KhrGlSharing.name, sync="gl_event", size=4096, headless=True,
                     overlay=False, frames=10_000, seed=4, strict=True, frames_in_flight=in_flight)
     from app.window.egl_headless import EglSurface
 
@@ -161,7 +162,7 @@ def _gl_event_run(monkeypatch, emulated, in_flight: int, frames: int = 5, before
     from app.window.egl_headless import EglSurface
 
     emulated.install(monkeypatch, gl_event=True)
-    cfg = RunConfig(scene="particles", backend="gl_sharing", sync="gl_event", size=4096, headless=True,
+    cfg = RunConfig(scene="particles", backend=KhrGlSharing.name, sync="gl_event", size=4096, headless=True,
                     overlay=False, frames=10_000, seed=4, strict=True, frames_in_flight=in_flight)
     surface = EglSurface((64, 48))
     try:

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from app.sharing import gl_trial
+from app.sharing.backends.gl_sharing import KhrGlSharing
 
 
 @pytest.fixture
@@ -110,6 +111,6 @@ def test_registry_survives_the_trial(probe_env, cache):
     from app.sharing.registry import Registry
 
     reg = Registry(probe_env)
-    assert not reg.probes["gl_sharing"].available
-    assert "trial of it in a child process failed" in reg.probes["gl_sharing"].reason
+    assert not reg.probes[KhrGlSharing.name].available
+    assert "trial of it in a child process failed" in reg.probes[KhrGlSharing.name].reason
     assert reg.available  # host_copy at least

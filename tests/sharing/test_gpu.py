@@ -12,6 +12,9 @@ import pytest
 
 from app.config import RunConfig
 from app.diagnostics import live
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_copy import HostCopy
 
 pytestmark = pytest.mark.gpu
 
@@ -38,10 +41,10 @@ def test_probes_on_nvidia(nvidia_env):
     from app.sharing.registry import Registry
 
     reg = Registry(nvidia_env)
-    assert reg.probes["external_memory"].available, reg.probes["external_memory"].reason
-    assert not reg.probes["gl_sharing"].available
-    assert "cl_khr_gl_sharing" in reg.probes["gl_sharing"].reason
-    assert reg.choose("auto") == "external_memory"
+    assert reg.probes[ExternalMemory.name].available, reg.probes[ExternalMemory.name].reason
+    assert not reg.probes[KhrGlSharing.name].available
+    assert "cl_khr_gl_sharing" in reg.probes[KhrGlSharing.name].reason
+    assert reg.choose("auto") == ExternalMemory.name
 
 
 def _run_pixels(surface, scene, size, backend, sync, frames=20, frames_in_flight=2, every=None):
@@ -75,8 +78,8 @@ def test_scene_pixels_match_host_copy(gl, scene, size, sync):
 
     surface = EglSurface((256, 192))
     try:
-        ref, _, _ = _run_pixels(surface, scene, size, "host_copy", "finish")
-        px, waits, _ = _run_pixels(surface, scene, size, "external_memory", sync)
+        ref, _, _ = _run_pixels(surface, scene, size, HostCopy.name, "finish")
+        px, waits, _ = _run_pixels(surface, scene, size, ExternalMemory.name, sync)
     finally:
         surface.close()
     assert ref[..., :3].std() > 1
@@ -103,8 +106,8 @@ def test_image_buffer_texture_matches_host_copy(gl, size, sync):
 
     surface = EglSurface((256, 192))
     try:
-        ref, _, ref_shown = _run_pixels(surface, "image", size, "host_copy", "finish")
-        px, waits, shown = _run_pixels(surface, "image", size, "external_memory", sync)
+        ref, _, ref_shown = _run_pixels(surface, "image", size, HostCopy.name, "finish")
+        px, waits, shown = _run_pixels(surface, "image", size, ExternalMemory.name, sync)
     finally:
         surface.close()
     # with semaphores the image is kept in one copy per frame in flight (2 by default)
@@ -130,11 +133,11 @@ def test_image_copies_in_flight_show_every_frame(gl, frames_in_flight):
     surface = EglSurface((256, 192))
     ref_each, px_each = [], []
     try:
-        _run_pixels(surface, "image", (256, 192), "host_copy", "finish", frames=14, every=ref_each)
-        _, waits, shown = _run_pixels(surface, "image", (256, 192), "external_memory", "semaphore", frames=14,
+        _run_pixels(surface, "image", (256, 192), HostCopy.name, "finish", frames=14, every=ref_each)
+        _, waits, shown = _run_pixels(surface, "image", (256, 192), ExternalMemory.name, "semaphore", frames=14,
                                       frames_in_flight=frames_in_flight, every=px_each)
-        ref_last, _, _ = _run_pixels(surface, "image", (256, 192), "host_copy", "finish", frames=40)
-        px_last, _, _ = _run_pixels(surface, "image", (256, 192), "external_memory", "semaphore", frames=40,
+        ref_last, _, _ = _run_pixels(surface, "image", (256, 192), HostCopy.name, "finish", frames=40)
+        px_last, _, _ = _run_pixels(surface, "image", (256, 192), ExternalMemory.name, "semaphore", frames=40,
                                     frames_in_flight=frames_in_flight)
     finally:
         surface.close()
@@ -241,7 +244,7 @@ def test_no_fd_leak_across_backend_switches(gl):
 
     surface = EglSurface((128, 96))
     try:
-        cfg = RunConfig(scene="image", size=(128, 96), backend="external_memory", sync="semaphore", headless=True,
+        cfg = RunConfig(scene="image", size=(128, 96), backend=ExternalMemory.name, sync="semaphore", headless=True,
                         overlay=False, frames=10_000, cl_device="NVIDIA")
         with Run(cfg, surface=surface) as rt:
             rt.tick()
@@ -249,10 +252,10 @@ def test_no_fd_leak_across_backend_switches(gl):
             objects = live.snapshot()
             imports = len(rt.session.backend.objects) + 2  # CL imports per switch: each shared object, two semaphores
             for _ in range(3):
-                assert rt.session.switch(backend="host_copy")
+                assert rt.session.switch(backend=HostCopy.name)
                 rt.tick()
                 assert live.count(owner="external_memory") == 0
-                assert rt.session.switch(backend="external_memory")
+                assert rt.session.switch(backend=ExternalMemory.name)
                 rt.tick()
             # glshare closes every fd it owns; only the fds CL took may stay open (the implementation's, 5.5.2.1)
             assert fds <= open_fds() <= fds + 3 * imports

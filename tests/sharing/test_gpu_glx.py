@@ -21,6 +21,9 @@ import numpy as np
 import pytest
 from support import HELPERS, ROOT, pythonpath_with_root
 
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_copy import HostCopy
+
 pytestmark = pytest.mark.gpu
 
 CHILD = str(HELPERS / "gpu_glx_child.py")
@@ -49,7 +52,8 @@ def child_env() -> dict:
     return env
 
 
-def _run(scene: str, sync: str, in_flight: int, tmp_path, backends=("host_copy", "gl_sharing")) -> tuple[dict, dict]:
+def _run(scene: str, sync: str, in_flight: int, tmp_path,
+         backends=(HostCopy.name, KhrGlSharing.name)) -> tuple[dict, dict]:
     out = tmp_path / f"{scene}-{sync}.npz"
     env = child_env()
     p = subprocess.run([sys.executable, CHILD, scene, sync, str(in_flight), str(out), *backends], env=env,
@@ -63,10 +67,10 @@ def _run(scene: str, sync: str, in_flight: int, tmp_path, backends=("host_copy",
 @pytest.mark.parametrize("scene", ["particles", "image", "postprocess", "yuv"])
 def test_scene_on_gl_sharing_matches_host_copy_and_reference(scene, tmp_path):
     result, px = _run(scene, "finish", 1, tmp_path)
-    for backend in ("host_copy", "gl_sharing"):
+    for backend in (HostCopy.name, KhrGlSharing.name):
         assert result[backend]["errors"] == [], (backend, result[backend])
         assert result[backend]["reference"] == "ok", (backend, result[backend])
-    ref, got = px["host_copy"], px["gl_sharing"]
+    ref, got = px[HostCopy.name], px[KhrGlSharing.name]
     assert ref[..., :3].std() > 1  # something was drawn
     diff = np.abs(got.astype(int) - ref.astype(int))
     assert diff.max() <= (0 if scene == "particles" else 1), (scene, int(diff.max()))
@@ -78,17 +82,17 @@ def test_gl_event_frames_in_flight(scene, in_flight, tmp_path):
     """The GL fence as the acquire's CL event (clCreateEventFromGLsyncKHR on the GL-sharing context),
     frames in flight: the reference and host_copy's picture all the same, and no glFinish."""
     result, px = _run(scene, "gl_event", in_flight, tmp_path)
-    entry = result["gl_sharing"]
+    entry = result[KhrGlSharing.name]
     assert entry["errors"] == [] and entry["reference"] == "ok", entry
     assert "glFinish" not in entry["waits"], entry["waits"]
-    diff = np.abs(px["gl_sharing"].astype(int) - px["host_copy"].astype(int))
+    diff = np.abs(px[KhrGlSharing.name].astype(int) - px[HostCopy.name].astype(int))
     assert diff.max() <= (0 if scene == "particles" else 1), int(diff.max())
 
 
 def test_probe_says_works_though_unlisted(tmp_path):
     """NVIDIA lists no cl_khr_gl_sharing; the trial in a child saw it work: the probe says both."""
-    result, _ = _run("particles", "finish", 1, tmp_path, backends=("gl_sharing",))
-    reason = result["gl_sharing"]["probe"]
+    result, _ = _run("particles", "finish", 1, tmp_path, backends=(KhrGlSharing.name,))
+    reason = result[KhrGlSharing.name]["probe"]
     assert "GLX context" in reason and "does not list cl_khr_gl_sharing" in reason and "works, though" in reason
 
 

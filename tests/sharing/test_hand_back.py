@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from app.sharing.backends.host_copy import HostCopy
 from app.validate.ownership import OwnershipTracker
 
 
@@ -63,7 +64,7 @@ def test_ending_the_skip_release_demo_hands_back_what_cl_kept(gl, tmp_path):
     from app.config import RunConfig
     from app.run import Run
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend=HostCopy.name)
     with Run(cfg, surface=gl) as rt:
         rt.tick()
         backend = rt.session.backend
@@ -103,7 +104,7 @@ def test_a_driver_that_nests_gets_one_release_per_acquisition(gl):
     from app.config import RunConfig
     from app.run import Run
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend=HostCopy.name)
     with Run(cfg, surface=gl) as rt:
         rt.tick()
         backend = rt.session.backend
@@ -145,7 +146,7 @@ def _held(gl, scene: str, size, skipped: int):
     from app.config import RunConfig
     from app.run import Run
 
-    cfg = RunConfig(scene=scene, size=size, headless=True, frames=10_000, overlay=False, backend="host_copy")
+    cfg = RunConfig(scene=scene, size=size, headless=True, frames=10_000, overlay=False, backend=HostCopy.name)
     with Run(cfg, surface=gl) as rt:
         rt.tick()
         backend = rt.session.backend
@@ -180,7 +181,7 @@ def test_a_switch_during_the_demonstration_hands_back_before_the_old_backend_goe
         labels = tuple(o.label for o in rt.session.scene.shared)
         # any other backend this machine has (host_mapped on the CPU; the H200 refuses it and has
         # external_memory): the one switched to does not matter, the old one's close does
-        others = [name for name in rt.session.registry.available if name != "host_copy"]
+        others = [name for name in rt.session.registry.available if name != HostCopy.name]
         if not others:
             pytest.skip("no backend but host_copy here to switch to")
         outcome = rt.session.switch(backend=others[0])

@@ -13,6 +13,8 @@ import pytest
 from app.config import RunConfig
 from app.diagnostics import live
 from app.run import Run
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.host_copy import HostCopy
 from app.sharing.backends.host_mapped import (
     BUFFER_TEXTURE,
     READ_ONLY_TEXTURE,
@@ -67,8 +69,8 @@ def test_pixels_equal_host_copy(gl, monkeypatch, scene, size, extra, cl_view):
 
     if cl_view == "images":
         monkeypatch.setattr(host_mapped, "textures_as_images", lambda device, trip: trip.images)
-    shown, contents, recs, paths = _shots(scene, size, extra, "host_mapped")
-    ref_shown, ref_contents, ref_recs, _ = _shots(scene, size, extra, "host_copy")
+    shown, contents, recs, paths = _shots(scene, size, extra, HostMapped.name)
+    ref_shown, ref_contents, ref_recs, _ = _shots(scene, size, extra, HostCopy.name)
     assert all(r.errors == [] and r.backend == "host_mapped" for r in recs)
     assert ref_shown[..., :3].std() > 1
     assert np.array_equal(shown, ref_shown)
@@ -230,7 +232,7 @@ def test_alignment_rule():
 @pytest.mark.parametrize("scene, size, extra", SCENES[:3])
 def test_teardown_leaves_nothing(gl, scene, size, extra):
     before = live.snapshot()
-    _shots(scene, size, extra, "host_mapped", frames=3)
+    _shots(scene, size, extra, HostMapped.name, frames=3)
     assert live.snapshot() == before
 
 
@@ -241,18 +243,18 @@ def test_switch_in_and_out(gl):
     before = live.snapshot()
     host_copy_before = live.count(owner="host_copy")  # what earlier tests may have left
     try:
-        with Run(_cfg(scene="image", size=(96, 72), backend="host_copy"), surface=surface) as rt:
+        with Run(_cfg(scene="image", size=(96, 72), backend=HostCopy.name), surface=surface) as rt:
             for _ in range(3):
                 rt.tick()
             baseline = live.snapshot()
-            assert rt.session.switch(backend="host_mapped")
+            assert rt.session.switch(backend=HostMapped.name)
             recs = [rt.tick() for _ in range(3)]
             assert all(r.backend == "host_mapped" and r.errors == [] and r.bytes_moved == 0 for r in recs)
             assert live.count(owner="host_copy") == host_copy_before and live.count(owner="host_mapped") > 0
             assert rt.session.switch(scene="particles")
             assert rt.tick().errors == []
             assert rt.session.switch(scene="image")
-            assert rt.session.switch(backend="host_copy")
+            assert rt.session.switch(backend=HostCopy.name)
             rec = rt.tick()
             assert rec.backend == "host_copy" and rec.bytes_moved == 96 * 72 * 4
             assert live.snapshot() == baseline
@@ -267,11 +269,11 @@ def test_auto_prefers_host_mapped(probe_env):
 
     reg = Registry(probe_env)
     order = reg.order
-    assert order.index("host_mapped") == order.index("host_copy") - 1
-    assert order.index("host_mapped") > order.index("external_memory")
-    assert reg.choose("auto") == "host_mapped"
-    assert reg.sync_verdicts("host_mapped")["finish"] is None
-    assert "external_memory" in reg.sync_verdicts("host_mapped")["semaphore"]
+    assert order.index(HostMapped.name) == order.index(HostCopy.name) - 1
+    assert order.index(HostMapped.name) > order.index(ExternalMemory.name)
+    assert reg.choose("auto") == HostMapped.name
+    assert reg.sync_verdicts(HostMapped.name)["finish"] is None
+    assert "external_memory" in reg.sync_verdicts(HostMapped.name)["semaphore"]
 
 
 @pytest.mark.parametrize("native", [False, True])
@@ -310,7 +312,7 @@ def test_untimed_frames_make_no_events_and_compute_the_same(monkeypatch, native)
         asked.clear()
         surface = EglSurface((96, 72))
         try:
-            with Run(_cfg(scene="particles", size=4096, backend="host_mapped", stamps_ms=stamps_ms),
+            with Run(_cfg(scene="particles", size=4096, backend=HostMapped.name, stamps_ms=stamps_ms),
                      surface=surface) as rt:
                 sched = rt.session.scheduler
                 if native and sched.native_reason:

@@ -7,24 +7,28 @@ import pyopencl as cl
 import pytest
 
 from app.errors import SharingUnavailable
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_copy import HostCopy
+from app.sharing.backends.host_mapped import HostMapped
 from app.sharing.registry import Registry, backend_classes
 
-ORDER = ("gl_sharing", "external_memory", "host_mapped", "host_copy")  # the probe order the backends declare
+ORDER = (KhrGlSharing.name, ExternalMemory.name, HostMapped.name, HostCopy.name)  # the probe order the backends declare
 
 
 def test_pocl_refusals(probe_env):
     reg = Registry(probe_env)
     probes = {n: reg.probes[n] for n in ORDER}
-    assert not probes["gl_sharing"].available
-    assert "does not list cl_khr_gl_sharing" in probes["gl_sharing"].reason
-    assert not probes["external_memory"].available
-    assert "cl_khr_external_memory" in probes["external_memory"].reason
-    assert probes["host_copy"].available
-    assert probes["host_mapped"].available, probes["host_mapped"].reason  # PoCL + llvmpipe: host memory
-    assert reg.available == ["host_mapped", "host_copy"]
-    assert reg.choose("auto") == "host_mapped"
+    assert not probes[KhrGlSharing.name].available
+    assert "does not list cl_khr_gl_sharing" in probes[KhrGlSharing.name].reason
+    assert not probes[ExternalMemory.name].available
+    assert "cl_khr_external_memory" in probes[ExternalMemory.name].reason
+    assert probes[HostCopy.name].available
+    assert probes[HostMapped.name].available, probes[HostMapped.name].reason  # PoCL + llvmpipe: host memory
+    assert reg.available == [HostMapped.name, HostCopy.name]
+    assert reg.choose("auto") == HostMapped.name
     with pytest.raises(SharingUnavailable) as exc:
-        reg.choose("gl_sharing")
+        reg.choose(KhrGlSharing.name)
     assert "cl_khr_gl_sharing" in exc.value.reason
     assert [b["name"] for b in reg.as_list()] == list(ORDER) == list(backend_classes())
 
@@ -32,7 +36,7 @@ def test_pocl_refusals(probe_env):
 def test_pyopencl_without_gl_is_not_a_reason(probe_env, monkeypatch):
     """The GL-sharing entry points are called through ctypes: the PyPI wheel (have_gl() False) is enough."""
     monkeypatch.setattr(cl, "have_gl", lambda: False)
-    reason = Registry(probe_env).probes["gl_sharing"].reason
+    reason = Registry(probe_env).probes[KhrGlSharing.name].reason
     assert "built without GL" not in reason and "trial of it in a child process failed" in reason
 
 

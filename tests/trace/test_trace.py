@@ -15,6 +15,8 @@ import pytest
 
 from app.schedule.clock import ClockMap, OffsetEstimate
 from app.schedule.frame import FrameRecord
+from app.sharing.backends.host_copy import HostCopy
+from app.sharing.backends.host_mapped import HostMapped
 from app.trace.chrome import build_trace
 
 FRAMES = 40
@@ -270,7 +272,7 @@ def test_trace_across_a_switch_has_one_queue_track_per_backend(gl, tmp_path):
     from app.config import RunConfig
     from app.run import Run
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy",
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend=HostCopy.name,
                     stamps_ms=0)  # every frame timed
     with Run(cfg, surface=gl) as rt:
         for _ in range(3):
@@ -524,7 +526,7 @@ def test_trace_has_owner_tracks_hazards_counters_and_the_legend(gl, tmp_path):
     from app.run import Run
     from app.ui import legend
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy")
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend=HostCopy.name)
     with Run(cfg, surface=gl) as rt:
         for _ in range(3):
             rt.tick()
@@ -583,15 +585,15 @@ def test_report_statistics_are_per_set_up(gl):
     from app.trace.stats import summary
 
     # (every frame's CL stamps read: the statistics below are checked frame by frame)
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend="host_copy",
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, overlay=False, backend=HostCopy.name,
                     stamps_ms=0)
     with Run(cfg, surface=gl) as rt:
-        probe = rt.session.registry.probes["host_mapped"]
+        probe = rt.session.registry.probes[HostMapped.name]
         if not probe.available:  # a GPU without host-unified memory (the H200): the switch below is refused
             pytest.skip(f"host_mapped is not available here: {probe.reason}")
         for _ in range(6):
             rt.tick()
-        rt.controls.request("switch", backend="host_mapped")  # as the panel's combo: after frame 6's draw
+        rt.controls.request("switch", backend=HostMapped.name)  # as the panel's combo: after frame 6's draw
         for _ in range(5):
             rt.tick()
         rt.controls.key("t")  # teaching mode: one frame stepped phase by phase
@@ -636,7 +638,7 @@ def test_every_harvested_record_tightens_the_clock_once(gl, tmp_path):
     from app.config import RunConfig
     from app.run import Run
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel=False, backend="host_copy",
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, panel=False, backend=HostCopy.name,
                     stamps_ms=0)  # every frame's CL stamps read
     with Run(cfg, surface=gl) as rt:
         clock = rt.session.clock

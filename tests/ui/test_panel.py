@@ -16,6 +16,10 @@ import pytest
 from support import panel_snapshot
 
 from app.schedule.frame import ErrorRecord, FrameRecord
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_copy import HostCopy
+from app.sharing.backends.host_mapped import HostMapped
 from app.trace.png import read_png
 from app.ui.model import SERIES, PhaseHistory, RunFindings
 from app.ui.tabs import table
@@ -98,7 +102,7 @@ def small_runtime(gl, tmp_path):
     from app.run import Run
 
     cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, trace=tmp_path / "t.json",
-                    backend="host_copy")
+                    backend=HostCopy.name)
     with Run(cfg, surface=gl) as rt:
         yield rt
 
@@ -306,7 +310,7 @@ def test_a_refused_scene_option_says_why_and_keeps_the_old_value(small_runtime):
 def test_a_refused_switch_says_why(small_runtime):
     rt = small_runtime
     rt.tick()
-    rt.controls.request("switch", backend="gl_sharing")  # the panel's backend combo
+    rt.controls.request("switch", backend=KhrGlSharing.name)  # the panel's backend combo
     rt.tick()
     status = panel_snapshot(rt).header.status
     assert status.startswith("backend refused") and "cl_khr_gl_sharing" in status, status
@@ -424,7 +428,7 @@ def test_statistics_start_again_after_a_switch(small_runtime):
     # a zero-copy backend this machine has: host_mapped on a CPU, external_memory on the H200 (which
     # refuses host_mapped: no host-unified memory)
     probes = rt.session.registry.probes
-    other = next((b for b in ("host_mapped", "external_memory") if probes[b].available), None)
+    other = next((b for b in (HostMapped.name, ExternalMemory.name) if probes[b].available), None)
     if other is None:
         pytest.skip("neither host_mapped nor external_memory is available here to switch to")
     for _ in range(8):
@@ -690,7 +694,7 @@ def test_the_caps_tab_says_which_frames_are_timed(gl, stamps_ms, says):
     from app.config import RunConfig
     from app.run import Run
 
-    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, backend="host_copy",
+    cfg = RunConfig(scene="particles", size=1024, headless=True, frames=10_000, backend=HostCopy.name,
                     stamps_ms=stamps_ms)
     with Run(cfg, surface=gl) as rt:
         rt.tick()

@@ -15,6 +15,7 @@ import pytest
 from support import panel_snapshot
 
 from app.schedule.frame import ErrorRecord, FrameRecord
+from app.sharing.backends.host_copy import HostCopy
 from app.trace.names import CPU_NAMES, DEVICE_NAMES, cpu_name, device_name
 
 
@@ -124,7 +125,7 @@ def small_runtime(gl, tmp_path):
     from app.run import Run
 
     cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, trace=tmp_path / "t.json",
-                    backend="host_copy")
+                    backend=HostCopy.name)
     with Run(cfg, surface=gl) as rt:
         yield rt
 

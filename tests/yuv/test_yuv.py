@@ -17,6 +17,7 @@ from support import assert_within_1lsb
 from app.cli import main as cli_main
 from app.config import RunConfig
 from app.diagnostics import live
+from app.sharing.backends.host_copy import HostCopy
 from app.trace.png import read_png
 from app.yuv.converter import convert_frame
 from app.yuv.formats import FORMATS, P010, frame_nbytes, pack, reference_rgb, rgb_to_yuv, unpack
@@ -154,7 +155,7 @@ def test_scene_on_every_available_backend(probe_env, gl, name):
     from app.sharing.registry import Registry
 
     registry = Registry(probe_env)
-    assert "host_copy" in registry.available
+    assert HostCopy.name in registry.available
     size = (64, 36)
     fmt = FORMATS[name]
     for backend_name in registry.available:

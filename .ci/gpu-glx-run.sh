@@ -81,7 +81,7 @@ with Run(cfg) as run:
 PY
 # (the lab's own test is left to the errors step below, which runs the same lab with its JSON kept)
 if [ -n "${GPU_PYTEST_ARGS:-}" ]; then read -ra pyargs <<< "$GPU_PYTEST_ARGS"; else pyargs=(-k "not errors_gl_sharing_family"); fi
-step pytest 160 python3 -m pytest -m "gpu or not gpu" -v -rs -p no:cacheprovider tests/test_gpu_glx.py \
+step pytest 160 python3 -m pytest -m "gpu or not gpu" -v -rs -p no:cacheprovider tests/sharing/test_gpu_glx.py \
   "${pyargs[@]}" > "$out/pytest-gpu-glx.txt" 2>&1
 tail -5 "$out/pytest-gpu-glx.txt" >> "$log"
 # the driver's calls in a child under a watchdog (app/lab/isolate.py: 20 s a case, 3 hung cases at most)

@@ -1,4 +1,4 @@
-"""A child of tests/test_gl_lab_child.py: the error lab's child (app/lab/isolate.py) on gl_sharing,
+"""A child of tests/lab/test_gl_lab_child.py: the error lab's child (app/lab/isolate.py) on gl_sharing,
 headless, its C entry points emulated (tests/gl_emulation.py), the lab's driver calls included.
 The emulated driver answers as usual, except that one case's acquire never returns and its release
 crashes the process (SIGSEGV), as a driver stuck in a call or crashing would: the case

@@ -1,4 +1,4 @@
-"""A child of tests/test_gpu_glx.py: one scene on each named backend in a GLFW window (GLX), checked
+"""A child of tests/sharing/test_gpu_glx.py: one scene on each named backend in a GLFW window (GLX), checked
 against the numpy references of the contract suite, its pixels saved for the parent to compare.
 
     python tests/gpu_glx_child.py SCENE SYNC FRAMES_IN_FLIGHT OUT.npz BACKEND...
@@ -28,6 +28,7 @@ def main(scene: str, sync: str, in_flight: int, out: str, backends: list[str]) -
 
     from app.config import RunConfig
     from app.run import Run
+    from app.sharing.backends.gl_sharing import KhrGlSharing
     from app.window.glfw_window import GlfwWindow
 
     window = GlfwWindow((64, 48), title=f"glshare gpu test {scene}")  # the references read it 1:1
@@ -36,12 +37,12 @@ def main(scene: str, sync: str, in_flight: int, out: str, backends: list[str]) -
         for backend in backends:
             cfg = RunConfig(scene=scene, backend=backend, size=SIZES.get(scene), headless=False, overlay=False,
                             frames=10_000, seed=4, strict=True, cl_device=os.environ.get("GLSHARE_CL_DEVICE", "NVIDIA"),
-                            sync=sync if backend == "gl_sharing" else "finish",
-                            frames_in_flight=in_flight if backend == "gl_sharing" else 1)
+                            sync=sync if backend == KhrGlSharing.name else "finish",
+                            frames_in_flight=in_flight if backend == KhrGlSharing.name else 1)
             entry = {}
             with Run(cfg, surface=window) as run:
                 s = run.session
-                entry["probe"] = s.registry.probes["gl_sharing"].reason
+                entry["probe"] = s.registry.probes[KhrGlSharing.name].reason
                 errors = []
                 for _ in range(FRAMES - 1):
                     rec = run.tick()

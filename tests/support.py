@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The folder of the helper modules (this one, conftest.py, the children run as scripts): tests/ itself,
+# on sys.path for every test below it (pyproject.toml, ``pythonpath``), whichever folder the test is in.
+HELPERS = Path(__file__).resolve().parent
 
 
 def pythonpath_with_root() -> str:

@@ -15,11 +15,10 @@ import sys
 import threading
 
 import pytest
+from support import ROOT
 
 from app.errors import OutputError, UsageError
 from app.outputs import check_output, check_outputs, write_bytes, write_text
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _only(folder) -> list[str]:

@@ -15,6 +15,10 @@ import pytest
 
 from app.config import RunConfig
 from app.errors import SharingUnavailable
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_copy import HostCopy
+from app.sharing.backends.host_mapped import HostMapped
 
 
 @pytest.fixture
@@ -31,7 +35,7 @@ def template_scene(monkeypatch):
     return module
 
 
-@pytest.mark.parametrize("backend", ["host_copy", "gl_sharing", "host_mapped", "external_memory"])
+@pytest.mark.parametrize("backend", [HostCopy.name, KhrGlSharing.name, HostMapped.name, ExternalMemory.name])
 def test_the_template_scene_runs_and_draws_its_colour(template_scene, gl, backend):
     from app.run import Run
     from app.session.controls import CORE_COMMANDS, Controls, scene_commands
@@ -70,7 +74,7 @@ def test_the_template_tab_is_built_and_drawn_from_its_module_alone(gl, monkeypat
     assert "template" not in {t.key for t in tabs.table()}  # "_" modules are not tabs
     table = tabs.table()
     monkeypatch.setattr(tabs, "table", lambda: (*table, module.TAB))
-    cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, backend="host_copy", panel_hz=0)
+    cfg = RunConfig(scene="particles", size=2048, headless=True, frames=10_000, backend=HostCopy.name, panel_hz=0)
     with Run(cfg, surface=gl) as rt:
         for _ in range(3):
             rt.tick()
@@ -120,7 +124,7 @@ def test_the_template_backend_probes_with_its_reason(template_backend, probe_env
 
     reg = Registry(probe_env)
     order = reg.order  # probed after every backend of a lower probe_order, never auto's pick
-    assert order.index("template") > order.index("host_copy") and reg.choose("auto") != "template"
+    assert order.index("template") > order.index(HostCopy.name) and reg.choose("auto") != "template"
     assert reg.probes["template"].available and reg.choose("template") == "template"
     monkeypatch.setattr(type(probe_env.choice.device), "image_support", property(lambda d: 0))
     probe = template_backend.probe(probe_env)
@@ -167,7 +171,7 @@ def test_the_template_sync_mode_runs_frames_that_match_the_reference(template_sy
     references = importlib.import_module("references")
     assert list(sync_modes())[-2:] == ["template", "none"]  # listed by its order
     surface = EglSurface((64, 48))
-    cfg = RunConfig(scene=scene, backend="host_copy", sync="template", size=references.SIZES[scene],
+    cfg = RunConfig(scene=scene, backend=HostCopy.name, sync="template", size=references.SIZES[scene],
                     headless=True, overlay=False, frames=10_000, seed=4, strict=True)
     try:
         with Run(cfg, surface=surface) as run:

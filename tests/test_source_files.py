@@ -15,6 +15,7 @@ import pytest
 
 from app.config import ROOT, RunConfig
 from app.errors import KernelBuildError, KernelNameError, ShaderBuildError, SourceFileError
+from app.sharing.backends.host_copy import HostCopy
 
 JULIA_LINE = "(float4)(LANE(r, k), LANE(s, k), 1.0f, 1.0f)"  # what julia() writes per pixel
 
@@ -228,7 +229,7 @@ def test_kernel_and_shader_reload_keep_the_last_good_build(gl, kernels, shaders,
     from app.run import Run
 
     cfg = RunConfig(scene="image", size=(64, 64), headless=True, overlay=False, frames=10_000,
-                    backend="host_copy")  # host_copy: CL writes an image, julia() (the line replaced)
+                    backend=HostCopy.name)  # host_copy: CL writes an image, julia() (the line replaced)
     julia, frag = kernels / "julia.cl", shaders / "quad.frag"
     original = julia.read_text()
     with Run(cfg, surface=gl) as rt:
@@ -294,7 +295,7 @@ def test_renamed_or_deleted_kernel_at_reload(gl, kernels, watch):
     from app.run import Run
 
     cfg = RunConfig(scene="image", size=(32, 32), headless=True, overlay=False, frames=10_000,
-                    backend="host_copy")
+                    backend=HostCopy.name)
     julia = kernels / "julia.cl"
     original = julia.read_text()
     with Run(cfg, surface=gl) as rt:

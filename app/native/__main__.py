@@ -2,7 +2,7 @@
 (app/native/attach/*.c) (make setup runs it). Where it cannot
 (no C compiler, or the compiler refuses) it says why in one line and exits 0: the library is a
 speed-up, and glshare then reads the stamps through ctypes (``glshare info`` says so; where a
-compiler is there, tests/test_native.py fails on a library that was not built)."""
+compiler is there, tests/native/test_native.py fails on a library that was not built)."""
 from __future__ import annotations
 
 import sys

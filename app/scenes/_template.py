@@ -5,7 +5,7 @@ panel's scene combo and ``s`` find it by its module's name), and its commands an
 the keys and the panel from its declarations. Modules whose name starts with "_" (this one) are
 not scenes. Its test: what it must show after a run, as a function in
 ``tests/contract/references.py`` (``CHECKS``: the contract suite runs every scene on every
-backend against its reference, and refuses a scene without one), and its own tests beside.
+backend against its reference, and refuses a scene without one), and its own tests in ``tests/scenes/``.
 
 What a scene implements (``app/scenes/base.py`` says each one's contract):
 

@@ -99,7 +99,7 @@ class FrameRecord:
     def begin(cls, index: int, scene: str, backend: str, sync: str, segment: int = 0,
               stepped: bool = False) -> "FrameRecord":
         """A new frame's record, equal to ``FrameRecord(index, scene, backend, sync, segment,
-        stepped=stepped)`` field by field (tests/test_trace.py holds them to it), made
+        stepped=stepped)`` field by field (tests/trace/test_trace.py holds them to it), made
         without the generated constructor's default factories: the scheduler makes one every frame,
         and this is about half the Python (bench/probes/frame_opcodes_probe.py)."""
         rec = _new(cls)

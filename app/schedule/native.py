@@ -9,7 +9,7 @@ piece prepares its calls once (``SyncMode.native_calls``, ``SharingBackend.nativ
 segments, one per step of the plan (app/schedule/plan.py), and the native executor
 (app/schedule/executors.py) makes the list with one ctypes call a frame instead of one per call.
 The runner records what it records for any executor (tests/contract/test_steady_frame.py,
-tests/test_runner.py); a failed call is the same error on the same step, and the failure rules
+tests/schedule/test_runner.py); a failed call is the same error on the same step, and the failure rules
 call the steps after it as for the Python executors: a step the list did not reach has its calls
 made from there on.
 

@@ -8,7 +8,7 @@ copy of the objects; otherwise, on the backend's in-order queue, with the rememb
 hand-over calls accepted before, every shared object GL's: ``HandOver.steady``), or
 the native one where the backend, the sync mode and the scene each prepare their calls. Every
 executor gives the same record, tracker states, validator counts and pictures
-(tests/contract/test_steady_frame.py, tests/test_runner.py).
+(tests/contract/test_steady_frame.py, tests/schedule/test_runner.py).
 """
 from __future__ import annotations
 

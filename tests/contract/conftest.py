@@ -5,13 +5,14 @@ acquire and release; the trial in a child process, which PoCL's abort refuses, a
 
 The emulation makes gl_sharing's own code run whole on the CPU machine: the context properties,
 the ctypes calls, the validator, the ownership tracker, the scenes on it. What it cannot show is
-a real driver's zero-copy hand-over: the ``gpu`` tests run it on NVIDIA's (tests/test_gpu_glx.py).
+a real driver's zero-copy hand-over: the ``gpu`` tests run it on NVIDIA's (tests/sharing/test_gpu_glx.py).
 """
 from __future__ import annotations
 
 import pytest
 from gl_emulation import EmulatedGlSharingDriver
 
+from app.sharing.backends.gl_sharing import KhrGlSharing
 from app.sharing.base import ProbeEnv
 from app.sharing.registry import backend_classes
 
@@ -32,7 +33,7 @@ def contract_backend(request, probe_env, monkeypatch):
     if reason is None:
         yield name
         return
-    if name == "gl_sharing":
+    if name == KhrGlSharing.name:
         driver = EmulatedGlSharingDriver()
         driver.install(monkeypatch, gl_event=True)  # (NVIDIA lists cl_khr_gl_event: its gl_event runs here too)
         reason = _available_here(name, probe_env)

@@ -16,7 +16,7 @@ SIZES = {"particles": 4096, "image": (64, 48), "yuv": (64, 48), "postprocess": (
 
 
 def check_particles(session, frames: int) -> None:
-    """The GL position and colour buffers against the float64 update (5e-4, tests/test_particles.py)."""
+    """The GL position and colour buffers against the float64 update (5e-4, tests/scenes/test_particles.py)."""
     scene = session.scene
     ref = reference_steps(initial_state(scene.n, session.cfg.seed), frames)
     pos = scene.position.gl.read().reshape(-1, 4)

@@ -15,6 +15,7 @@ from app.config import RunConfig
 from app.diagnostics import live
 from app.run import Run
 from app.scenes import scene_classes
+from app.sharing.backends.host_copy import HostCopy
 from app.validate.ownership import CL, GL
 from app.window.egl_headless import EglSurface
 
@@ -71,7 +72,7 @@ def test_counts_ownership_and_pixels(contract_backend, scene, small_surface):
 @pytest.mark.parametrize("scene", SCENES)
 def test_switch_in_and_out_leaves_nothing(contract_backend, scene, small_surface):
     """host_copy -> the backend -> host_copy: the same live objects as before, no error."""
-    with Run(_cfg(scene, "host_copy"), surface=small_surface) as run:
+    with Run(_cfg(scene, HostCopy.name), surface=small_surface) as run:
         s = run.session
         run.tick()
         baseline = live.snapshot()
@@ -79,7 +80,7 @@ def test_switch_in_and_out_leaves_nothing(contract_backend, scene, small_surface
         for _ in range(3):
             rec = run.tick()
             assert rec.errors == [] and rec.backend == contract_backend
-        assert s.switch(backend="host_copy"), s.status
+        assert s.switch(backend=HostCopy.name), s.status
         rec = run.tick()
         assert rec.errors == [] and s.history.loop_errors == []
         assert live.snapshot() == baseline

@@ -20,6 +20,9 @@ from app.run import Run
 from app.schedule.native import ACQUIRE, COMPUTE, RELEASE
 from app.schedule.races import RaceFlag
 from app.session.session import Session
+from app.sharing.backends.external_memory import ExternalMemory
+from app.sharing.backends.gl_sharing import KhrGlSharing
+from app.sharing.backends.host_mapped import HostMapped
 from app.sharing.sync import sync_modes
 from app.window.egl_headless import EglSurface
 
@@ -112,7 +115,7 @@ def _native_expected(backend: str, sync: str) -> bool:
     is calls: finish, semaphore, none; both scenes) and the machine can make them (app/native/calls.py)."""
     from app.native.calls import reason
 
-    return (not reason() and backend in ("external_memory", "gl_sharing", "host_mapped")
+    return (not reason() and backend in (ExternalMemory.name, KhrGlSharing.name, HostMapped.name)
             and sync in ("finish", "semaphore", "none"))
 
 

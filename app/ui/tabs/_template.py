@@ -1,6 +1,6 @@
 """The recipe for a new panel tab: copy this module to ``app/ui/tabs/NAME.py`` and change its
 ``TAB``'s key and title, its part, ``build`` and ``draw``. That one module is the whole tab (and its
-test, in ``tests/``): ``app.ui.tabs.table()`` finds every module of the package by its ``TAB``
+test, in ``tests/ui/``): ``app.ui.tabs.table()`` finds every module of the package by its ``TAB``
 (modules whose name starts with "_", like this one, are not tabs), the model builds its part, the
 panel draws its title in the tab bar and, while it is shown, its body.
 

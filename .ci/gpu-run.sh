@@ -17,7 +17,9 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS; timeout "$limit" "$
 if [ "$part" != bench ]; then
 step info 120 python3 -m app info --json > "$out/info.json" 2>>"$log"
 GLSHARE_LAB_OUT=/tmp/lab step pytest 420 python3 -m pytest -m "gpu or not gpu" -v -rs -p no:cacheprovider \
-  tests/sharing/test_gpu.py tests/lab/test_lab_gpu.py tests/contract ${GPU_PYTEST_ARGS:-} > "$out/pytest-gpu.txt" 2>&1
+  tests/sharing/test_gpu.py tests/lab/test_lab_gpu.py tests/contract tests/schedule/test_runner.py \
+  tests/schedule/test_owners.py tests/sharing/test_semaphore_gl_side.py tests/ui/test_panel_gpu.py tests/attach/test_cl_layer.py \
+  ${GPU_PYTEST_ARGS:-} > "$out/pytest-gpu.txt" 2>&1
 tail -5 "$out/pytest-gpu.txt" >> "$log"
 step errors 180 python3 -m app errors --json --backend external_memory > "$out/errors-nvidia.json" 2>>"$log"
 # every hazard demonstration on the machine's backend, each in a child process with a watchdog (a hang

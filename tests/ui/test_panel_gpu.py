@@ -1,6 +1,6 @@
 """GPU-only: the panel's links and arguments on the NVIDIA machine (marker ``gpu``; skipped elsewhere).
 
-Run there with: source .device/activate && python3 -m pytest -m gpu -v tests/test_panel_gpu.py
+Run there with: source .device/activate && python3 -m pytest -m gpu -v tests/ui/test_panel_gpu.py
 
 On external_memory the acquire and the release are the extension's commands: their events say so
 (CL_COMMAND_ACQUIRE/RELEASE_EXTERNAL_MEM_OBJECTS_KHR), complete, on the backend's queue; every

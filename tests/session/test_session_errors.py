@@ -571,8 +571,27 @@ def _fake_semaphore_env(monkeypatch, platform: str):
     exporter = SimpleNamespace(semaphore=semaphore, destroy_semaphore=destroyed.append)
     backend = SimpleNamespace(exporter=exporter, ext=None, context=None, device=None, fds_closed=0,
                               env=SimpleNamespace(choice=SimpleNamespace(platform=SimpleNamespace(name=platform))),
-                              validator=SimpleNamespace(semaphores=SimpleNamespace(check_python=None)))
+                              validator=SimpleNamespace(semaphores=_Tracked()))
     return em, backend, made, destroyed, gl_fds
+
+
+class _Tracked:
+    """The validator's binary-state tracking, as SemaphoreSync uses it: what it follows."""
+
+    check_python = None
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def track(self, sema, signalled: bool = False, by=None) -> None:
+        self.ids.add(id(sema))
+
+    def untrack(self, sema) -> None:
+        self.ids.discard(id(sema))
+
+    def signalled(self, sema) -> None: ...
+    def waited(self, sema) -> None: ...
+    def undo(self, *a) -> None: ...
 
 
 @pytest.mark.parametrize("platform", ["Portable Computing Language", "NVIDIA CUDA"])
@@ -600,6 +619,7 @@ def test_semaphore_sync_releases_what_it_made_and_closes_each_fd_once(gl, monkey
     assert gl_fds == {} and live.count("gl_semaphore") == sems
     assert open_fds() == fds  # every fd closed, none twice (the fake CL raises on a closed one)
     assert backend.fds_closed == 0
+    assert backend.validator.semaphores.ids == set()  # nothing closed is still followed
 
 
 def test_a_failed_gl_memory_import_closes_its_fd_and_deletes_the_object(gl, monkeypatch):

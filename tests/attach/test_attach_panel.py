@@ -21,6 +21,8 @@ import pytest
 from test_attach_command import REPLAY
 from test_attach_model import GLCTX, QUEUE, Stream
 
+from app import native
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # the replay, waiting before the record named "wait" for the file its argv[4] names
@@ -214,3 +216,54 @@ def test_panel_options_need_panel(tmp_path, capsys):
 
     code = cli.main(["attach", "--frames", "3", "--", sys.executable, "-c", "pass"])
     assert code == 2 and "give them with --panel" in capsys.readouterr().err
+
+
+GLSHARE_RUN = r'''
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from app.attach.launch import libraries
+from app.attach.panel import PanelOptions, Program, show
+
+seen = {}
+
+def on_frame(ui, live, program):
+    m = ui.last_model
+    if m is not None and program.ended and not m.header.status.startswith("the program runs"):
+        tl = m.timeline
+        seen.update(status=m.header.status, title=m.header.scene_title, lanes=[l.name for l in tl.lanes],
+                    bars={l.name: sorted({tl.names[i] for i in range(tl.count) if tl.lane[i] == k})
+                          for k, l in enumerate(tl.lanes)}, notes=list(m.header.notes))
+        ui.surface.request_close()
+
+program = Program(json.loads(sys.argv[2]), libraries(True, True), False)
+show(program, PanelOptions(frames_after=3000, on_frame=on_frame))
+seen["exit_status"] = program.wait().exit_status
+json.dump(seen, open(sys.argv[3], "w"))
+'''
+
+
+@pytest.mark.window
+@pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="no DISPLAY: run under Xvfb (make test does)")
+@pytest.mark.skipif(not all(os.path.exists(native.attach_library(s)) for s in ("cl_layer", "gl_preload")),
+                    reason="the CL layer or the GL library is not built (make setup)")
+def test_the_panel_shows_glshares_own_run_recorded_by_the_libraries(tmp_path):
+    """glshare's own headless run (host_copy: copies and kernels, no hand-over, no swap) attached
+    with both recorders: the panel shows its whole run as one frame, its main thread's CL calls and
+    its queue's commands on their device stamps."""
+    argv = [sys.executable, "-m", "app", "run", "--headless", "--frames", "8", "--backend", "host_copy",
+            "--scene", "image", "--size", "64x64"]
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", GLSHARE_RUN, str(ROOT), json.dumps(argv), str(tmp_path / "seen.json")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["exit_status"] == 0 and seen["status"].startswith("the program exited with status 0")
+    assert "whole run (no hand-over, no swap recorded)" in seen["title"]
+    threads = [n for n in seen["lanes"] if n.startswith("thread ")]
+    queues = [n for n in seen["lanes"] if n.startswith("queue ")]
+    assert threads and queues
+    calls = {b for t in threads for b in seen["bars"][t]}
+    assert {"clEnqueueNDRangeKernel", "clCreateCommandQueueWithProperties"} <= calls
+    assert "NDRangeKernel" in {b for q in queues for b in seen["bars"][q]}  # on the device's stamps
+    assert any("no swap recorded" in n for n in seen["notes"])

@@ -53,6 +53,9 @@ WINDOW_SIZE = (1280, 800)
 TABS = ("ownership", "errors", "hazards", "events", "caps")  # the tabs that describe an attached program
 TITLE = "hand-overs"  # what the panel's "frames" are here: one per acquire that went through
 POLL_S = 1 / 60  # the window's loop: events polled and the cached panel copied this often
+BUILD_MIN_S = 0.2  # between two builds of the view
+BUILD_PACE = 4.0  # ... and at least this many times the last build's own time
+ROW_BARS = 4096  # calls a frame's rows show at most (its newest; a long frame: the lane's title says so)
 
 
 @dataclass
@@ -93,7 +96,8 @@ class Program:
 
     @property
     def ended(self) -> bool:
-        return not self._thread.is_alive()
+        """It ran and its records are all read (False before ``start``)."""
+        return self._thread.ident is not None and not self._thread.is_alive()
 
     def wait(self) -> Outcome:
         self._thread.join()
@@ -116,7 +120,8 @@ class LiveView:
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self._key: tuple | None = None
+        self._key: tuple | None = None  # (records fed, the program ended) of the view built last
+        self._builder: threading.Thread | None = None
         self._view: SessionView | None = None
         self._index: dict[tuple[int, int], int] = {}  # (pid, its start: the acquire's call) -> its frame index
         self.timelines: dict[int, Timeline] = {}
@@ -128,29 +133,56 @@ class LiveView:
     def rows_of(self, rec: FrameRecord) -> tuple:
         """The timeline's rows of ``rec`` (``PanelData(rows_of=...)``): the calls its process issued
         from its start to its end, made once per record and build."""
-        key = (rec.index, self._key)
-        if key not in self._rows:
-            span = self._spans.get(rec.index)
-            if span is None:
-                return ()
-            pid, start, end = span
-            with self.program.recorder.lock:
+        with self.program.recorder.lock:  # (the builder replaces what it reads)
+            key = (rec.index, self._key)
+            if key not in self._rows:
+                span = self._spans.get(rec.index)
+                if span is None:
+                    return ()
+                pid, start, end = span
                 self._rows = {key: _rows(self._models[pid], self.timelines[pid], self._calls[pid], start, end)}
-        return self._rows[key]
+            return self._rows[key]
 
     def view(self) -> SessionView:
+        """The newest view: built here when none was yet (or no builder runs), else the builder's."""
+        if self._view is None or self._builder is None:
+            self._refresh()
+        return self._view
+
+    def start(self) -> "LiveView":
+        """Build the views on a thread of their own from now on (``_build_loop``)."""
+        self._builder = threading.Thread(target=self._build_loop, name="glshare attach panel view", daemon=True)
+        self._builder.start()
+        return self
+
+    def _build_loop(self) -> None:
+        """A view whenever records came, paced by the build's own time (``BUILD_PACE`` of it between
+        two builds, at least ``BUILD_MIN_S``): the window's redraws never wait for a build, and a long
+        program's build does not hold the checks' lock most of the time. Ends once the program's
+        last records are built."""
+        while True:
+            t0 = time.perf_counter()
+            built = self._refresh()
+            if built and self._key[1]:
+                return
+            time.sleep(max(BUILD_MIN_S, BUILD_PACE * (time.perf_counter() - t0) if built else BUILD_MIN_S))
+
+    def _refresh(self) -> bool:
+        """Build the view again where records came or the program ended since the last; True if built."""
         p = self.program
         key = (p.recorder.version, p.ended)
-        if key != self._key or self._view is None:
-            try:
-                with p.recorder.lock:
-                    self._view = self._build()
-            except Exception:  # noqa: BLE001 - the panel never stops the window: the last view stays
-                if self._view is None:
-                    raise
-                log.warning("glshare attach: the panel's view could not be built", exc_info=True)
-            self._key = key
-        return self._view
+        if key == self._key and self._view is not None:
+            return False
+        try:
+            with p.recorder.lock:
+                view = self._build()
+        except Exception:  # noqa: BLE001 - the panel never stops the window: the last view stays
+            if self._view is None:
+                raise
+            log.warning("glshare attach: the panel's view could not be built", exc_info=True)
+            view = self._view
+        self._view, self._key = view, key
+        return True
 
     # -- the parts -------------------------------------------------------------------------------
     def _build(self) -> SessionView:
@@ -288,7 +320,7 @@ def show(program: Program, options: PanelOptions) -> LiveView:
     ui = None
     try:
         ui = UiHost(surface, gl_info())
-        live = LiveView(program)
+        live = LiveView(program).start()
         ui.model = PanelData(tab_keys=TABS, rows_of=live.rows_of)
         ui.state.fill = True
 
@@ -375,13 +407,16 @@ def _rows(model: ProcessModel, tl: Timeline, calls: tuple[list[int], list], star
     times, kept = calls
     threads: dict[int, list] = {}
     queues: dict[str, list] = {}
-    for c in kept[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]:
+    first, last = bisect.bisect_left(times, start), bisect.bisect_right(times, end)
+    left_out = max(last - first - ROW_BARS, 0)
+    more = f"; its first {left_out:,} calls left out (the newest {ROW_BARS:,} shown)" if left_out else ""
+    for c in kept[first + left_out:last]:
         threads.setdefault(c.tid, []).append((c.fn, c.t, c.t_end if c.t_end is not None else c.t))
         stamps = host_stamps(model, tl.clocks, c)
         if stamps is not None and stamps[2] is not None and stamps[3] is not None:
             q = c.rec.get("queue", "?")
             queues.setdefault(q, []).append((c.fn.removeprefix("clEnqueue"), stamps[2], stamps[3]))
-    rows = [Row(f"thread {tid}", "cpu", f"pid {model.pid}, thread {tid}: each recorded call, issue to return",
+    rows = [Row(f"thread {tid}", "cpu", f"pid {model.pid}, thread {tid}: each recorded call, issue to return{more}",
                 tuple(bars)) for tid, bars in sorted(threads.items())]
     rows += [Row(f"queue {q[-6:]}", "cl", f"pid {model.pid}, CL queue {q} (device {device_of_queue(model, q):#x}): "
                  "each command from its device START to END", tuple(bars)) for q, bars in queues.items()]

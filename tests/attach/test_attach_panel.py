@@ -211,6 +211,19 @@ def test_the_panel_follows_the_program_live_and_stays_after_it_ended(tmp_path):
     assert seen["frames"] < 3000  # closed by the driver's request, not by the bound
 
 
+def test_panel_without_a_display_is_one_line_and_exit_2_before_the_program_runs(tmp_path, capsys, monkeypatch):
+    from app import cli
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    mark = tmp_path / "ran"
+    code = cli.main(["attach", "--panel", "--no-cl", "--no-gl", "--", sys.executable, "-c",
+                     f"open({str(mark)!r}, 'w')"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no display" in err and len(err.strip().splitlines()) == 1
+    assert not mark.exists()
+
+
 def test_panel_options_need_panel(tmp_path, capsys):
     from app import cli
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.attach.launch import Outcome, Recorder, run
-from app.attach.model import ProcessModel
+from app.attach.model import COPIES, HAND_OVERS, KERNELS, ProcessModel, gl_use
 from app.attach.report import cannot_see, ending, queue_stamps
 from app.attach.timeline import Timeline, build, host_stamps
 from app.errors import UsageError
@@ -232,6 +232,7 @@ class LiveView:
             self._spans[rec.index] = (pid, rec.start_ns, _end(rec))
             recs.append(rec)
         recs.sort(key=lambda r: r.index)
+        _mark(models, self.timelines, recs, self._spans)
         return recs
 
     def _title(self, models: dict[int, ProcessModel], frames: int) -> str:
@@ -383,6 +384,43 @@ def _clock(timelines: dict[int, Timeline]) -> dict:
     unc = max((tl.clocks.uncertainty(d) for tl in timelines.values() for d in tl.clocks.devices), default=0)
     return {"cl": {"method": "each command's QUEUED stamp inside its enqueue call", "offset_ns": 0,
                    "uncertainty_ns": unc}, "gl": {"method": "not read", "offset_ns": 0, "uncertainty_ns": 0}}
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """A finding of the tracker or the races where it happened, as the timeline's markers read a
+    hazard of its record (``FrameRecord.hazards``): its case, object, phase and sentence."""
+
+    case: str
+    label: str
+    where: str
+    spec: str
+    frame: int
+
+
+def _phase(fn: str) -> str:
+    if fn in HAND_OVERS:
+        return HAND_OVERS[fn][1]
+    return "compute" if fn in KERNELS or fn in COPIES else ("render" if gl_use(fn) else "")
+
+
+def _mark(models: dict[int, ProcessModel], timelines: dict[int, Timeline], recs: list[FrameRecord],
+          spans: dict[int, tuple[int, int, int]]) -> None:
+    """Each hazard-kind finding (no CL code) on the hand-over record its call falls in, if any."""
+    by_pid: dict[int, list[FrameRecord]] = {}
+    for rec in recs:
+        if rec.owner_labels:
+            by_pid.setdefault(spans[rec.index][0], []).append(rec)
+    for pid, own in by_pid.items():
+        starts = [r.start_ns for r in own]
+        model = models[pid]
+        for f in model.findings + timelines[pid].races:
+            call = model.by_id.get(("cl" if f.fn.startswith("cl") else "gl", f.call_id))
+            if f.code is not None or call is None:
+                continue
+            k = bisect.bisect_right(starts, call.t) - 1
+            if k >= 0 and call.t <= spans[own[k].index][2] and f.object in own[k].owner_labels:
+                own[k].hazards.append(_Mark(f.case, f.object, _phase(call.fn), f.spec or f.detail, f.frame))
 
 
 def _counts(models: dict[int, ProcessModel]) -> dict[str, int]:

@@ -163,6 +163,21 @@ def test_the_panels_model_reads_the_hand_overs_as_frames_with_thread_and_queue_r
     assert set(m.tabs) == {"ownership", "errors", "hazards", "events"}  # the tabs built: those it shows
 
 
+def test_a_hazard_in_a_hand_over_is_marked_on_its_objects_lane():
+    s = Stream()
+    s.setup()
+    s.hand_over("clEnqueueAcquireGLObjects")
+    s.kernel()
+    s.draw()  # GL draws the buffer CL holds
+    s.hand_over("clEnqueueReleaseGLObjects")
+    s.swap()
+    live, data = fed(s)
+    m = data.update(live.view())
+    lanes = [lane.name for lane in m.timeline.lanes]
+    marks = [(mk.kind, mk.lane, mk.title) for mk in m.timeline.markers]
+    assert marks == [("hazard", lanes.index("GL buffer 3"), "hazard gl_use_while_acquired on GL buffer 3 (render)")]
+
+
 def test_a_program_without_hand_overs_is_shown_by_its_swaps():
     s = Stream()
     s.setup()

@@ -7,20 +7,23 @@ read-only view (``SessionView``) the panel's model reads for glshare's own runs
 (``app/ui/model/data.py``):
 
 - the hand-overs, laid out by ``app/attach/timeline.py`` as glshare's frame records (one per
-  acquire that went through: acquire, the CL commands on its objects, release, GL's use), go into
-  a ``RunHistory`` as the scheduler's do: the timeline, the timing plot, the Owners and Events tabs
-  read them as theirs; a record's ``rows`` (the model's ``Row``) are the program's CPU threads and
-  CL queues over the record's span;
+  acquire that went through: acquire, the CL commands on its objects, release, GL's use; a process
+  that made none: its frames, swap to swap), go into a ``RunHistory`` as the scheduler's do: the
+  timeline, the timing plot, the Owners and Events tabs read them as theirs; the timeline's added
+  rows (``PanelData(rows_of=...)``, the model's ``Row``) are the program's CPU threads and CL
+  queues over the record's span;
 - every finding (validator, ownership, races) is folded into the history's errors (a finding with
-  a CL code: the call's error) or hazards (the others), with the program's call and site;
+  a CL code: the call's error) or hazards (the others), with the program's call and site; a
+  hazard whose call falls in a hand-over is also marked on that record's timeline;
 - the header's notes are what the recording cannot see (``report.cannot_see``), and its status
   line says whether the program runs or how it ended.
 
 Threads. ``launch.run`` runs in a thread of its own (the program, the reader and the checks); the
-window runs on the main thread (GLFW's). The records are fed under ``LiveRecorder.lock``, and the
-view is built under it, only when records came since the last one (``version``), at the panel's
-redraws (2 to 5 a second): the checks wait for that build, the program does not (without
-``--strict`` its records wait in the reader's queue meanwhile).
+window runs on the main thread (GLFW's); the views are built on a third (``LiveView.start``). The
+records are fed under ``LiveRecorder.lock`` and each view is built under it, when records came
+since the last one (``version``), paced by the build's own cost: the checks wait for a build, the
+program does not (without ``--strict`` its records wait in the reader's queue meanwhile; under
+``--strict`` an answer may wait for one build), and the window's redraws read the newest view.
 """
 from __future__ import annotations
 
@@ -143,6 +146,11 @@ class LiveView:
                 self._rows = {key: _rows(self._models[pid], self.timelines[pid], self._calls[pid], start, end)}
             return self._rows[key]
 
+    @property
+    def final(self) -> bool:
+        """The view holds the program's last records (it ended, and was built since)."""
+        return self._key is not None and self._key[1]
+
     def view(self) -> SessionView:
         """The newest view: built here when none was yet (or no builder runs), else the builder's."""
         if self._view is None or self._builder is None:
@@ -163,7 +171,7 @@ class LiveView:
         while True:
             t0 = time.perf_counter()
             built = self._refresh()
-            if built and self._key[1]:
+            if built and self.final:
                 return
             time.sleep(max(BUILD_MIN_S, BUILD_PACE * (time.perf_counter() - t0) if built else BUILD_MIN_S))
 
@@ -330,14 +338,16 @@ def show(program: Program, options: PanelOptions) -> LiveView:
                 ui.clear_findings()
 
         program.start()
-        ended_at, frame = None, 0
+        ended_at, frame, final = None, 0, False
         while not surface.should_close():
             for ev in surface.poll_events():
                 if ev.key in ("escape", "q") and not ui.wants_keyboard:
                     surface.request_close()
             if ended_at is None and program.ended:
                 ended_at = frame
-                ui.mark_dirty()  # the end, at once
+            if not final and live.final:
+                final = True
+                ui.mark_dirty()  # the program's last records, at the next frame
             if ended_at is not None and SIGNALS.received:
                 break
             last = options.frames_after is not None and ended_at is not None and frame - ended_at + 1 >= options.frames_after

@@ -218,6 +218,7 @@ def test_the_panel_follows_the_program_live_and_stays_after_it_ended(tmp_path):
     assert ended["owners"] == [["GL buffer 3", "GL", 4, 4]]
     assert ended["frame"] == 3  # the newest of four hand-overs
 
+    assert "after" in seen, "the click on the Events tab after the program ended was not answered"
     after = seen["after"]  # a click on the Events tab after the end: the window still answers
     assert after["tab"] == "events" and after["redraws"] > ended["redraws"]
     assert ["clEnqueueNDRangeKernel", "thread 1"] in after["events"]

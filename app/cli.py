@@ -246,6 +246,11 @@ def _add_attach(sub) -> None:
                    help="a hand-over the validator refuses returns the spec's error to the program, never reaching the driver")
     a.add_argument("--no-cl", action="store_true", help="leave the CL layer out (OPENCL_LAYERS)")
     a.add_argument("--no-gl", action="store_true", help="leave the GL preload library out (LD_PRELOAD)")
+    a.add_argument("--panel", action="store_true",
+                   help="glshare's panel in its own window follows the program live (timeline, owners, findings, "
+                        "events) and stays after it ended until closed")
+    a.add_argument("--frames", type=_positive, help="with --panel: close glshare's window N frames after the program ended")
+    a.add_argument("--screenshot", type=_output, help="with --panel: write glshare's window's last frame here (PNG)")
     a.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
 
 

@@ -1,5 +1,6 @@
-"""``glshare attach [--report FILE] [--trace FILE] [--quiet] [--strict] [--no-cl] [--no-gl] -- PROGRAM
-[ARGS...]``: run PROGRAM recorded, check and time its hand-overs, and end with its exit status.
+"""``glshare attach [--report FILE] [--trace FILE] [--quiet] [--strict] [--no-cl] [--no-gl]
+[--panel [--frames N] [--screenshot PNG]] -- PROGRAM [ARGS...]``: run PROGRAM recorded, check and
+time its hand-overs (``--panel``: shown live in glshare's own window), and end with its exit status.
 
 Everything that can be refused is refused before the program starts, with one line and nothing
 written: no program, a program not found, an output that cannot be written or that is one of the
@@ -17,7 +18,7 @@ from app.attach.launch import HOOK_DIR, find_program, libraries, run
 from app.attach.report import build_report, summary_lines, write_report
 from app.attach.timeline import build
 from app.attach.trace import build_trace, write_trace
-from app.errors import GlshareError
+from app.errors import GlshareError, UsageError
 from app.outputs import check_outputs
 
 
@@ -38,10 +39,18 @@ def _inputs(argv: list[str], path: str) -> list[tuple[str, str]]:
 
 def main(args) -> int:
     argv = program_argv(args)
+    if not args.panel and (args.frames is not None or args.screenshot is not None):
+        raise UsageError("glshare attach: --frames and --screenshot are glshare's window's: give them with --panel")
     path = find_program(argv)
-    check_outputs({"report": args.report, "trace": args.trace}, _inputs(argv, path))
+    check_outputs({"report": args.report, "trace": args.trace, "screenshot": args.screenshot}, _inputs(argv, path))
     libs = libraries(not args.no_cl, not args.no_gl)
-    outcome = run(argv, libs, strict=args.strict)
+    if args.panel:  # glshare's window follows the program (app/attach/panel.py)
+        from app.attach.panel import PanelOptions, run_with_panel  # the window's modules only with --panel
+
+        outcome = run_with_panel(argv, libs, args.strict, PanelOptions(frames_after=args.frames,
+                                                                       screenshot=args.screenshot))
+    else:
+        outcome = run(argv, libs, strict=args.strict)
     timelines = {pid: build(model) for pid, model in outcome.recorder.models.items()}
     report = build_report(outcome, timelines)
     failed = False

@@ -243,9 +243,10 @@ class Outcome:
         return 128 + self.signal if self.signal is not None else self.returncode
 
 
-def run(argv: list[str], libs: dict[str, str | None], strict: bool = False) -> Outcome:
+def run(argv: list[str], libs: dict[str, str | None], strict: bool = False,
+        recorder: Recorder | None = None) -> Outcome:
     """Run ``argv`` (its program found by ``find_program``) recorded; returns when it ended and its
-    records are read."""
+    records are read. ``recorder``: the one to feed (``--panel`` reads it while the program runs)."""
     from app.signals import SIGNALS
 
     read_fd, write_fd = channel()
@@ -253,7 +254,7 @@ def run(argv: list[str], libs: dict[str, str | None], strict: bool = False) -> O
     if strict:
         verdict_r, verdict_w = os.pipe()
     env = environment(os.environ, libs, write_fd, verdict_r)
-    recorder, stop = Recorder(), threading.Event()
+    recorder, stop = recorder if recorder is not None else Recorder(), threading.Event()
     started = time.monotonic_ns()
     try:
         child = subprocess.Popen(argv, env=env, pass_fds=tuple(fd for fd in (write_fd, verdict_r) if fd is not None))

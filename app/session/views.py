@@ -128,9 +128,10 @@ class SessionView:
     clock: dict
     clock_map: Any  # app.schedule.clock.ClockMap: CL and GL time on the host clock
     caps: CapsView
-    controls: ControlsView
+    controls: ControlsView | None  # None: nothing to choose (glshare attach: the program runs on its own)
     gl_timer: GlTimerView
     status: str = ""  # what the last command did, or why it was refused
     trace_written: dict = field(default_factory=dict)
     stop: StopView | None = None  # the run stopped on a frame (--strict): why, where
     scene_options: tuple = ()  # the scene's own options (SceneOption: the command each one calls)
+    notes: tuple[str, ...] = ()  # what the records shown could not see, one line each (glshare attach)

@@ -14,14 +14,15 @@ measurements are all in (its CL profile read and, where the GL timer sampled it,
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from app.ui import tabs
 from app.ui.model.findings import RunFindings
 from app.ui.model.history import PLOT_FRAMES, SERIES, PhaseHistory
 from app.ui.model.options import OptionRow, option_rows
 from app.ui.model.parts import ClockInfo, ControlsPart, Header, PanelModel, Timing
-from app.ui.model.timeline import NOT_TIMED, Timeline, build_timeline
+from app.ui.model.timeline import NOT_TIMED, Row, Timeline, build_timeline
 from app.ui.tabs import TabInput
 
 # how many records further back than the GL timer's period the panel looks for a timed frame
@@ -43,9 +44,15 @@ def _find(records, index: int):
 
 
 class PanelData:
-    """Keeps what the panel shows between redraws; ``update(view)`` returns the PanelModel."""
+    """Keeps what the panel shows between redraws; ``update(view)`` returns the PanelModel.
 
-    def __init__(self) -> None:
+    A view fed from elsewhere than a session (glshare attach: ``app/attach/panel.py``) may narrow
+    the tabs (``tab_keys``: those built and drawn, () every one) and add lanes to the timeline of a
+    record (``rows_of(record)``: the timeline model's ``Row``s, after the shared objects' lanes)."""
+
+    def __init__(self, *, tab_keys: tuple[str, ...] = (), rows_of: Callable[[Any], tuple[Row, ...]] | None = None) -> None:
+        self.tab_keys = tab_keys
+        self.rows_of = rows_of
         self.history = PhaseHistory()
         self.errors = RunFindings("error")  # the run's, less what "clear" put aside
         self.hazards = RunFindings("hazard")
@@ -161,10 +168,13 @@ class PanelData:
                len(rec.owners), len(rec.hazards), len(rec.errors), nxt is not None, current, upcoming,
                tuple(sorted(live.items())) if live else None, gl_note,
                (clock.cl.offset, clock.gl.offset) if clock is not None else None)
+        rows = self.rows_of(rec) if self.rows_of is not None else ()
+        key += (id(rows),)
         if key != self._timeline_key:
             stop = view.stop if in_progress and view.stop is not None and view.stop.frame == rec.index else None
             self._timeline = build_timeline(rec, view.clock_map, next_rec=nxt, in_progress=in_progress, live=live,
-                                            current_phase=current, next_phase=upcoming, gl_note=gl_note, stop=stop)
+                                            current_phase=current, next_phase=upcoming, gl_note=gl_note, stop=stop,
+                                            rows=rows)
             self._timeline_key = key
         return self._timeline
 
@@ -191,10 +201,12 @@ class PanelData:
             records[-1].index if records else None, chosen, in_progress, view.paused, view.teaching.active,
             med, 1000.0 / med if med > 0 else 0.0, clock.cl_uncertainty_us, clock.gl_uncertainty_us,
             self.errors.total, self.hazards.total, view.status, view.stop,
-            setup_now="" if now else f"{s.scene} / {s.backend} / {s.sync}")
+            setup_now="" if now else f"{s.scene} / {s.backend} / {s.sync}", notes=view.notes)
 
-    def _controls(self, view) -> ControlsPart:
+    def _controls(self, view) -> ControlsPart | None:
         s, c = view.setup, view.controls
+        if c is None:
+            return None
         tw = view.trace_written or {}
         if view.scene_options != self._options_key:  # the scene's options: rows again when one changed
             self._options, self._options_key = option_rows(view.scene_options), view.scene_options
@@ -206,9 +218,13 @@ class PanelData:
         """The parts of the tabs built at every redraw, and of the tab ``shown``."""
         parts = {}
         for tab in tabs.table():
+            if self.tab_keys and tab.key not in self.tab_keys:
+                continue
             if tab.always or tab.key == shown:
                 parts[tab.key] = tab.build(TabInput(view, rec, self.errors, self.hazards, self._hazard_base, lab,
-                                                    ui_caps, self._tab_cache.setdefault(tab.key, {})))
+                                                    ui_caps, self._tab_cache.setdefault(tab.key, {}),
+                                                    self.rows_of(rec) if self.rows_of is not None and rec is not None
+                                                    else ()))
         return parts
 
     # -- all of it -------------------------------------------------------------------------------------
@@ -229,4 +245,5 @@ class PanelData:
         timing = self._timing(records)
         return PanelModel(header=self._header(view, rec, records, timing, in_progress, was_chosen), timing=timing,
                           timeline=self._timeline_for(rec, records, view, in_progress), controls=self._controls(view),
-                          teaching=view.teaching, tabs=self._tabs(view, rec, tab, lab, ui_caps or {}))
+                          teaching=view.teaching, tabs=self._tabs(view, rec, tab, lab, ui_caps or {}),
+                          tab_keys=self.tab_keys)

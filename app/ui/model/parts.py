@@ -59,6 +59,7 @@ class Header:
     # "scene / backend / sync" running now, where ``frame`` ran on an earlier set-up (then scene,
     # backend and sync are that frame's, and scene_title, which describes the scene now, is "")
     setup_now: str = ""
+    notes: tuple[str, ...] = ()  # what the view's source could not see (SessionView.notes), one line each
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,7 @@ class PanelModel:
     controls: ControlsPart | None
     teaching: TeachingView | None  # teaching mode's steps, drawn at the panel's top while it is on
     tabs: Mapping[str, Any] = field(default_factory=dict)
+    tab_keys: tuple[str, ...] = ()  # the tabs drawn, in the table's order (): every tab (PanelData's tab_keys)
 
     # the parts of the first tabs by the names the window driver and the probes read
     @property

@@ -61,6 +61,17 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
+class Row:
+    """A lane a record's feeder adds after the shared objects' (``PanelData(rows_of=...)``; glshare
+    attach: the program's CPU threads and CL queues): its bars on the host clock, (name, start ns, end ns)."""
+
+    name: str
+    kind: str  # "cpu" (a thread's calls) or "cl" (a queue's commands, as the device ran them)
+    title: str
+    bars: tuple[tuple[str, int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Timeline:
     """One frame on the host clock, in ms from its start: a bar per phase, wait, CL command and GL
     pass, the owner of each shared object over time, and the hazards and errors."""
@@ -163,14 +174,16 @@ def _compressor(rec):
 
 
 def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live: Mapping[str, str] | None = None,
-                   current_phase: str = "", next_phase: str = "", gl_note: str = "", stop=None) -> Timeline:
+                   current_phase: str = "", next_phase: str = "", gl_note: str = "", stop=None,
+                   rows: tuple[Row, ...] = ()) -> Timeline:
     """The timeline of ``rec`` (a FrameRecord), on the host clock, in ms from its start.
 
     Lanes: the CPU's phases, the CPU's waits, the CL queue (each command's wait in its queue, then
     its run), the GL passes, and one lane per shared object with who owns it: GL, CL, or a hand-over
     (``app/schedule/owners.py``: from the command's START stamp to its END, or GL's wait on it;
     the CPU's call where the driver gave no stamps). ``live`` (label -> state now) extends the owners of a frame in progress;
-    ``stop`` (a StopView) marks the hazard or error that stopped the run on this frame."""
+    ``stop`` (a StopView) marks the hazard or error that stopped the run on this frame. ``rows``: lanes
+    after the objects' (``Row``), their bars on the host clock."""
     scene = rec.scene
     labels = rec.owner_labels
     lanes = [Lane("CPU", "cpu", "the main thread's phases (host clock); the thin bars inside them: glshare reading "
@@ -196,6 +209,10 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     cl_off = clock.cl.offset if clock is not None else 0
     for k, s, e, state in owner_spans(rec, cl_off, in_progress=in_progress, live=live):
         bars.add(4 + k, KIND_OWNER, CLOCK_HOST, s, e, state)
+    for r, row in enumerate(rows, start=4 + len(labels)):
+        lanes.append(Lane(row.name, row.kind, row.title))
+        for name, s, e in row.bars:
+            bars.add(r, KIND_RUN if row.kind == "cl" else KIND_PHASE, CLOCK_HOST, s, e, name)
 
     arr = np.array(bars.rows, np.int64).reshape(-1, 5)
     offsets = np.array([0, cl_off, clock.gl.offset if clock is not None else 0], np.int64)

@@ -51,8 +51,11 @@ def draw_panel(model: PanelModel, state: PanelState, request) -> None:
     fb_w, fb_h = max(int(io.display_size.x), 1), max(int(io.display_size.y), 1)
     lo, hi = layout.width_limits(fb_w)
     height = layout.panel_height(fb_h)
+    if state.fill:  # the whole window is the panel's (glshare attach: no scene beside it)
+        lo = hi = max(fb_w - 2 * layout.MARGIN, 1)
     imgui.set_next_window_pos((layout.MARGIN, layout.MARGIN), ALWAYS)
-    imgui.set_next_window_size((layout.default_width(fb_w), height), FIRST_USE)
+    imgui.set_next_window_size((layout.default_width(fb_w) if not state.fill else lo, height),
+                               ALWAYS if state.fill else FIRST_USE)
     imgui.set_next_window_size_constraints((lo, height), (hi, height))
     imgui.set_next_window_bg_alpha(0.9)
     state.spots, state.rects = {}, {}
@@ -118,6 +121,8 @@ def _tabs(m: PanelModel, state: PanelState, request) -> None:
             return
         for tab in tabs.table():
             key = tab.key
+            if m.tab_keys and key not in m.tab_keys:
+                continue
             part = m.tabs.get(key)
             label = f"{tab.title} {tab_count(tab.count(part) if part is not None else 0)}" if tab.count else tab.title
             with imgui_ctx.begin_tab_item(f"{label}###{key}", SET_SELECTED if want == key else 0) as shown:

@@ -50,3 +50,10 @@ def draw_header(m: PanelModel, state: PanelState, request) -> None:
     if h.status:
         with imgui_ctx.push_text_wrap_pos(0.0):
             imgui.text_colored((0.75, 0.85, 1.0, 1.0), f"> {h.status}")
+    if h.notes:
+        imgui.set_next_item_open(True, imgui.Cond_.first_use_ever)
+    if h.notes and imgui.tree_node(f"what the recording cannot see ({len(h.notes)})###notes"):
+        with imgui_ctx.push_text_wrap_pos(0.0):
+            for note in h.notes:
+                imgui.text_colored(DIM, f"- {note}")
+        imgui.tree_pop()

@@ -7,6 +7,7 @@ class PanelState:
 
     def __init__(self) -> None:
         self.failures = 0
+        self.fill = False  # the panel takes the whole window (no scene beside it: glshare attach)
         self.last_failure = ""
         self.tab = "ownership"  # the tab shown (its key): the model builds its part then
         self.select: str | None = None  # a tab to bring to the front at the next redraw

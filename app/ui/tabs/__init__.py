@@ -35,6 +35,7 @@ class TabInput:
     lab: Mapping | None  # the error lab's result (app/lab/lab.py run_lab), None before it ran
     ui_caps: Mapping  # what the UI host says of itself (the panel's refresh rate)
     cache: dict  # the tab's own, kept between redraws (what it builds once per set-up)
+    rows: tuple = ()  # the timeline's added rows of ``record`` (app/ui/model/timeline.py's Row; glshare attach)
 
 
 @dataclass(frozen=True)

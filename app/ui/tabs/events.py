@@ -140,17 +140,21 @@ class Events:
     stats_of: str  # "scene / backend / sync, N frames"
 
 
-def frame_events(rec, cl_offset: int = 0, gl_offset: int = 0) -> tuple[Event, ...]:
-    """``rec``'s calls in the order they began (ms from its start on the host clock)."""
+def frame_events(rec, cl_offset: int = 0, gl_offset: int = 0, rows=()) -> tuple[Event, ...]:
+    """``rec``'s calls in the order they began (ms from its start on the host clock); ``rows``: the
+    timeline's added rows (``Row``: glshare attach's threads and queues), each bar an event measured
+    by its row."""
     t0 = rec.start_ns
-    rows = [(cpu_name(name), CPU, s, e, call_args(rec, name)) for name, (s, e) in rec.phases.items()]
-    rows += [(name, WAIT, s, e, (("host", f"{s:,} -> {e:,} ns"),)) for name, s, e in rec.waits]
-    rows += [(device_name(name), DEVICE, st + cl_offset, en + cl_offset, command_args(rec, name, cl_offset))
+    out = [(cpu_name(name), CPU, s, e, call_args(rec, name)) for name, (s, e) in rec.phases.items()]
+    out += [(name, WAIT, s, e, (("host", f"{s:,} -> {e:,} ns"),)) for name, s, e in rec.waits]
+    out += [(device_name(name), DEVICE, st + cl_offset, en + cl_offset, command_args(rec, name, cl_offset))
              for name, (_q, _sub, st, en) in rec.cl_profile.items()]
-    rows += [(name, GL, s + gl_offset, e + gl_offset, (("GL", f"{s:,} -> {e:,} ns"),))
+    out += [(name, GL, s + gl_offset, e + gl_offset, (("GL", f"{s:,} -> {e:,} ns"),))
              for name, s, e in rec.gl_passes]
-    rows.sort(key=lambda r: (r[2], -r[3]))
-    return tuple(Event(n, src, (s - t0) / 1e6, (e - s) / 1e6, args) for n, src, s, e, args in rows[:MAX_ROWS])
+    out += [(name, row.name, s, e, (("host", f"{s:,} -> {e:,} ns"), ("row", row.title)))
+            for row in rows for name, s, e in row.bars]
+    out.sort(key=lambda r: (r[2], -r[3]))
+    return tuple(Event(n, src, (s - t0) / 1e6, (e - s) / 1e6, args) for n, src, s, e, args in out[:MAX_ROWS])
 
 
 def statistics(records) -> tuple[Stat, ...]:
@@ -186,7 +190,7 @@ def build(inp: TabInput) -> Events | None:
         cache["stats"] = statistics(kept)
         cache["of"] = (f"{newest.scene} / {newest.backend} / {newest.sync}, {len(kept)} kept frames"
                        if newest is not None else "")
-    return Events(rec.index, frame_events(rec, cl_off, gl_off), cache["stats"], cache["of"])
+    return Events(rec.index, frame_events(rec, cl_off, gl_off, inp.rows), cache["stats"], cache["of"])
 
 
 def _ms(v: float) -> str:
@@ -231,8 +235,11 @@ def draw(part: Events, model, request) -> None:
             for title in ("start", "call", "took", "measured by"):
                 imgui.table_setup_column(title)
             imgui.table_headers_row()
+            repeats: dict[str, int] = {}
             for ev in part.events:
                 key = f"{ev.name}##{ev.source}"
+                n = repeats[key] = repeats.get(key, -1) + 1
+                key += f"#{n}" if n else ""  # one ImGui id per row (attach's rows repeat a call's name)
                 row = _signed(imgui.get_id(key))
                 if shown is None and (row == chosen or (not chosen and ev.source == DEVICE and ev.name == "kernel")):
                     shown = ev  # (none chosen yet: the kernel's)

@@ -4,7 +4,11 @@ The attached program runs with glshare's OpenCL layer (``OPENCL_LAYERS`` names
 ``app/native/attach/libcl_layer.so``; the ICD loader calls its ``clInitLayer``, cl_khr_... Khronos
 "OpenCL ICD loader layers") and its GL preload library (``LD_PRELOAD`` names
 ``app/native/attach/libgl_preload.so``). Both write records to the file descriptor named by
-``GLSHARE_ATTACH_FD`` (a pipe to glshare, inherited), each record one ``write(2)`` of one line of at
+``GLSHARE_ATTACH_FD`` (a pipe to glshare, inherited; the variable is "FD:DEV:INO", ``channel_text``:
+a library records only where descriptor FD is a socket or FIFO with that st_dev and st_ino, and then
+writes to a private close-on-exec duplicate of it, ``app/native/attach/channel.h``: a descendant
+started with close_fds, or a program that closes FD, may have the number reused for one of its own
+files, which must never get a record; ``GLSHARE_ATTACH_VERDICT_FD`` likewise), each record one ``write(2)`` of one line of at
 most ``MAX_LINE`` bytes: POSIX makes a pipe write of at most PIPE_BUF (4096) bytes atomic, so the
 lines of several threads and of both libraries never interleave. Without ``GLSHARE_ATTACH_FD`` both
 libraries do nothing but pass each call on. Both libraries also take a ``SOCK_SEQPACKET`` socket there
@@ -111,6 +115,7 @@ ret of the GL calls: written for the swaps, the make-currents, glFinish, glFence
 from __future__ import annotations
 
 import json
+import os
 
 MAX_LINE = 4096  # PIPE_BUF on Linux: one write of at most this many bytes is atomic on a pipe
 FD_ENV = "GLSHARE_ATTACH_FD"  # the pipe's write end, inherited by the program
@@ -119,6 +124,13 @@ VERDICT_FD_ENV = "GLSHARE_ATTACH_VERDICT_FD"  # strict mode: the pipe glshare an
 KINDS = ("hello", "call", "ret", "stamps", "clock", "site", "note")
 REQUIRED = ("k", "src", "pid", "t")  # every record has them (the docstring's list)
 SOURCES = ("cl", "gl", "py")
+
+
+def channel_text(fd: int) -> str:
+    """``GLSHARE_ATTACH_FD``'s (and ``GLSHARE_ATTACH_VERDICT_FD``'s) value for descriptor ``fd``:
+    "FD:DEV:INO", which the libraries and the site hook compare with their own fstat of FD."""
+    st = os.fstat(fd)
+    return f"{fd}:{st.st_dev}:{st.st_ino}"
 
 
 class BadRecord(ValueError):

@@ -20,9 +20,9 @@ from app import cli, native
 ROOT = Path(__file__).resolve().parents[2]
 REPLAY = r'''
 import json, os, signal, sys, time
-fd = int(os.environ["GLSHARE_ATTACH_FD"])
+fd = int(os.environ["GLSHARE_ATTACH_FD"].split(":")[0])
 vfd = os.environ.get("GLSHARE_ATTACH_VERDICT_FD")
-vin = os.fdopen(int(vfd), "r") if vfd else None
+vin = os.fdopen(int(vfd.split(":")[0]), "r") if vfd else None
 records = [json.loads(l) for l in open(sys.argv[1])]
 t0, start, pid = records[0]["t"], time.monotonic_ns(), os.getpid()
 answers = open(sys.argv[2], "w")

@@ -77,13 +77,13 @@ def attach(cmd: list[str], layer: Path | None, *, verdict: int | str | None = No
     if layer is not None:
         env["OPENCL_LAYERS"] = str(layer)
     if fd_env:
-        env[wire.FD_ENV] = str(write_end)
+        env[wire.FD_ENV] = wire.channel_text(write_end)
     fds = [write_end]
     answer_end = None
     if verdict is not None:
         question_end, answer_end = os.pipe()
         env[wire.STRICT_ENV] = "1"
-        env[wire.VERDICT_FD_ENV] = str(question_end)
+        env[wire.VERDICT_FD_ENV] = wire.channel_text(question_end)
         fds.append(question_end)
         if verdict == "eof":
             os.close(answer_end)
@@ -381,7 +381,7 @@ def test_the_program_survives_glshare_going_away(built, platform, tmp_path):
     plain = run_plain([str(built["prog"]), platform, "run", str(tmp_path / "plain.bin")])
     read_end, write_end = os.pipe()
     os.close(read_end)
-    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: str(write_end)}
+    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: wire.channel_text(write_end)}
     try:
         done = subprocess.run([str(built["prog"]), platform, "run", str(tmp_path / "layer.bin")], env=env,
                               pass_fds=(write_end,), capture_output=True, text=True, timeout=120)
@@ -396,7 +396,7 @@ def test_a_socket_instead_of_a_pipe(built, tmp_path):
     with MSG_NOSIGNAL): the same records come, one per message."""
     platform = IMPLS[0][1]
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: str(theirs.fileno())}
+    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: wire.channel_text(theirs.fileno())}
     messages: list[bytes] = []
 
     def read() -> None:

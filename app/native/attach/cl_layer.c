@@ -42,6 +42,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "channel.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_LINE 4096  /* wire.MAX_LINE: PIPE_BUF on Linux */
@@ -1996,19 +1997,16 @@ EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_layer_info name, size_t size, void *
     return CL_SUCCESS;
 }
 
-/* GLSHARE_ATTACH_FD names an open descriptor, else the layer records nothing (one line says why). */
-static int open_fd_from_env(const char *var)
+/* GLSHARE_ATTACH_FD / GLSHARE_ATTACH_VERDICT_FD identify glshare's channel (channel.h), else the
+ * layer records nothing (one line only where the variable is malformed). */
+static int open_fd_from_env(const char *var, int *is_socket)
 {
     const char *s = getenv(var);
-    if (!s || !*s)
-        return -1;
-    char *end;
-    long fd = strtol(s, &end, 10);
-    if (*end || fd < 0 || fd > 1 << 20 || fcntl((int)fd, F_GETFD) < 0) {
-        fprintf(stderr, "glshare cl layer: %s=%s is not an open file descriptor; recording nothing\n", var, s);
-        return -1;
-    }
-    return (int)fd;
+    int why;
+    int fd = glshare_channel(s, is_socket, &why);
+    if (fd < 0 && why == CHANNEL_BAD_TEXT)
+        fprintf(stderr, "glshare cl layer: %s=%s is not FD:DEV:INO; recording nothing\n", var, s);
+    return fd;
 }
 
 static void install(void)
@@ -2087,14 +2085,15 @@ EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const cl_icd_dispatch
     }
     nx = target;
     memcpy(&disp, target, sizeof disp);
-    out_fd = open_fd_from_env("GLSHARE_ATTACH_FD");
-    struct stat st;
-    out_socket = out_fd >= 0 && fstat(out_fd, &st) == 0 && S_ISSOCK(st.st_mode);
+    out_fd = open_fd_from_env("GLSHARE_ATTACH_FD", &out_socket);
     if (out_fd >= 0) {
         const char *s = getenv("GLSHARE_ATTACH_STRICT");
         strict_mode = s && strcmp(s, "1") == 0;
         if (strict_mode)
-            verdict_fd = open_fd_from_env("GLSHARE_ATTACH_VERDICT_FD");
+        {
+            int is_socket;
+            verdict_fd = open_fd_from_env("GLSHARE_ATTACH_VERDICT_FD", &is_socket);
+        }
         cur_pid = getpid();
         pthread_atfork(NULL, NULL, in_child);
         atexit(at_exit);

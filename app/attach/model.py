@@ -76,11 +76,24 @@ def gl_use(fn: str) -> str:
     return "upload" if fn in GL_UPLOADS else ""
 
 
+# the extension an entry point belongs to (OpenCL 3.0 Extension spec: cl_khr_gl_sharing 9.5,
+# cl_khr_gl_event, cl_khr_external_memory, cl_khr_semaphore); one of wire.SHARING_EXTENSIONS
+NEEDS_EXTENSION = {**{fn: "cl_khr_gl_sharing" for fn in (*GL_KINDS, "clEnqueueAcquireGLObjects",
+                                                          "clEnqueueReleaseGLObjects")},
+                   "clCreateEventFromGLsyncKHR": "cl_khr_gl_event",
+                   "clEnqueueAcquireExternalMemObjectsKHR": "cl_khr_external_memory",
+                   "clEnqueueReleaseExternalMemObjectsKHR": "cl_khr_external_memory",
+                   "clCreateSemaphoreWithPropertiesKHR": "cl_khr_semaphore",
+                   "clEnqueueWaitSemaphoresKHR": "cl_khr_semaphore",
+                   "clEnqueueSignalSemaphoresKHR": "cl_khr_semaphore"}
+
+
 @dataclass(eq=False)
 class Context:
     int_ptr: int
     gl_context: int = 0  # CL_GL_CONTEXT_KHR's value; 0: not created from GL
     devices: tuple[int, ...] = ()
+    devices_info: tuple[dict, ...] = ()  # the ret record's (wire): name, platform, the extensions listed
 
     @property
     def from_gl(self) -> bool:
@@ -346,8 +359,10 @@ class ProcessModel:
             return
         if fn in ("clCreateContext", "clCreateContextFromType"):
             gl = next((v for k, v in call.rec.get("props") or () if k == CL_GL_CONTEXT_KHR), 0)
-            devices = tuple(wire.handle(d) for d in call.rec.get("devices") or ())
-            self.contexts[new] = Context(new, int(gl or 0), devices)
+            info = tuple(d for d in ret.get("devices_info") or () if isinstance(d, dict))
+            devices = tuple(wire.handle(d) for d in call.rec.get("devices") or ()) or \
+                tuple(wire.handle(d.get("device")) for d in info)
+            self.contexts[new] = Context(new, int(gl or 0), devices, info)
         elif fn in ("clCreateCommandQueue", "clCreateCommandQueueWithProperties"):
             ctx = self._context(call.rec.get("context"))
             self.queues[new] = Queue(new, ctx, wire.handle(call.rec.get("device")), bool(call.rec.get("profiling")))
@@ -526,15 +541,36 @@ class ProcessModel:
 
     # -- what the stream says at its end -----------------------------------------------------------
     def unreturned(self) -> list[Call]:
-        """The calls the process was in when its stream ended (it died in them, or was cut there):
-        each thread's last call where it has no ret, and its writer writes a ret for that entry
-        point (the CL layer for every call; the GL library only for calls that return a value or
-        wait: a void GL call without one returned, as the thread's later calls show)."""
+        """The calls the process was in when its stream ended (it died in them, or was cut there).
+        The CL layer writes a ret for every call it records once the call returns: a CL call without
+        one never returned, whatever the thread recorded after it (a driver that calls exit() inside
+        the call runs the exit handlers on that thread, and their GL calls are recorded: they do not
+        mean the CL call came back). The GL library writes a ret only for the calls that return a
+        value or wait: such a GL call without one is open where it is its thread's last call."""
         with_ret = {c.fn for c in self.calls if c.ret is not None}
         last: dict[int, Call] = {}
         for c in self.calls:
             last[c.tid] = c
-        return [c for c in last.values() if c.ret is None and (c.src == "cl" or c.fn in with_ret)]
+        cl_open = [c for c in self.calls if c.src == "cl" and c.ret is None]
+        return cl_open + [c for c in last.values() if c.src != "cl" and c.ret is None and c.fn in with_ret]
+
+    def context_of(self, call: Call) -> Context | None:
+        """The CL context a call works in: its ``context``, or its queue's (None where neither was seen)."""
+        if call.rec.get("context"):
+            return self.contexts.get(wire.handle(call.rec["context"]))
+        queue = self.queues.get(wire.handle(call.rec.get("queue")))
+        return queue.context if queue is not None else None
+
+    def missing_extension(self, call: Call) -> list[dict]:
+        """The devices of the call's context whose extension list (the context's ret record) lacks the
+        extension the call's entry point belongs to: [{"device", "name", "platform", "extension"}]."""
+        ext = NEEDS_EXTENSION.get(call.fn)
+        ctx = self.context_of(call)
+        if ext is None or ctx is None:
+            return []
+        return [{"device": d.get("device"), "name": d.get("name", ""), "platform": d.get("platform", ""),
+                 "extension": ext}
+                for d in ctx.devices_info if isinstance(d.get("lists"), list) and ext not in d["lists"]]
 
     def counts(self) -> dict[str, int]:
         """Calls per entry point, over the whole run."""

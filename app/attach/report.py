@@ -34,7 +34,9 @@ def died_in(outcome: Outcome) -> dict | None:
     if not open_calls:
         return None
     c = max(open_calls, key=lambda c: c.t)
-    return {"pid": model.pid, "fn": c.fn, "id": c.id, "src": c.src, "tid": c.tid, "site": c.site, "frame": c.frame}
+    return {"pid": model.pid, "fn": c.fn, "id": c.id, "src": c.src, "tid": c.tid, "site": c.site, "frame": c.frame,
+            "why": [f"device '{d['name']}' ({d['platform']}) does not list {d['extension']}"
+                    for d in model.missing_extension(c)]}
 
 
 def ending(outcome: Outcome) -> dict:
@@ -43,6 +45,8 @@ def ending(outcome: Outcome) -> dict:
            "signal": sig, "signal_name": signal_name(sig) if sig is not None else None, "died_in": died_in(outcome)}
     where = out["died_in"]
     inside = f" in {where['fn']} (call {where['id']}{', ' + where['site'] if where['site'] else ''})" if where else ""
+    if where and where["why"]:
+        inside += "; " + "; ".join(where["why"])
     if sig is not None:
         out["said"] = f"killed by {out['signal_name']} (signal {sig}){inside or ' outside any recorded call'}"
     else:  # a driver that ends the process itself (exit() inside a call) leaves that call open

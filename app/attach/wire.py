@@ -58,7 +58,10 @@ gone: end of file) the call goes on to the driver.
 Argument names of the CL calls (as the spec names the parameters, shortened):
   clCreateContext/FromType: ``props`` ([[name, value], ...] as integers: CL_GL_CONTEXT_KHR,
       CL_GLX_DISPLAY_KHR, CL_EGL_DISPLAY_KHR, CL_CONTEXT_PLATFORM ...), ``devices`` ([handles]),
-      ``device_type``; ret ``handle``.
+      ``device_type``; ret ``handle`` and, where the context was made, ``devices_info``: one object
+      per device of the context (CL_CONTEXT_DEVICES, at most 8): ``device`` (its handle), ``name``,
+      ``platform`` and ``platform_version`` (CL_PLATFORM_NAME, CL_PLATFORM_VERSION), ``lists`` (those
+      of ``SHARING_EXTENSIONS`` its CL_DEVICE_EXTENSIONS lists; absent where it could not be read).
   clCreateCommandQueue(WithProperties): ``context``, ``device``, ``props`` (as given: the bitfield's
       integer for clCreateCommandQueue), ``profiling`` (true where the layer turned
       CL_QUEUE_PROFILING_ENABLE on itself); ret ``handle``, and ``"profiling": false`` where the
@@ -121,6 +124,12 @@ MAX_LINE = 4096  # PIPE_BUF on Linux: one write of at most this many bytes is at
 FD_ENV = "GLSHARE_ATTACH_FD"  # the pipe's write end, inherited by the program
 STRICT_ENV = "GLSHARE_ATTACH_STRICT"  # "1": acquires and releases wait for glshare's verdict
 VERDICT_FD_ENV = "GLSHARE_ATTACH_VERDICT_FD"  # strict mode: the pipe glshare answers on
+# the extensions a context's ret record says each device lists or not (app/native/attach/cl_layer.c's
+# SHARING_EXTS, in this order): what the sharing entry points need (app/attach/model.py's NEEDS_EXTENSION)
+SHARING_EXTENSIONS = ("cl_khr_gl_sharing", "cl_khr_gl_event", "cl_khr_egl_image", "cl_khr_external_memory",
+                      "cl_khr_external_memory_opaque_fd", "cl_khr_external_memory_dma_buf", "cl_khr_semaphore",
+                      "cl_khr_external_semaphore", "cl_khr_external_semaphore_opaque_fd",
+                      "cl_khr_external_semaphore_sync_fd")
 KINDS = ("hello", "call", "ret", "stamps", "clock", "site", "note")
 REQUIRED = ("k", "src", "pid", "t")  # every record has them (the docstring's list)
 SOURCES = ("cl", "gl", "py")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_attach_model import GLCTX, PLAIN, QUEUE, Stream
+from test_attach_model import DEV, GLCTX, PLAIN, QUEUE, Stream
 
 from app import cli, native
 
@@ -252,6 +252,32 @@ def test_a_driver_ending_the_process_inside_a_call_is_said_with_the_call(tmp_pat
     report, done = report_of(tmp_path, s, end="2")
     assert done.returncode == 2
     assert report["ended"]["said"] == "exited with status 2 in clCreateFromGLBuffer (call 8, 0x401000)"
+
+
+def test_a_driver_exit_is_said_with_the_call_and_the_missing_extension_despite_exit_time_gl_calls(tmp_path):
+    """PoCL's exit(2) in clCreateFromGLBuffer runs the exit handlers on the same thread, and GLUT's and
+    Mesa's make GL calls there (glXMakeContextCurrent, with a ret): the CL call still never returned,
+    and the report says which device of its context does not list the extension it needs."""
+    s = Stream()
+    s.hello("cl")
+    s.hello("gl")
+    pocl = {"device": hex(DEV), "name": "pthread-cpu", "platform": "Portable Computing Language",
+            "platform_version": "OpenCL 3.0 PoCL", "lists": []}
+    s.call("clCreateContext", props=[[0x2008, GLCTX]], devices=[hex(DEV)],
+           ret={"handle": hex(0xC0), "devices_info": [pocl]})
+    s.call("glBufferData", src="gl", ctx=hex(GLCTX), target=0x8892, buffer=1, size=64)
+    died = s.call("clCreateFromGLBuffer", context=hex(0xC0), flags=1, gl_object=1, returns=False)
+    s.call("glXMakeContextCurrent", src="gl", ctx=hex(GLCTX), display="0x99", drawable="0x5", context=hex(GLCTX),
+           ret={"result": 1})
+    report, done = report_of(tmp_path, s, end="2")
+    assert done.returncode == 2
+    ended = report["ended"]
+    assert ended["died_in"]["fn"] == "clCreateFromGLBuffer" and ended["died_in"]["id"] == died
+    assert ended["died_in"]["why"] == ["device 'pthread-cpu' (Portable Computing Language) does not list "
+                                       "cl_khr_gl_sharing"]
+    assert ended["said"] == (f"exited with status 2 in clCreateFromGLBuffer (call {died}, 0x401000); device "
+                             "'pthread-cpu' (Portable Computing Language) does not list cl_khr_gl_sharing")
+    assert [u["fn"] for u in report["processes"][0]["unreturned"]] == ["clCreateFromGLBuffer"]
 
 
 def test_a_sigterm_to_glshare_goes_to_the_program_and_the_report_is_written(tmp_path):

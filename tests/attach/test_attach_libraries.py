@@ -175,3 +175,56 @@ def test_a_file_on_the_channels_reused_number_never_gets_a_record(tmp_path, mode
     if mode == "self":  # the GL library, started before the close, goes on through its own duplicate
         (proc,) = report["processes"]
         assert proc["calls"].get("glFinish") == 1
+
+
+GLUT_THEN_SHARE = """\
+import sys
+from OpenGL.GL import GL_ARRAY_BUFFER, GL_STATIC_DRAW, glBindBuffer, glBufferData, glGenBuffers
+from OpenGL.GLUT import glutCreateWindow, glutInit, glutInitWindowSize
+import pyopencl as cl
+glutInit(sys.argv)
+glutInitWindowSize(64, 64)
+glutCreateWindow(b"share")
+name = glGenBuffers(1)
+glBindBuffer(GL_ARRAY_BUFFER, name)
+glBufferData(GL_ARRAY_BUFFER, 64, None, GL_STATIC_DRAW)
+platform = next(p for p in cl.get_platforms() if sys.argv[1] in p.name)
+ctx = cl.Context(platform.get_devices()[:1])
+cl.GLBuffer(ctx, cl.mem_flags.READ_WRITE, int(name))
+print("shared")
+"""
+
+
+def _pocl_gl_or_skip():
+    import pyopencl as cl
+
+    from tests.conftest import CPU_IMPLEMENTATIONS
+
+    if not cl.have_gl():
+        pytest.skip("this pyopencl is built without GL sharing")
+    pocl = CPU_IMPLEMENTATIONS["pocl"]
+    if pocl not in [p.name for p in cl.get_platforms()]:
+        pytest.skip("PoCL is not present")
+    return pocl
+
+
+@needs_cl
+@needs_gl
+@pytest.mark.parametrize("program", ["cl_pyopencl_gl.py", "glut"])
+def test_a_program_pocl_ends_in_clcreatefromglbuffer_is_said_with_the_device_that_lacks_gl_sharing(tmp_path, program):
+    """As pyopencl's gl_interop_demo.py on PoCL: exit(2) inside clCreateFromGLBuffer; with a GLUT
+    window (whose exit handlers make GL calls on the dying thread) as without one."""
+    pocl = _pocl_gl_or_skip()
+    if program == "glut":
+        prog = tmp_path / "glut_share.py"
+        prog.write_text(GLUT_THEN_SHARE)
+    else:
+        prog = ROOT / "tests" / "attach" / "programs" / program
+    done, report = attach(tmp_path, [sys.executable, str(prog), pocl])
+    assert done.returncode not in (0, 3), done.stderr
+    ended = report["ended"]
+    assert ended["died_in"]["fn"] == "clCreateFromGLBuffer", ended
+    [why] = ended["died_in"]["why"]
+    assert why.startswith("device '") and why.endswith("' (Portable Computing Language) does not list cl_khr_gl_sharing")
+    assert ended["said"].startswith(f"exited with status {done.returncode} in clCreateFromGLBuffer")
+    assert ended["said"].endswith(why)

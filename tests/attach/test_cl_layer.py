@@ -252,6 +252,22 @@ def test_a_context_from_type(built, platform):
 
 
 @impl
+def test_a_context_s_ret_describes_its_devices_and_the_sharing_extensions_they_list(built, platform):
+    """Each device of a new context: its name, its platform's name and version, and which of the
+    sharing extensions (wire.SHARING_EXTENSIONS) its CL_DEVICE_EXTENSIONS lists, as pyopencl reads them."""
+    import pyopencl as cl
+
+    run = attach([str(built["prog"]), platform, "fromtype"], built["layer"])
+    assert run.rc == 0, run.stderr
+    [call] = run.calls("clCreateContextFromType")
+    [info] = run.ret(call)["devices_info"]
+    [device] = [d for p in cl.get_platforms() if p.name == platform for d in p.get_devices()][:1]
+    assert (info["name"], info["platform"], info["platform_version"]) == \
+        (device.name, device.platform.name, device.platform.version)
+    assert info["lists"] == [e for e in wire.SHARING_EXTENSIONS if e in device.extensions.split()]
+
+
+@impl
 def test_a_pyopencl_program(built, platform, tmp_path):
     cmd = [sys.executable, str(PROGRAMS / "cl_pyopencl.py"), platform]
     plain = run_plain([*cmd, str(tmp_path / "plain.npy")])

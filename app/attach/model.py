@@ -14,7 +14,12 @@ creation record names (one made by a call the layer does not record, or before i
 live and not shared (the GL-sharing creations are all recorded, so it is not made from GL); an event no call
 returned is of the calling queue's context, its status unknown; where the event of an acquire is
 written is not recorded, so the alias rule (``event_aliases_wait_list``) is not checked; a
-``clReleaseMemObject`` ends the object (``clRetainMemObject`` is not recorded). A finding that rests
+``clReleaseMemObject`` ends the object (``clRetainMemObject`` is not recorded). Semaphore waits and
+signals go to glshare's semaphore validator (``app/validate/semaphores.py``) with its binary-state
+rules: a semaphore made with clCreateSemaphoreWithPropertiesKHR is live until the process ends
+(clReleaseSemaphoreKHR is not recorded), one no creation record names is live and its state not
+followed, and one shared with another API (imported, or exportable) is checked against the error
+list but its state is not followed (the other API's operations are not recorded). A finding that rests
 on an assumption is recorded but never turned into a strict verdict: the driver answers those.
 
 Feeding is in the order the records arrive on the pipe, which is the order the program made its
@@ -31,6 +36,8 @@ from app.errors import SpecViolation, ValidationError
 from app.validate.findings import SPEC
 from app.validate.liveness import ObjectRegistry
 from app.validate.ownership import OwnershipTracker
+from app.validate.semaphores import ENTRY_POINTS as SEMAPHORE_ENTRY_POINTS
+from app.validate.semaphores import SemaphoreValidator
 from app.validate.spec import NULL, SpecValidator
 
 CL_GL_CONTEXT_KHR = 0x2008  # cl_gl.h (OpenCL 3.0 appendix, cl_khr_gl_sharing): a context property
@@ -42,6 +49,12 @@ HAND_OVERS = {"clEnqueueAcquireGLObjects": ("gl_sharing", "acquire"),
               "clEnqueueReleaseGLObjects": ("gl_sharing", "release"),
               "clEnqueueAcquireExternalMemObjectsKHR": ("external_memory", "acquire"),
               "clEnqueueReleaseExternalMemObjectsKHR": ("external_memory", "release")}
+SEMAPHORE_CALLS = {fn: op for op, fn in SEMAPHORE_ENTRY_POINTS.items()}  # entry point -> "wait" / "signal"
+# cl_semaphore_properties_khr (cl_ext.h, cl_khr_semaphore / cl_khr_external_semaphore)
+CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_TYPE_BINARY_KHR = 0x203D, 1
+CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR = 0x203F
+CL_SEMAPHORE_HANDLE_TYPES = range(0x2055, 0x205A)  # OPAQUE_FD, OPAQUE_WIN32(_KMT), SYNC_FD, D3D12_FENCE: imported
+UNSEEN_SEMAPHORE = "a semaphore no creation record named is taken as live, its binary state unknown"
 KERNELS = ("clEnqueueNDRangeKernel", "clEnqueueTask")
 COPIES = ("clEnqueueReadBuffer", "clEnqueueWriteBuffer", "clEnqueueCopyBuffer", "clEnqueueFillBuffer",
           "clEnqueueMapBuffer", "clEnqueueReadImage", "clEnqueueWriteImage", "clEnqueueCopyImage",
@@ -123,6 +136,18 @@ class Mem:
 
 
 @dataclass(eq=False)
+class Semaphore:
+    int_ptr: int
+    context: Context | None
+    label: str
+    shared: bool = False  # imported, or made to be exported: another API signals and waits on it unseen
+    seen: bool = True  # False: no creation record named it (assumed live)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@dataclass(eq=False)
 class Event:
     int_ptr: int
     queue: Queue | None = None
@@ -134,6 +159,21 @@ class RecordedValidator(SpecValidator):
     queue_types = (Queue,)
     mem_types = (Mem,)
     event_types = (Event,)
+
+
+class RecordedSemaphoreValidator(SemaphoreValidator):
+    """glshare's semaphore validator (``app/validate/semaphores.py``) on the objects the records name:
+    the same rules in the same order; a context's devices are those its creation record named."""
+
+    queue_types = (Queue,)
+
+    def __init__(self, model: "ProcessModel") -> None:
+        super().__init__(NOT_FROM_GL, model.registry, events=model._event_facts)
+        self.model = model
+
+    def _context_has_device(self, ctx: int, queue: Queue) -> bool:
+        context = self.model.contexts.get(ctx)
+        return context is None or not context.devices or queue.device in context.devices
 
 
 @dataclass
@@ -253,6 +293,8 @@ class ProcessModel:
         self.trackers = {f: OwnershipTracker("off", f) for f in ("gl_sharing", "external_memory")}
         self._validators: dict[tuple[str, int], RecordedValidator] = {}
         self._event_facts = _EventFacts(self)
+        self.semaphores: dict[int, Semaphore] = {}
+        self.semaphore_validator = RecordedSemaphoreValidator(self)
         self._sites: dict[int, str] = {}  # tid -> the Python site of its next call
         self.findings: list[Finding] = []  # the first KEEP_FINDINGS, in order
         self.finding_counts: dict[str, int] = {}  # case -> how many, over the whole run
@@ -325,6 +367,8 @@ class ProcessModel:
             tracker.frame = self.frame
         if fn in HAND_OVERS:
             self._check_hand_over(call)
+        elif fn in SEMAPHORE_CALLS:
+            self._check_semaphores(call)
         elif fn in KERNELS or fn in COPIES:
             self._cl_use(call, "kernel" if fn in KERNELS else "copy")
         elif gl_use(fn):
@@ -343,7 +387,7 @@ class ProcessModel:
 
     def _returned(self, call: Call) -> None:
         fn, ret = call.fn, call.ret
-        if fn in HAND_OVERS and "status" in ret and not ret.get("verdict"):  # the driver's answer (it was called)
+        if (fn in HAND_OVERS or fn in SEMAPHORE_CALLS) and "status" in ret and not ret.get("verdict"):  # the driver's answer
             f = self._last_validator
             if f is not None and f.call_id == call.id:
                 f.driver_status = ret["status"]
@@ -352,10 +396,16 @@ class ProcessModel:
             ptr = wire.handle(ret["event"])
             if ptr:
                 _keep(self.events, ptr, Event(ptr, queue))
+        if fn in SEMAPHORE_CALLS and call.status not in (0, None) and call.checked == "CL_SUCCESS":
+            # refused by the driver (or the strict verdict): no semaphore changed state
+            self.semaphore_validator.undo(SEMAPHORE_CALLS[fn], self._semaphores_of(call))
         new = wire.handle(ret.get("handle"))
         if not new or ret.get("status", 0) != 0:
             if fn in HAND_OVERS and call.status == 0:
                 self._hand_over_done(call)
+            return
+        if fn == "clCreateSemaphoreWithPropertiesKHR":
+            self._new_semaphore(new, call)
             return
         if fn in ("clCreateContext", "clCreateContextFromType"):
             gl = next((v for k, v in call.rec.get("props") or () if k == CL_GL_CONTEXT_KHR), 0)
@@ -442,6 +492,66 @@ class ProcessModel:
         self.checked += 1
         try:
             call.checked = v.check(which, queue, int(rec.get("num") or 0), objs, int(rec.get("num_wait") or 0), events)
+        except (ValidationError, SpecViolation) as exc:
+            call.checked = exc.rule
+            self._validator_finding(call, exc)
+
+    def _new_semaphore(self, ptr: int, call: Call) -> None:
+        """A semaphore made: registered live in its context; its binary state followed from here
+        (unsignalled, as cl_khr_semaphore makes it) where the records see every signal and wait on
+        it: a binary one neither imported nor exportable (another API's operations on a shared
+        payload are not recorded). Its props are read as pairs up to the first zero name: a nested
+        list (export handle types, devices) ends them, after its key was seen."""
+        props = call.rec.get("props") or ()
+        keys = {k for k, _v in props}
+        shared = CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR in keys or any(k in CL_SEMAPHORE_HANDLE_TYPES for k in keys)
+        binary = all(v == CL_SEMAPHORE_TYPE_BINARY_KHR for k, v in props if k == CL_SEMAPHORE_TYPE_KHR)
+        ctx = self._context(call.rec.get("context"))
+        sem = self.semaphores[ptr] = Semaphore(ptr, ctx, f"semaphore {ptr:#x}", shared=shared)
+        self.registry.created(sem, ctx, label=sem.label, kind="semaphore")
+        if binary and not shared:
+            self.semaphore_validator.track(sem)
+        else:
+            self.assume("a semaphore shared with another API (imported or exportable): its binary state is "
+                        "not followed, the other API's signals and waits are not recorded")
+
+    def semaphore(self, text) -> Semaphore | None:
+        """The semaphore a handle names: one made, or one never seen (assumed live, not followed)."""
+        ptr = wire.handle(text)
+        if not ptr:
+            return None
+        found = self.semaphores.get(ptr)
+        if found is None:
+            found = self.semaphores[ptr] = Semaphore(ptr, None, f"semaphore {ptr:#x}", seen=False)
+            self.registry.handed(found, None, label=found.label, kind="semaphore")
+        if not found.seen:
+            self.assume(UNSEEN_SEMAPHORE)
+        return found
+
+    def _semaphores_of(self, call: Call) -> list:
+        sems = call.rec.get("semaphores")
+        return [] if sems is None else [self.semaphore(x) for x in sems[:int(call.rec.get("num") or 0)]]
+
+    def _check_semaphores(self, call: Call) -> None:
+        """clEnqueueWait/SignalSemaphoresKHR against its error list and the binary-state rules
+        (signal twice without a wait, wait without a signal), as glshare's own frames are checked."""
+        rec = call.rec
+        qptr = wire.handle(rec.get("queue"))
+        queue = self.queues.get(qptr)
+        if queue is None and qptr:
+            self.note(f"{call.fn} (call {call.id}) on a queue no recorded call created: not checked")
+            return
+        self._assuming = False
+        sems = rec.get("semaphores")
+        objs = NULL if sems is None else [self.semaphore(x) for x in sems]
+        wait = rec.get("wait")
+        events = NULL if wait is None else [self._event(e) for e in wait]
+        if queue is not None:
+            self._event_facts.assumed_context = queue.context.int_ptr
+        self.checked += 1
+        try:
+            call.checked = self.semaphore_validator.check(SEMAPHORE_CALLS[call.fn], queue, int(rec.get("num") or 0),
+                                                          objs, int(rec.get("num_wait") or 0), events)
         except (ValidationError, SpecViolation) as exc:
             call.checked = exc.rule
             self._validator_finding(call, exc)

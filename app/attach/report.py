@@ -14,7 +14,6 @@ from app.schedule.owners import owner_summary
 from app.trace.stats import summary
 
 SCHEMA = "glshare.attach/1"
-SEMAPHORE_CALLS = ("clEnqueueWaitSemaphoresKHR", "clEnqueueSignalSemaphoresKHR")
 LIBRARIES = {"cl": "the CL layer", "gl": "the GL preload library", "py": "the Python site hook"}
 
 
@@ -76,10 +75,6 @@ def cannot_see(outcome: Outcome, model: ProcessModel, tl: Timeline) -> list[str]
     for dev, est in tl.clocks.devices.items():
         if not est.known:
             out.append(f"device {dev:#x}: its clock could not be put on the CPU clock")
-    sems = sum(n for fn, n in model.counts().items() if fn in SEMAPHORE_CALLS)
-    if sems:
-        out.append(f"{sems} semaphore waits and signals recorded, not checked: glshare's semaphore validator "
-                   "needs the semaphores' types and payloads, which the records do not carry")
     out += [f"{why} ({n} hand-over{'s' if n != 1 else ''})" for why, n in tl.blind.items()]
     out += [f"assumed: {what} ({n}x)" for what, n in model.assumed.items()]
     out += [f"note: {note}" for note in model.notes]

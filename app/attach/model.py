@@ -12,9 +12,11 @@ objects instead of pyopencl's wrappers (its ``*_types``): the rules and their or
 What the records cannot tell is assumed, and said (``ProcessModel.assumed``): a memory object no
 creation record names (one made by a call the layer does not record, or before it was loaded) is
 live and not shared (the GL-sharing creations are all recorded, so it is not made from GL); an event no call
-returned is of the calling queue's context, its status unknown; where the event of an acquire is
-written is not recorded, so the alias rule (``event_aliases_wait_list``) is not checked; a
-``clReleaseMemObject`` ends the object (``clRetainMemObject`` is not recorded). Semaphore waits and
+returned is of the calling queue's context, its status unknown. A memory object holds the
+program's references: one from its creation, one more per recorded ``clRetainMemObject``; the
+``clReleaseMemObject`` that takes the last one ends it (one never seen created holds one). Where an
+acquire's event is written is recorded as far as the alias rule (``event_aliases_wait_list``) asks:
+the wait-list slot it points at (``event_in_wait``), or elsewhere. Semaphore waits and
 signals go to glshare's semaphore validator (``app/validate/semaphores.py``) with its binary-state
 rules: a semaphore made with clCreateSemaphoreWithPropertiesKHR is live until the process ends
 (clReleaseSemaphoreKHR is not recorded), one no creation record names is live and its state not
@@ -38,7 +40,7 @@ from app.validate.liveness import ObjectRegistry
 from app.validate.ownership import OwnershipTracker
 from app.validate.semaphores import ENTRY_POINTS as SEMAPHORE_ENTRY_POINTS
 from app.validate.semaphores import SemaphoreValidator
-from app.validate.spec import NULL, SpecValidator
+from app.validate.spec import NULL, SpecValidator, WaitListElement
 
 CL_GL_CONTEXT_KHR = 0x2008  # cl_gl.h (OpenCL 3.0 appendix, cl_khr_gl_sharing): a context property
 CL_EXTERNAL_MEMORY_HANDLE_TYPES = range(0x2060, 0x2070)  # cl_khr_external_memory: CL_EXTERNAL_MEMORY_HANDLE_*_KHR (OPAQUE_FD 0x2060 ...)
@@ -66,6 +68,7 @@ SWAPS = ("glXSwapBuffers", "eglSwapBuffers")
 GL_DRAWS = ("glDraw", "glMultiDraw")  # prefixes: glDrawArrays, glDrawElementsBaseVertex, ... every draw
 GL_UPLOADS = ("glBufferData", "glBufferSubData", "glTexImage2D", "glTexSubImage2D", "glMapBuffer",
               "glMapBufferRange", "glUnmapBuffer", "glTexImage3D", "glTexSubImage3D")
+ELSEWHERE = "event"  # an event pointer outside the wait list (any value but NULL and a WaitListElement)
 KEEP_HANDLES = 65_536  # events and released memory objects remembered per process
 KEEP_NOTES = 100  # the libraries' notes and the reader's remarks kept per process
 KEEP_FINDINGS = 10_000  # findings kept in full per process (every one is counted)
@@ -80,6 +83,16 @@ def _keep(table: collections.OrderedDict, key, value) -> None:
     table.move_to_end(key)
     while len(table) > KEEP_HANDLES:
         table.popitem(last=False)
+
+
+def event_out(rec: dict):
+    """Where the call writes its event, as the validators take it (``app/validate/spec.py``): NULL, the
+    wait-list slot ``event_in_wait`` points at, or elsewhere (the layer records the slot only where
+    the pointer is into the wait list)."""
+    if not rec.get("event_out"):
+        return NULL
+    slot = rec.get("event_in_wait")
+    return WaitListElement(slot) if isinstance(slot, int) else ELSEWHERE
 
 
 def gl_use(fn: str) -> str:
@@ -133,6 +146,7 @@ class Mem:
     gl_name: int = 0
     external: bool = False  # imported (cl_khr_external_memory)
     seen: bool = True  # False: no creation record named it (assumed live, not shared)
+    refs: int = 1  # the program's references: its creation's and its recorded retains, less its releases
 
 
 @dataclass(eq=False)
@@ -377,6 +391,10 @@ class ProcessModel:
             self._gl_delete(call)
         elif fn == "clReleaseMemObject":
             self._release_mem(call)
+        elif fn == "clRetainMemObject":
+            mem = self.mem(call.rec.get("mem"))
+            if mem is not None:  # (counted at the call: a retain that fails is said by its ret, below)
+                mem.refs += 1
         elif fn in SWAPS:
             self.swaps.append(call)
             self.frame += 1
@@ -396,6 +414,10 @@ class ProcessModel:
             ptr = wire.handle(ret["event"])
             if ptr:
                 _keep(self.events, ptr, Event(ptr, queue))
+        if fn == "clRetainMemObject" and call.status not in (0, None):
+            mem = self.mems.get(wire.handle(call.rec.get("mem")))
+            if mem is not None:
+                mem.refs -= 1  # refused: no reference taken
         if fn in SEMAPHORE_CALLS and call.status not in (0, None) and call.checked == "CL_SUCCESS":
             # refused by the driver (or the strict verdict): no semaphore changed state
             self.semaphore_validator.undo(SEMAPHORE_CALLS[fn], self._semaphores_of(call))
@@ -491,7 +513,8 @@ class ProcessModel:
         v = self.validator(family, queue) if queue is not None else self.validator(family, Queue(0, NOT_FROM_GL))
         self.checked += 1
         try:
-            call.checked = v.check(which, queue, int(rec.get("num") or 0), objs, int(rec.get("num_wait") or 0), events)
+            call.checked = v.check(which, queue, int(rec.get("num") or 0), objs, int(rec.get("num_wait") or 0), events,
+                                   event_out(rec))
         except (ValidationError, SpecViolation) as exc:
             call.checked = exc.rule
             self._validator_finding(call, exc)
@@ -551,7 +574,7 @@ class ProcessModel:
         self.checked += 1
         try:
             call.checked = self.semaphore_validator.check(SEMAPHORE_CALLS[call.fn], queue, int(rec.get("num") or 0),
-                                                          objs, int(rec.get("num_wait") or 0), events)
+                                                          objs, int(rec.get("num_wait") or 0), events, event_out(rec))
         except (ValidationError, SpecViolation) as exc:
             call.checked = exc.rule
             self._validator_finding(call, exc)
@@ -641,9 +664,13 @@ class ProcessModel:
 
     def _release_mem(self, call: Call) -> None:
         ptr = wire.handle(call.rec.get("mem"))
-        mem = self.mems.pop(ptr, None)
+        mem = self.mems.get(ptr)
         if mem is None:
             return
+        mem.refs -= 1
+        if mem.refs > 0:  # the program holds it still (its retains)
+            return
+        del self.mems[ptr]
         _keep(self.released_mems, ptr, mem)
         self.registry.released(mem, f"released by the program (clReleaseMemObject, call {call.id})")
         for tracker in self.trackers.values():

@@ -74,7 +74,8 @@ Argument names of the CL calls (as the spec names the parameters, shortened):
   clEnqueueAcquire/ReleaseGLObjects, clEnqueueAcquire/ReleaseExternalMemObjectsKHR: ``queue``,
       ``num`` (num_mem_objects), ``mems`` ([handles], as many as ``num`` where the list is not NULL;
       null when NULL), ``num_wait``, ``wait`` ([handles] or null), ``event_out`` (the program asked
-      for an event).
+      for an event), ``event_in_wait`` (only where the program's ``event`` pointer points into its
+      event_wait_list array: the index of that element; every call with a wait list has it).
   clEnqueueWait/SignalSemaphoresKHR: ``queue``, ``num``, ``semaphores``, ``payloads``, ``num_wait``,
       ``wait``, ``event_out``.
   clSetKernelArg: ``kernel``, ``index``, ``mem``; recorded only where the argument is a cl_mem the
@@ -84,7 +85,8 @@ Argument names of the CL calls (as the spec names the parameters, shortened):
       set as its arguments), ``dims``, ``gws``, ``lws``, ``num_wait``, ``wait``, ``event_out``.
   clEnqueueRead/Write/Copy/Fill/Map Buffer/Image, clEnqueueUnmapMemObject: ``queue``, ``mems``
       (source first), ``blocking``, ``size`` (bytes, where the call says), wait list as above.
-  clFinish, clFlush: ``queue``. clWaitForEvents: ``events``. clReleaseMemObject: ``mem``.
+  clFinish, clFlush: ``queue``. clWaitForEvents: ``events``. clRetainMemObject,
+      clReleaseMemObject: ``mem``.
   clCreateEventFromGLsyncKHR: ``context``, ``sync``; ret ``handle``.
   clGetGLContextInfoKHR: ``props``, ``param``. clCreateSemaphoreWithPropertiesKHR: ``context``,
       ``props``; ret ``handle``.

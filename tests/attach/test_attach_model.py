@@ -80,11 +80,11 @@ class Stream:
                       ret={"handle": hex(TEX)})
 
     def hand_over(self, fn: str, mems=(BUF,), queue: int = QUEUE, num: int | None = None, wait=None,
-                  num_wait: int | None = None, **kw) -> int:
+                  num_wait: int | None = None, event_out: bool = False, **kw) -> int:
         mems_list = None if mems is None else [hex(m) for m in mems]
         return self.call(fn, queue=hex(queue), num=len(mems or ()) if num is None else num, mems=mems_list,
                          num_wait=len(wait or ()) if num_wait is None else num_wait,
-                         wait=None if wait is None else [hex(e) for e in wait], event_out=False, **kw)
+                         wait=None if wait is None else [hex(e) for e in wait], event_out=event_out, **kw)
 
     def kernel(self, mems=(BUF,), queue: int = QUEUE, **kw) -> int:
         return self.call("clEnqueueNDRangeKernel", queue=hex(queue), kernel="0x77", name="k",
@@ -162,6 +162,33 @@ def test_a_released_mem_object_is_invalid():
     model = feed(s)
     assert [(f.case, f.code, f.assumed) for f in model.findings] == \
         [("invalid_mem_object", CL_CODES["CL_INVALID_MEM_OBJECT"], False)]
+
+
+def test_a_retained_mem_object_lives_until_its_last_release():
+    s = Stream()
+    s.setup()
+    s.call("clRetainMemObject", mem=hex(BUF))
+    s.call("clRetainMemObject", mem=hex(BUF), ret={"status": CL_CODES["CL_OUT_OF_RESOURCES"]})  # refused: no reference
+    s.call("clReleaseMemObject", mem=hex(BUF))
+    s.hand_over("clEnqueueAcquireGLObjects")
+    s.hand_over("clEnqueueReleaseGLObjects")
+    assert feed(s).findings == []
+    s.call("clReleaseMemObject", mem=hex(BUF))  # the last reference
+    s.hand_over("clEnqueueAcquireGLObjects")
+    assert cases(feed(s)) == ["invalid_mem_object"]
+
+
+def test_an_acquire_whose_event_is_written_into_its_wait_list_breaks_the_alias_rule():
+    s = Stream()
+    s.setup()
+    s.kernel(mems=(PLAIN,), ret={"event": "0xE1"})
+    s.kernel(mems=(PLAIN,), ret={"event": "0xE2"})
+    s.hand_over("clEnqueueAcquireGLObjects", wait=(0xE1,), event_out=True)  # a separate place: fine
+    s.hand_over("clEnqueueReleaseGLObjects", wait=(0xE1, 0xE2), event_out=True, event_in_wait=1)
+    model = feed(s)
+    (f,) = model.findings
+    assert (f.case, f.fn, f.code) == ("event_aliases_wait_list", "clEnqueueReleaseGLObjects", None)
+    assert "must not refer to an element of the event_wait_list" in f.spec
 
 
 def test_an_event_of_another_context_in_the_wait_list():

@@ -267,6 +267,47 @@ def test_a_context_s_ret_describes_its_devices_and_the_sharing_extensions_they_l
     assert info["lists"] == [e for e in wire.SHARING_EXTENSIONS if e in device.extensions.split()]
 
 
+RETAIN_AND_ALIAS = """\
+import ctypes, sys
+import numpy as np
+import pyopencl as cl
+platform = next(p for p in cl.get_platforms() if p.name == sys.argv[1])
+ctx = cl.Context(platform.get_devices()[:1])
+q = cl.CommandQueue(ctx)
+b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+again = cl.Buffer.from_int_ptr(b.int_ptr, retain=True)  # clRetainMemObject
+first = cl.enqueue_fill_buffer(q, b, np.uint32(1), 0, 64)
+second = cl.enqueue_fill_buffer(q, b, np.uint32(1), 0, 64)
+lib = ctypes.CDLL("libOpenCL.so.1")
+lib.clEnqueueFillBuffer.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t] * 3 + [ctypes.c_uint] + \
+    [ctypes.c_void_p] * 2
+wait = (ctypes.c_void_p * 2)(first.int_ptr, second.int_ptr)
+pattern = ctypes.c_uint32(2)
+q.finish()
+print("retained", flush=True)
+# event = &wait[1]: undefined behaviour (PoCL aborts in it); the record is written before the driver sees it
+lib.clEnqueueFillBuffer(q.int_ptr, b.int_ptr, ctypes.byref(pattern), 4, 0, 64, 2, wait,
+                        ctypes.byref(wait, ctypes.sizeof(ctypes.c_void_p)))
+"""
+
+
+@impl
+def test_retains_and_an_event_written_into_the_wait_list_are_recorded(built, platform, tmp_path):
+    """clRetainMemObject is recorded with its mem; an enqueue whose event pointer is an element of its
+    own wait list says which (``event_in_wait``); one that writes elsewhere has no such key. (What the
+    driver then does with the alias is its own: PoCL aborts.)"""
+    prog = tmp_path / "retain_alias.py"
+    prog.write_text(RETAIN_AND_ALIAS)
+    run = attach([sys.executable, str(prog), platform], built["layer"])
+    assert run.stdout.startswith("retained\n"), run.stderr
+    [create] = run.calls("clCreateBuffer")
+    [retain] = run.calls("clRetainMemObject")
+    assert retain["mem"] == run.ret(create)["handle"] and run.ret(retain)["status"] == 0
+    *plain, aliased = run.calls("clEnqueueFillBuffer")
+    assert len(plain) == 2 and all("event_in_wait" not in p and p["event_out"] for p in plain)
+    assert aliased["event_in_wait"] == 1 and aliased["num_wait"] == 2
+
+
 @impl
 def test_a_pyopencl_program(built, platform, tmp_path):
     cmd = [sys.executable, str(PROGRAMS / "cl_pyopencl.py"), platform]

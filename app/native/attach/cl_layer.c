@@ -902,6 +902,9 @@ static void enq_waits(enq_t *e, cl_uint num_wait, const cl_event *wait, cl_event
     put_u64(&e->r, "num_wait", num_wait);
     put_handles(&e->r, "wait", (const void *const *)wait, wait ? num_wait : 0);
     put_bool(&e->r, "event_out", event != NULL);
+    uintptr_t at = (uintptr_t)event, first = (uintptr_t)wait;
+    if (event && wait && at >= first && at < first + num_wait * sizeof *wait && (at - first) % sizeof *wait == 0)
+        put_u64(&e->r, "event_in_wait", (at - first) / sizeof *wait); /* the alias 5.5.15 forbids: the slot's index */
     e->own = NULL;
     e->evp = event ? event : &e->own;
 }
@@ -1261,6 +1264,24 @@ static cl_mem CL_API_CALL w_clCreateSubBuffer(cl_mem buf, cl_mem_flags flags, cl
     if (out_fd >= 0 && m)
         mem_known(m);
     return m;
+}
+
+/* The program's retains, recorded so that glshare counts a memory object's references: it ends at the
+ * release that takes the last one the program holds (OpenCL 3.0 5.5.4; the driver's own references,
+ * which CL_MEM_REFERENCE_COUNT may include, are not the program's). */
+static cl_int CL_API_CALL w_clRetainMemObject(cl_mem mem)
+{
+    if (!recording())
+        return nx->clRetainMemObject(mem);
+    rec_t r;
+    uint64_t id = call_head(&r, "clRetainMemObject", SITE());
+    put_ptr(&r, "mem", mem);
+    emit(&r, id);
+    depth++;
+    cl_int st = nx->clRetainMemObject(mem);
+    depth--;
+    ret_rec(id, st, 0, NULL, NULL);
+    return st;
 }
 
 static cl_int CL_API_CALL w_clReleaseMemObject(cl_mem mem)
@@ -2130,6 +2151,7 @@ static void install(void)
     W(clCreateImage2D);
     W(clCreateImage3D);
     W(clCreateSubBuffer);
+    W(clRetainMemObject);
     W(clReleaseMemObject);
     W(clCreateFromGLBuffer);
     W(clCreateFromGLTexture);

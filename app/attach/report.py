@@ -170,7 +170,7 @@ def summary_lines(report: dict) -> list[str]:
     checked = sum(p["hand_overs_checked"] for p in procs)
     found = ", ".join(f"{case} x{n}" for case, n in report["findings_by_case"].items()) or "none"
     lines.append(f"glshare attach: {len(procs)} process{'es' if len(procs) != 1 else ''} recorded, "
-                 f"{report['frames']} frames, {checked} acquire/release checked; findings: {found}")
+                 f"{report['frames']} frames, {checked} acquire/release/semaphore calls checked; findings: {found}")
     if not procs:
         lines.append("glshare attach: nothing was recorded: the program made no call the recorders wrap "
                      "(no OpenCL ICD loader, no GL entry point, no pyopencl or PyOpenGL)")

@@ -4,9 +4,10 @@
  * (cl_loader_layers, "Installable OpenCL Loader Layers"); the layer hands back its own table, in which
  * the entry points below record and call on, and every other entry is the next layer's. Records are
  * the lines app/attach/wire.py describes, each one write(2) of at most MAX_LINE bytes to the file
- * descriptor GLSHARE_ATTACH_FD (a pipe: POSIX makes a write of at most PIPE_BUF bytes atomic, so
- * threads' lines never interleave). Without GLSHARE_ATTACH_FD the layer's table is the next layer's:
- * the program runs exactly as without it.
+ * descriptor GLSHARE_ATTACH_FD names (a pipe: POSIX makes a write of at most PIPE_BUF bytes atomic, so
+ * threads' lines never interleave; or a socket), through a private duplicate, and only where the
+ * descriptor is that channel (channel.h). Without it the layer's table is the next layer's: the
+ * program runs exactly as without it.
  *
  * Invariants:
  * - Every wrapper calls the next layer's entry with the program's arguments, except two changes that

@@ -111,6 +111,8 @@ def process_entry(outcome: Outcome, model: ProcessModel, tl: Timeline) -> dict:
         "calls": counts,
         "hand_overs_checked": model.checked,
         "kernels": sum(counts.get(k, 0) for k in KERNELS),
+        "contexts": [{"handle": f"{c.int_ptr:#x}", "gl_context": f"{c.gl_context:#x}" if c.gl_context else None,
+                      "devices": list(c.devices_info)} for c in model.contexts.values()],
         "unreturned": [{"fn": c.fn, "id": c.id, "tid": c.tid, "site": c.site} for c in model.unreturned()],
         "queues": queue_stamps(model),
         "clocks": tl.clocks.as_dict(),

@@ -279,6 +279,7 @@ def test_a_driver_exit_is_said_with_the_call_and_the_missing_extension_despite_e
     assert ended["said"] == (f"exited with status 2 in clCreateFromGLBuffer (call {died}, 0x401000); device "
                              "'pthread-cpu' (Portable Computing Language) does not list cl_khr_gl_sharing")
     assert [u["fn"] for u in report["processes"][0]["unreturned"]] == ["clCreateFromGLBuffer"]
+    assert report["processes"][0]["contexts"] == [{"handle": "0xc0", "gl_context": hex(GLCTX), "devices": [pocl]}]
 
 
 def test_a_sigterm_to_glshare_goes_to_the_program_and_the_report_is_written(tmp_path):

@@ -47,7 +47,7 @@ setup: system $(STAMP) $(NATIVE) $(ATTACH_LIBS) bytecode
 bytecode: $(STAMP)
 	@$(PY) -m compileall -q app
 
-$(NATIVE) $(ATTACH_LIBS): app/native/stamps.c $(ATTACH_SRC) app/native/__init__.py $(STAMP)
+$(NATIVE) $(ATTACH_LIBS): app/native/stamps.c $(ATTACH_SRC) $(wildcard app/native/attach/*.h) app/native/__init__.py $(STAMP)
 	@$(PY) -m app.native build
 
 system:

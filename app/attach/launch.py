@@ -3,7 +3,7 @@
 The program gets its own standard streams, arguments and working folder; its environment gains
 ``OPENCL_LAYERS`` (the CL layer, first), ``LD_PRELOAD`` (the GL library, first), ``PYTHONPATH``
 (glshare's site hook, first: ``app/attach/pyhook``) and ``GLSHARE_ATTACH_FD``, the write end of a
-channel it inherits (``wire``; a SOCK_SEQPACKET socket, a pipe where the system has none: ``channel``). One thread empties the pipe as it fills; another feeds the records, one
+channel it inherits, named with its device and inode (``wire.channel_text``) (``wire``; a SOCK_SEQPACKET socket, a pipe where the system has none: ``channel``). One thread empties the pipe as it fills; another feeds the records, one
 per line, into one ``ProcessModel`` per writing process, at a lower priority unless ``--strict``,
 where it answers each verdict request on a second pipe as soon as the request is checked (the
 program waits for it). The pipe is read until every
@@ -77,10 +77,10 @@ def environment(base: dict[str, str], libs: dict[str, str | None], fd: int, verd
     if libs.get("gl"):
         first("LD_PRELOAD", libs["gl"])
     first("PYTHONPATH", HOOK_DIR)
-    env[wire.FD_ENV] = str(fd)
+    env[wire.FD_ENV] = wire.channel_text(fd)
     if verdict_fd is not None:
         env[wire.STRICT_ENV] = "1"
-        env[wire.VERDICT_FD_ENV] = str(verdict_fd)
+        env[wire.VERDICT_FD_ENV] = wire.channel_text(verdict_fd)
     else:
         env.pop(wire.STRICT_ENV, None)
         env.pop(wire.VERDICT_FD_ENV, None)

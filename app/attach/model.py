@@ -12,9 +12,16 @@ objects instead of pyopencl's wrappers (its ``*_types``): the rules and their or
 What the records cannot tell is assumed, and said (``ProcessModel.assumed``): a memory object no
 creation record names (one made by a call the layer does not record, or before it was loaded) is
 live and not shared (the GL-sharing creations are all recorded, so it is not made from GL); an event no call
-returned is of the calling queue's context, its status unknown; where the event of an acquire is
-written is not recorded, so the alias rule (``event_aliases_wait_list``) is not checked; a
-``clReleaseMemObject`` ends the object (``clRetainMemObject`` is not recorded). A finding that rests
+returned is of the calling queue's context, its status unknown. A memory object holds the
+program's references: one from its creation, one more per recorded ``clRetainMemObject``; the
+``clReleaseMemObject`` that takes the last one ends it (one never seen created holds one). Where an
+acquire's event is written is recorded as far as the alias rule (``event_aliases_wait_list``) asks:
+the wait-list slot it points at (``event_in_wait``), or elsewhere. Semaphore waits and
+signals go to glshare's semaphore validator (``app/validate/semaphores.py``) with its binary-state
+rules: a semaphore made with clCreateSemaphoreWithPropertiesKHR is live until the process ends
+(clReleaseSemaphoreKHR is not recorded), one no creation record names is live and its state not
+followed, and one shared with another API (imported, or exportable) is checked against the error
+list but its state is not followed (the other API's operations are not recorded). A finding that rests
 on an assumption is recorded but never turned into a strict verdict: the driver answers those.
 
 Feeding is in the order the records arrive on the pipe, which is the order the program made its
@@ -31,7 +38,9 @@ from app.errors import SpecViolation, ValidationError
 from app.validate.findings import SPEC
 from app.validate.liveness import ObjectRegistry
 from app.validate.ownership import OwnershipTracker
-from app.validate.spec import NULL, SpecValidator
+from app.validate.semaphores import ENTRY_POINTS as SEMAPHORE_ENTRY_POINTS
+from app.validate.semaphores import SemaphoreValidator
+from app.validate.spec import NULL, SpecValidator, WaitListElement
 
 CL_GL_CONTEXT_KHR = 0x2008  # cl_gl.h (OpenCL 3.0 appendix, cl_khr_gl_sharing): a context property
 CL_EXTERNAL_MEMORY_HANDLE_TYPES = range(0x2060, 0x2070)  # cl_khr_external_memory: CL_EXTERNAL_MEMORY_HANDLE_*_KHR (OPAQUE_FD 0x2060 ...)
@@ -42,6 +51,12 @@ HAND_OVERS = {"clEnqueueAcquireGLObjects": ("gl_sharing", "acquire"),
               "clEnqueueReleaseGLObjects": ("gl_sharing", "release"),
               "clEnqueueAcquireExternalMemObjectsKHR": ("external_memory", "acquire"),
               "clEnqueueReleaseExternalMemObjectsKHR": ("external_memory", "release")}
+SEMAPHORE_CALLS = {fn: op for op, fn in SEMAPHORE_ENTRY_POINTS.items()}  # entry point -> "wait" / "signal"
+# cl_semaphore_properties_khr (cl_ext.h, cl_khr_semaphore / cl_khr_external_semaphore)
+CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_TYPE_BINARY_KHR = 0x203D, 1
+CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR = 0x203F
+CL_SEMAPHORE_HANDLE_TYPES = range(0x2055, 0x205A)  # OPAQUE_FD, OPAQUE_WIN32(_KMT), SYNC_FD, D3D12_FENCE: imported
+UNSEEN_SEMAPHORE = "a semaphore no creation record named is taken as live, its binary state unknown"
 KERNELS = ("clEnqueueNDRangeKernel", "clEnqueueTask")
 COPIES = ("clEnqueueReadBuffer", "clEnqueueWriteBuffer", "clEnqueueCopyBuffer", "clEnqueueFillBuffer",
           "clEnqueueMapBuffer", "clEnqueueReadImage", "clEnqueueWriteImage", "clEnqueueCopyImage",
@@ -53,6 +68,7 @@ SWAPS = ("glXSwapBuffers", "eglSwapBuffers")
 GL_DRAWS = ("glDraw", "glMultiDraw")  # prefixes: glDrawArrays, glDrawElementsBaseVertex, ... every draw
 GL_UPLOADS = ("glBufferData", "glBufferSubData", "glTexImage2D", "glTexSubImage2D", "glMapBuffer",
               "glMapBufferRange", "glUnmapBuffer", "glTexImage3D", "glTexSubImage3D")
+ELSEWHERE = "event"  # an event pointer outside the wait list (any value but NULL and a WaitListElement)
 KEEP_HANDLES = 65_536  # events and released memory objects remembered per process
 KEEP_NOTES = 100  # the libraries' notes and the reader's remarks kept per process
 KEEP_FINDINGS = 10_000  # findings kept in full per process (every one is counted)
@@ -69,6 +85,16 @@ def _keep(table: collections.OrderedDict, key, value) -> None:
         table.popitem(last=False)
 
 
+def event_out(rec: dict):
+    """Where the call writes its event, as the validators take it (``app/validate/spec.py``): NULL, the
+    wait-list slot ``event_in_wait`` points at, or elsewhere (the layer records the slot only where
+    the pointer is into the wait list)."""
+    if not rec.get("event_out"):
+        return NULL
+    slot = rec.get("event_in_wait")
+    return WaitListElement(slot) if isinstance(slot, int) else ELSEWHERE
+
+
 def gl_use(fn: str) -> str:
     """"draw" or "upload" for a GL call that uses the buffers and textures its record names, else ""."""
     if fn.startswith(GL_DRAWS):
@@ -76,11 +102,24 @@ def gl_use(fn: str) -> str:
     return "upload" if fn in GL_UPLOADS else ""
 
 
+# the extension an entry point belongs to (OpenCL 3.0 Extension spec: cl_khr_gl_sharing 9.5,
+# cl_khr_gl_event, cl_khr_external_memory, cl_khr_semaphore); one of wire.SHARING_EXTENSIONS
+NEEDS_EXTENSION = {**{fn: "cl_khr_gl_sharing" for fn in (*GL_KINDS, "clEnqueueAcquireGLObjects",
+                                                          "clEnqueueReleaseGLObjects")},
+                   "clCreateEventFromGLsyncKHR": "cl_khr_gl_event",
+                   "clEnqueueAcquireExternalMemObjectsKHR": "cl_khr_external_memory",
+                   "clEnqueueReleaseExternalMemObjectsKHR": "cl_khr_external_memory",
+                   "clCreateSemaphoreWithPropertiesKHR": "cl_khr_semaphore",
+                   "clEnqueueWaitSemaphoresKHR": "cl_khr_semaphore",
+                   "clEnqueueSignalSemaphoresKHR": "cl_khr_semaphore"}
+
+
 @dataclass(eq=False)
 class Context:
     int_ptr: int
     gl_context: int = 0  # CL_GL_CONTEXT_KHR's value; 0: not created from GL
     devices: tuple[int, ...] = ()
+    devices_info: tuple[dict, ...] = ()  # the ret record's (wire): name, platform, the extensions listed
 
     @property
     def from_gl(self) -> bool:
@@ -107,6 +146,19 @@ class Mem:
     gl_name: int = 0
     external: bool = False  # imported (cl_khr_external_memory)
     seen: bool = True  # False: no creation record named it (assumed live, not shared)
+    refs: int = 1  # the program's references: its creation's and its recorded retains, less its releases
+
+
+@dataclass(eq=False)
+class Semaphore:
+    int_ptr: int
+    context: Context | None
+    label: str
+    shared: bool = False  # imported, or made to be exported: another API signals and waits on it unseen
+    seen: bool = True  # False: no creation record named it (assumed live)
+
+    def __str__(self) -> str:
+        return self.label
 
 
 @dataclass(eq=False)
@@ -121,6 +173,21 @@ class RecordedValidator(SpecValidator):
     queue_types = (Queue,)
     mem_types = (Mem,)
     event_types = (Event,)
+
+
+class RecordedSemaphoreValidator(SemaphoreValidator):
+    """glshare's semaphore validator (``app/validate/semaphores.py``) on the objects the records name:
+    the same rules in the same order; a context's devices are those its creation record named."""
+
+    queue_types = (Queue,)
+
+    def __init__(self, model: "ProcessModel") -> None:
+        super().__init__(NOT_FROM_GL, model.registry, events=model._event_facts)
+        self.model = model
+
+    def _context_has_device(self, ctx: int, queue: Queue) -> bool:
+        context = self.model.contexts.get(ctx)
+        return context is None or not context.devices or queue.device in context.devices
 
 
 @dataclass
@@ -240,6 +307,8 @@ class ProcessModel:
         self.trackers = {f: OwnershipTracker("off", f) for f in ("gl_sharing", "external_memory")}
         self._validators: dict[tuple[str, int], RecordedValidator] = {}
         self._event_facts = _EventFacts(self)
+        self.semaphores: dict[int, Semaphore] = {}
+        self.semaphore_validator = RecordedSemaphoreValidator(self)
         self._sites: dict[int, str] = {}  # tid -> the Python site of its next call
         self.findings: list[Finding] = []  # the first KEEP_FINDINGS, in order
         self.finding_counts: dict[str, int] = {}  # case -> how many, over the whole run
@@ -312,6 +381,8 @@ class ProcessModel:
             tracker.frame = self.frame
         if fn in HAND_OVERS:
             self._check_hand_over(call)
+        elif fn in SEMAPHORE_CALLS:
+            self._check_semaphores(call)
         elif fn in KERNELS or fn in COPIES:
             self._cl_use(call, "kernel" if fn in KERNELS else "copy")
         elif gl_use(fn):
@@ -320,6 +391,10 @@ class ProcessModel:
             self._gl_delete(call)
         elif fn == "clReleaseMemObject":
             self._release_mem(call)
+        elif fn == "clRetainMemObject":
+            mem = self.mem(call.rec.get("mem"))
+            if mem is not None:  # (counted at the call: a retain that fails is said by its ret, below)
+                mem.refs += 1
         elif fn in SWAPS:
             self.swaps.append(call)
             self.frame += 1
@@ -330,7 +405,7 @@ class ProcessModel:
 
     def _returned(self, call: Call) -> None:
         fn, ret = call.fn, call.ret
-        if fn in HAND_OVERS and "status" in ret and not ret.get("verdict"):  # the driver's answer (it was called)
+        if (fn in HAND_OVERS or fn in SEMAPHORE_CALLS) and "status" in ret and not ret.get("verdict"):  # the driver's answer
             f = self._last_validator
             if f is not None and f.call_id == call.id:
                 f.driver_status = ret["status"]
@@ -339,15 +414,27 @@ class ProcessModel:
             ptr = wire.handle(ret["event"])
             if ptr:
                 _keep(self.events, ptr, Event(ptr, queue))
+        if fn == "clRetainMemObject" and call.status not in (0, None):
+            mem = self.mems.get(wire.handle(call.rec.get("mem")))
+            if mem is not None:
+                mem.refs -= 1  # refused: no reference taken
+        if fn in SEMAPHORE_CALLS and call.status not in (0, None) and call.checked == "CL_SUCCESS":
+            # refused by the driver (or the strict verdict): no semaphore changed state
+            self.semaphore_validator.undo(SEMAPHORE_CALLS[fn], self._semaphores_of(call))
         new = wire.handle(ret.get("handle"))
         if not new or ret.get("status", 0) != 0:
             if fn in HAND_OVERS and call.status == 0:
                 self._hand_over_done(call)
             return
+        if fn == "clCreateSemaphoreWithPropertiesKHR":
+            self._new_semaphore(new, call)
+            return
         if fn in ("clCreateContext", "clCreateContextFromType"):
             gl = next((v for k, v in call.rec.get("props") or () if k == CL_GL_CONTEXT_KHR), 0)
-            devices = tuple(wire.handle(d) for d in call.rec.get("devices") or ())
-            self.contexts[new] = Context(new, int(gl or 0), devices)
+            info = tuple(d for d in ret.get("devices_info") or () if isinstance(d, dict))
+            devices = tuple(wire.handle(d) for d in call.rec.get("devices") or ()) or \
+                tuple(wire.handle(d.get("device")) for d in info)
+            self.contexts[new] = Context(new, int(gl or 0), devices, info)
         elif fn in ("clCreateCommandQueue", "clCreateCommandQueueWithProperties"):
             ctx = self._context(call.rec.get("context"))
             self.queues[new] = Queue(new, ctx, wire.handle(call.rec.get("device")), bool(call.rec.get("profiling")))
@@ -426,7 +513,68 @@ class ProcessModel:
         v = self.validator(family, queue) if queue is not None else self.validator(family, Queue(0, NOT_FROM_GL))
         self.checked += 1
         try:
-            call.checked = v.check(which, queue, int(rec.get("num") or 0), objs, int(rec.get("num_wait") or 0), events)
+            call.checked = v.check(which, queue, int(rec.get("num") or 0), objs, int(rec.get("num_wait") or 0), events,
+                                   event_out(rec))
+        except (ValidationError, SpecViolation) as exc:
+            call.checked = exc.rule
+            self._validator_finding(call, exc)
+
+    def _new_semaphore(self, ptr: int, call: Call) -> None:
+        """A semaphore made: registered live in its context; its binary state followed from here
+        (unsignalled, as cl_khr_semaphore makes it) where the records see every signal and wait on
+        it: a binary one neither imported nor exportable (another API's operations on a shared
+        payload are not recorded). Its props are read as pairs up to the first zero name: a nested
+        list (export handle types, devices) ends them, after its key was seen."""
+        props = call.rec.get("props") or ()
+        keys = {k for k, _v in props}
+        shared = CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR in keys or any(k in CL_SEMAPHORE_HANDLE_TYPES for k in keys)
+        binary = all(v == CL_SEMAPHORE_TYPE_BINARY_KHR for k, v in props if k == CL_SEMAPHORE_TYPE_KHR)
+        ctx = self._context(call.rec.get("context"))
+        sem = self.semaphores[ptr] = Semaphore(ptr, ctx, f"semaphore {ptr:#x}", shared=shared)
+        self.registry.created(sem, ctx, label=sem.label, kind="semaphore")
+        if binary and not shared:
+            self.semaphore_validator.track(sem)
+        else:
+            self.assume("a semaphore shared with another API (imported or exportable): its binary state is "
+                        "not followed, the other API's signals and waits are not recorded")
+
+    def semaphore(self, text) -> Semaphore | None:
+        """The semaphore a handle names: one made, or one never seen (assumed live, not followed)."""
+        ptr = wire.handle(text)
+        if not ptr:
+            return None
+        found = self.semaphores.get(ptr)
+        if found is None:
+            found = self.semaphores[ptr] = Semaphore(ptr, None, f"semaphore {ptr:#x}", seen=False)
+            self.registry.handed(found, None, label=found.label, kind="semaphore")
+        if not found.seen:
+            self.assume(UNSEEN_SEMAPHORE)
+        return found
+
+    def _semaphores_of(self, call: Call) -> list:
+        sems = call.rec.get("semaphores")
+        return [] if sems is None else [self.semaphore(x) for x in sems[:int(call.rec.get("num") or 0)]]
+
+    def _check_semaphores(self, call: Call) -> None:
+        """clEnqueueWait/SignalSemaphoresKHR against its error list and the binary-state rules
+        (signal twice without a wait, wait without a signal), as glshare's own frames are checked."""
+        rec = call.rec
+        qptr = wire.handle(rec.get("queue"))
+        queue = self.queues.get(qptr)
+        if queue is None and qptr:
+            self.note(f"{call.fn} (call {call.id}) on a queue no recorded call created: not checked")
+            return
+        self._assuming = False
+        sems = rec.get("semaphores")
+        objs = NULL if sems is None else [self.semaphore(x) for x in sems]
+        wait = rec.get("wait")
+        events = NULL if wait is None else [self._event(e) for e in wait]
+        if queue is not None:
+            self._event_facts.assumed_context = queue.context.int_ptr
+        self.checked += 1
+        try:
+            call.checked = self.semaphore_validator.check(SEMAPHORE_CALLS[call.fn], queue, int(rec.get("num") or 0),
+                                                          objs, int(rec.get("num_wait") or 0), events, event_out(rec))
         except (ValidationError, SpecViolation) as exc:
             call.checked = exc.rule
             self._validator_finding(call, exc)
@@ -516,9 +664,13 @@ class ProcessModel:
 
     def _release_mem(self, call: Call) -> None:
         ptr = wire.handle(call.rec.get("mem"))
-        mem = self.mems.pop(ptr, None)
+        mem = self.mems.get(ptr)
         if mem is None:
             return
+        mem.refs -= 1
+        if mem.refs > 0:  # the program holds it still (its retains)
+            return
+        del self.mems[ptr]
         _keep(self.released_mems, ptr, mem)
         self.registry.released(mem, f"released by the program (clReleaseMemObject, call {call.id})")
         for tracker in self.trackers.values():
@@ -526,15 +678,36 @@ class ProcessModel:
 
     # -- what the stream says at its end -----------------------------------------------------------
     def unreturned(self) -> list[Call]:
-        """The calls the process was in when its stream ended (it died in them, or was cut there):
-        each thread's last call where it has no ret, and its writer writes a ret for that entry
-        point (the CL layer for every call; the GL library only for calls that return a value or
-        wait: a void GL call without one returned, as the thread's later calls show)."""
+        """The calls the process was in when its stream ended (it died in them, or was cut there).
+        The CL layer writes a ret for every call it records once the call returns: a CL call without
+        one never returned, whatever the thread recorded after it (a driver that calls exit() inside
+        the call runs the exit handlers on that thread, and their GL calls are recorded: they do not
+        mean the CL call came back). The GL library writes a ret only for the calls that return a
+        value or wait: such a GL call without one is open where it is its thread's last call."""
         with_ret = {c.fn for c in self.calls if c.ret is not None}
         last: dict[int, Call] = {}
         for c in self.calls:
             last[c.tid] = c
-        return [c for c in last.values() if c.ret is None and (c.src == "cl" or c.fn in with_ret)]
+        cl_open = [c for c in self.calls if c.src == "cl" and c.ret is None]
+        return cl_open + [c for c in last.values() if c.src != "cl" and c.ret is None and c.fn in with_ret]
+
+    def context_of(self, call: Call) -> Context | None:
+        """The CL context a call works in: its ``context``, or its queue's (None where neither was seen)."""
+        if call.rec.get("context"):
+            return self.contexts.get(wire.handle(call.rec["context"]))
+        queue = self.queues.get(wire.handle(call.rec.get("queue")))
+        return queue.context if queue is not None else None
+
+    def missing_extension(self, call: Call) -> list[dict]:
+        """The devices of the call's context whose extension list (the context's ret record) lacks the
+        extension the call's entry point belongs to: [{"device", "name", "platform", "extension"}]."""
+        ext = NEEDS_EXTENSION.get(call.fn)
+        ctx = self.context_of(call)
+        if ext is None or ctx is None:
+            return []
+        return [{"device": d.get("device"), "name": d.get("name", ""), "platform": d.get("platform", ""),
+                 "extension": ext}
+                for d in ctx.devices_info if isinstance(d.get("lists"), list) and ext not in d["lists"]]
 
     def counts(self) -> dict[str, int]:
         """Calls per entry point, over the whole run."""

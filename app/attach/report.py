@@ -14,7 +14,6 @@ from app.schedule.owners import owner_summary
 from app.trace.stats import summary
 
 SCHEMA = "glshare.attach/1"
-SEMAPHORE_CALLS = ("clEnqueueWaitSemaphoresKHR", "clEnqueueSignalSemaphoresKHR")
 LIBRARIES = {"cl": "the CL layer", "gl": "the GL preload library", "py": "the Python site hook"}
 
 
@@ -34,7 +33,9 @@ def died_in(outcome: Outcome) -> dict | None:
     if not open_calls:
         return None
     c = max(open_calls, key=lambda c: c.t)
-    return {"pid": model.pid, "fn": c.fn, "id": c.id, "src": c.src, "tid": c.tid, "site": c.site, "frame": c.frame}
+    return {"pid": model.pid, "fn": c.fn, "id": c.id, "src": c.src, "tid": c.tid, "site": c.site, "frame": c.frame,
+            "why": [f"device '{d['name']}' ({d['platform']}) does not list {d['extension']}"
+                    for d in model.missing_extension(c)]}
 
 
 def ending(outcome: Outcome) -> dict:
@@ -43,6 +44,8 @@ def ending(outcome: Outcome) -> dict:
            "signal": sig, "signal_name": signal_name(sig) if sig is not None else None, "died_in": died_in(outcome)}
     where = out["died_in"]
     inside = f" in {where['fn']} (call {where['id']}{', ' + where['site'] if where['site'] else ''})" if where else ""
+    if where and where["why"]:
+        inside += "; " + "; ".join(where["why"])
     if sig is not None:
         out["said"] = f"killed by {out['signal_name']} (signal {sig}){inside or ' outside any recorded call'}"
     else:  # a driver that ends the process itself (exit() inside a call) leaves that call open
@@ -72,10 +75,6 @@ def cannot_see(outcome: Outcome, model: ProcessModel, tl: Timeline) -> list[str]
     for dev, est in tl.clocks.devices.items():
         if not est.known:
             out.append(f"device {dev:#x}: its clock could not be put on the CPU clock")
-    sems = sum(n for fn, n in model.counts().items() if fn in SEMAPHORE_CALLS)
-    if sems:
-        out.append(f"{sems} semaphore waits and signals recorded, not checked: glshare's semaphore validator "
-                   "needs the semaphores' types and payloads, which the records do not carry")
     out += [f"{why} ({n} hand-over{'s' if n != 1 else ''})" for why, n in tl.blind.items()]
     out += [f"assumed: {what} ({n}x)" for what, n in model.assumed.items()]
     out += [f"note: {note}" for note in model.notes]
@@ -112,6 +111,8 @@ def process_entry(outcome: Outcome, model: ProcessModel, tl: Timeline) -> dict:
         "calls": counts,
         "hand_overs_checked": model.checked,
         "kernels": sum(counts.get(k, 0) for k in KERNELS),
+        "contexts": [{"handle": f"{c.int_ptr:#x}", "gl_context": f"{c.gl_context:#x}" if c.gl_context else None,
+                      "devices": list(c.devices_info)} for c in model.contexts.values()],
         "unreturned": [{"fn": c.fn, "id": c.id, "tid": c.tid, "site": c.site} for c in model.unreturned()],
         "queues": queue_stamps(model),
         "clocks": tl.clocks.as_dict(),
@@ -171,7 +172,7 @@ def summary_lines(report: dict) -> list[str]:
     checked = sum(p["hand_overs_checked"] for p in procs)
     found = ", ".join(f"{case} x{n}" for case, n in report["findings_by_case"].items()) or "none"
     lines.append(f"glshare attach: {len(procs)} process{'es' if len(procs) != 1 else ''} recorded, "
-                 f"{report['frames']} frames, {checked} acquire/release checked; findings: {found}")
+                 f"{report['frames']} frames, {checked} acquire/release/semaphore calls checked; findings: {found}")
     if not procs:
         lines.append("glshare attach: nothing was recorded: the program made no call the recorders wrap "
                      "(no OpenCL ICD loader, no GL entry point, no pyopencl or PyOpenGL)")

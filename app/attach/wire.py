@@ -4,7 +4,11 @@ The attached program runs with glshare's OpenCL layer (``OPENCL_LAYERS`` names
 ``app/native/attach/libcl_layer.so``; the ICD loader calls its ``clInitLayer``, cl_khr_... Khronos
 "OpenCL ICD loader layers") and its GL preload library (``LD_PRELOAD`` names
 ``app/native/attach/libgl_preload.so``). Both write records to the file descriptor named by
-``GLSHARE_ATTACH_FD`` (a pipe to glshare, inherited), each record one ``write(2)`` of one line of at
+``GLSHARE_ATTACH_FD`` (a pipe to glshare, inherited; the variable is "FD:DEV:INO", ``channel_text``:
+a library records only where descriptor FD is a socket or FIFO with that st_dev and st_ino, and then
+writes to a private close-on-exec duplicate of it, ``app/native/attach/channel.h``: a descendant
+started with close_fds, or a program that closes FD, may have the number reused for one of its own
+files, which must never get a record; ``GLSHARE_ATTACH_VERDICT_FD`` likewise), each record one ``write(2)`` of one line of at
 most ``MAX_LINE`` bytes: POSIX makes a pipe write of at most PIPE_BUF (4096) bytes atomic, so the
 lines of several threads and of both libraries never interleave. Without ``GLSHARE_ATTACH_FD`` both
 libraries do nothing but pass each call on. Both libraries also take a ``SOCK_SEQPACKET`` socket there
@@ -54,7 +58,10 @@ gone: end of file) the call goes on to the driver.
 Argument names of the CL calls (as the spec names the parameters, shortened):
   clCreateContext/FromType: ``props`` ([[name, value], ...] as integers: CL_GL_CONTEXT_KHR,
       CL_GLX_DISPLAY_KHR, CL_EGL_DISPLAY_KHR, CL_CONTEXT_PLATFORM ...), ``devices`` ([handles]),
-      ``device_type``; ret ``handle``.
+      ``device_type``; ret ``handle`` and, where the context was made, ``devices_info``: one object
+      per device of the context (CL_CONTEXT_DEVICES, at most 8): ``device`` (its handle), ``name``,
+      ``platform`` and ``platform_version`` (CL_PLATFORM_NAME, CL_PLATFORM_VERSION), ``lists`` (those
+      of ``SHARING_EXTENSIONS`` its CL_DEVICE_EXTENSIONS lists; absent where it could not be read).
   clCreateCommandQueue(WithProperties): ``context``, ``device``, ``props`` (as given: the bitfield's
       integer for clCreateCommandQueue), ``profiling`` (true where the layer turned
       CL_QUEUE_PROFILING_ENABLE on itself); ret ``handle``, and ``"profiling": false`` where the
@@ -67,7 +74,8 @@ Argument names of the CL calls (as the spec names the parameters, shortened):
   clEnqueueAcquire/ReleaseGLObjects, clEnqueueAcquire/ReleaseExternalMemObjectsKHR: ``queue``,
       ``num`` (num_mem_objects), ``mems`` ([handles], as many as ``num`` where the list is not NULL;
       null when NULL), ``num_wait``, ``wait`` ([handles] or null), ``event_out`` (the program asked
-      for an event).
+      for an event), ``event_in_wait`` (only where the program's ``event`` pointer points into its
+      event_wait_list array: the index of that element; every call with a wait list has it).
   clEnqueueWait/SignalSemaphoresKHR: ``queue``, ``num``, ``semaphores``, ``payloads``, ``num_wait``,
       ``wait``, ``event_out``.
   clSetKernelArg: ``kernel``, ``index``, ``mem``; recorded only where the argument is a cl_mem the
@@ -77,7 +85,8 @@ Argument names of the CL calls (as the spec names the parameters, shortened):
       set as its arguments), ``dims``, ``gws``, ``lws``, ``num_wait``, ``wait``, ``event_out``.
   clEnqueueRead/Write/Copy/Fill/Map Buffer/Image, clEnqueueUnmapMemObject: ``queue``, ``mems``
       (source first), ``blocking``, ``size`` (bytes, where the call says), wait list as above.
-  clFinish, clFlush: ``queue``. clWaitForEvents: ``events``. clReleaseMemObject: ``mem``.
+  clFinish, clFlush: ``queue``. clWaitForEvents: ``events``. clRetainMemObject,
+      clReleaseMemObject: ``mem``.
   clCreateEventFromGLsyncKHR: ``context``, ``sync``; ret ``handle``.
   clGetGLContextInfoKHR: ``props``, ``param``. clCreateSemaphoreWithPropertiesKHR: ``context``,
       ``props``; ret ``handle``.
@@ -111,14 +120,28 @@ ret of the GL calls: written for the swaps, the make-currents, glFinish, glFence
 from __future__ import annotations
 
 import json
+import os
 
 MAX_LINE = 4096  # PIPE_BUF on Linux: one write of at most this many bytes is atomic on a pipe
 FD_ENV = "GLSHARE_ATTACH_FD"  # the pipe's write end, inherited by the program
 STRICT_ENV = "GLSHARE_ATTACH_STRICT"  # "1": acquires and releases wait for glshare's verdict
 VERDICT_FD_ENV = "GLSHARE_ATTACH_VERDICT_FD"  # strict mode: the pipe glshare answers on
+# the extensions a context's ret record says each device lists or not (app/native/attach/cl_layer.c's
+# SHARING_EXTS, in this order): what the sharing entry points need (app/attach/model.py's NEEDS_EXTENSION)
+SHARING_EXTENSIONS = ("cl_khr_gl_sharing", "cl_khr_gl_event", "cl_khr_egl_image", "cl_khr_external_memory",
+                      "cl_khr_external_memory_opaque_fd", "cl_khr_external_memory_dma_buf", "cl_khr_semaphore",
+                      "cl_khr_external_semaphore", "cl_khr_external_semaphore_opaque_fd",
+                      "cl_khr_external_semaphore_sync_fd")
 KINDS = ("hello", "call", "ret", "stamps", "clock", "site", "note")
 REQUIRED = ("k", "src", "pid", "t")  # every record has them (the docstring's list)
 SOURCES = ("cl", "gl", "py")
+
+
+def channel_text(fd: int) -> str:
+    """``GLSHARE_ATTACH_FD``'s (and ``GLSHARE_ATTACH_VERDICT_FD``'s) value for descriptor ``fd``:
+    "FD:DEV:INO", which the libraries and the site hook compare with their own fstat of FD."""
+    st = os.fstat(fd)
+    return f"{fd}:{st.st_dev}:{st.st_ino}"
 
 
 class BadRecord(ValueError):

@@ -114,17 +114,18 @@ def attach_library(stem: str) -> str:
 
 def build_attach(force: bool = False) -> list[str]:
     """Compile each ``app/native/attach/*.c`` into ``lib<stem>.so`` beside it (a library newer than
-    its source is kept unless ``force``). Unlike ``_stamps.so`` these are loaded into another
+    its source and the folder's headers is kept unless ``force``). Unlike ``_stamps.so`` these are loaded into another
     program (``glshare attach``), never into glshare: they may use the system's CL headers and libdl.
     Returns one line per library; raises NativeUnavailable where one cannot be built."""
     import glob
     import subprocess  # start-up: build-time only
 
     done_lines = []
+    headers = [os.path.getmtime(h) for h in glob.glob(os.path.join(ATTACH_DIR, "*.h"))]  # included by each .c
     for src in sorted(glob.glob(os.path.join(ATTACH_DIR, "*.c"))):
         stem = os.path.splitext(os.path.basename(src))[0]
         out = attach_library(stem)
-        if not force and os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(src):
+        if not force and os.path.exists(out) and os.path.getmtime(out) >= max([os.path.getmtime(src), *headers]):
             done_lines.append(f"lib{stem}.so is up to date")
             continue
         cc = compiler()

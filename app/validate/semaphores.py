@@ -117,6 +117,7 @@ class SemaphoreValidator:
 
     rules = RULES
     entry_points = ENTRY_POINTS
+    queue_types: tuple[type, ...] = (cl.CommandQueue,)  # glshare attach's model checks its own (app/attach/model.py)
 
     def __init__(self, sharing_context: cl.Context, registry: ObjectRegistry = REGISTRY, *,
                  events: EventFacts) -> None:
@@ -145,7 +146,7 @@ class SemaphoreValidator:
             ValidationError (a CL code) or SpecViolation (no code), each with ``.rule``.
         """
         self.checked += 1
-        if not (isinstance(queue, cl.CommandQueue) and queue.int_ptr):
+        if not (isinstance(queue, self.queue_types) and queue.int_ptr):
             self._fail("invalid_queue", call, "a NULL handle" if queue is None else f"not a command-queue: "
                                                                                      f"{type(queue).__name__}")
         if num_semas == 0:
@@ -170,7 +171,7 @@ class SemaphoreValidator:
             for s in semas:
                 ctx = registry.entry(s).context
                 if ctx and ctx != queue_ctx:
-                    if queue.device not in cl.Context.from_int_ptr(ctx, retain=True).devices:
+                    if not self._context_has_device(ctx, queue):
                         self._fail("queue_other_device", call, "the semaphore's context does not contain the queue's "
                                                                "device")
                     self._fail("semaphore_other_context", call,
@@ -288,6 +289,10 @@ class SemaphoreValidator:
         if len(semas) > 1 and len({id(x) for x in semas}) < len(semas):
             self._fail(f"{call}_twice", call, "the same semaphore twice in one list")
         self.step(call, semas)
+
+    def _context_has_device(self, ctx: int, queue: Any) -> bool:
+        """Whether the context whose handle is ``ctx`` holds the queue's device (asked of the driver)."""
+        return queue.device in cl.Context.from_int_ptr(ctx, retain=True).devices
 
     def _queue_context(self, queue: Any) -> int:
         """The queue's context handle, asked of the driver once per queue (every frame names the

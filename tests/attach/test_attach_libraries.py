@@ -127,3 +127,104 @@ def test_an_acquire_on_a_context_not_from_gl_is_found_and_under_strict_answered_
     assert (f["case"], f["code"], f["site"]) == ("context_not_from_gl", -34, f"{prog}:6 (<module>)")
     assert f["driver_status"] == (None if strict else -34)
     assert report["recording"]["verdicts"] == ({"asked": 1, "refused": 1} if strict else {"asked": 0, "refused": 0})
+
+
+REUSED = """\
+import ctypes, os, subprocess, sys
+import numpy as np
+import pyopencl as cl
+path, mode = sys.argv[1], sys.argv[2]
+fd = int(os.environ["GLSHARE_ATTACH_FD"].split(":")[0])
+def work():
+    ctx = cl.create_some_context(interactive=False)
+    q = cl.CommandQueue(ctx)
+    b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+    cl.enqueue_fill_buffer(q, b, np.uint8(1), 0, 64)
+    q.finish()
+    gl = ctypes.CDLL("libGL.so.1")
+    gl.glFinish()
+    gl.glFlush()
+if mode == "self":  # the channel's number closed, then reused for the file in this process
+    os.close(fd)
+    f = os.open(path, os.O_WRONLY | os.O_APPEND)
+    if f != fd:
+        os.dup2(f, fd)
+        os.close(f)
+    work()
+elif mode == "parent":  # a descendant started with close_fds whose shell put the file on that number
+    subprocess.run(["bash", "-c", f'exec "{sys.executable}" "$0" "$1" child {fd}>>"$1"', __file__, path], check=True)
+else:
+    work()
+print("done")
+"""
+
+
+@needs_cl
+@needs_gl
+@pytest.mark.parametrize("mode", ["self", "parent"])
+def test_a_file_on_the_channels_reused_number_never_gets_a_record(tmp_path, mode):
+    """GLSHARE_ATTACH_FD names the channel by device and inode: a descriptor of that number that is
+    an ordinary file (closed and reopened by the program, or a close_fds descendant's own) is left
+    alone by the CL layer, the GL library and the site hook, while the program runs as without."""
+    prog, precious = tmp_path / "reuse.py", tmp_path / "precious.txt"
+    prog.write_text(REUSED)
+    precious.write_bytes(b"the program's own bytes\n")
+    done, report = attach(tmp_path, [sys.executable, str(prog), str(precious), mode])
+    assert done.returncode == 0 and done.stdout == "done\n" * (2 if mode == "parent" else 1), done.stderr
+    assert precious.read_bytes() == b"the program's own bytes\n"
+    if mode == "self":  # the GL library, started before the close, goes on through its own duplicate
+        (proc,) = report["processes"]
+        assert proc["calls"].get("glFinish") == 1
+
+
+GLUT_THEN_SHARE = """\
+import sys
+from OpenGL.GL import GL_ARRAY_BUFFER, GL_STATIC_DRAW, glBindBuffer, glBufferData, glGenBuffers
+from OpenGL.GLUT import glutCreateWindow, glutInit, glutInitWindowSize
+import pyopencl as cl
+glutInit(sys.argv)
+glutInitWindowSize(64, 64)
+glutCreateWindow(b"share")
+name = glGenBuffers(1)
+glBindBuffer(GL_ARRAY_BUFFER, name)
+glBufferData(GL_ARRAY_BUFFER, 64, None, GL_STATIC_DRAW)
+platform = next(p for p in cl.get_platforms() if sys.argv[1] in p.name)
+ctx = cl.Context(platform.get_devices()[:1])
+cl.GLBuffer(ctx, cl.mem_flags.READ_WRITE, int(name))
+print("shared")
+"""
+
+
+def _pocl_gl_or_skip():
+    import pyopencl as cl
+
+    from tests.conftest import CPU_IMPLEMENTATIONS
+
+    if not cl.have_gl():
+        pytest.skip("this pyopencl is built without GL sharing")
+    pocl = CPU_IMPLEMENTATIONS["pocl"]
+    if pocl not in [p.name for p in cl.get_platforms()]:
+        pytest.skip("PoCL is not present")
+    return pocl
+
+
+@needs_cl
+@needs_gl
+@pytest.mark.parametrize("program", ["cl_pyopencl_gl.py", "glut"])
+def test_a_program_pocl_ends_in_clcreatefromglbuffer_is_said_with_the_device_that_lacks_gl_sharing(tmp_path, program):
+    """As pyopencl's gl_interop_demo.py on PoCL: exit(2) inside clCreateFromGLBuffer; with a GLUT
+    window (whose exit handlers make GL calls on the dying thread) as without one."""
+    pocl = _pocl_gl_or_skip()
+    if program == "glut":
+        prog = tmp_path / "glut_share.py"
+        prog.write_text(GLUT_THEN_SHARE)
+    else:
+        prog = ROOT / "tests" / "attach" / "programs" / program
+    done, report = attach(tmp_path, [sys.executable, str(prog), pocl])
+    assert done.returncode not in (0, 3), done.stderr
+    ended = report["ended"]
+    assert ended["died_in"]["fn"] == "clCreateFromGLBuffer", ended
+    [why] = ended["died_in"]["why"]
+    assert why.startswith("device '") and why.endswith("' (Portable Computing Language) does not list cl_khr_gl_sharing")
+    assert ended["said"].startswith(f"exited with status {done.returncode} in clCreateFromGLBuffer")
+    assert ended["said"].endswith(why)

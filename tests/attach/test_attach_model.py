@@ -80,11 +80,11 @@ class Stream:
                       ret={"handle": hex(TEX)})
 
     def hand_over(self, fn: str, mems=(BUF,), queue: int = QUEUE, num: int | None = None, wait=None,
-                  num_wait: int | None = None, **kw) -> int:
+                  num_wait: int | None = None, event_out: bool = False, **kw) -> int:
         mems_list = None if mems is None else [hex(m) for m in mems]
         return self.call(fn, queue=hex(queue), num=len(mems or ()) if num is None else num, mems=mems_list,
                          num_wait=len(wait or ()) if num_wait is None else num_wait,
-                         wait=None if wait is None else [hex(e) for e in wait], event_out=False, **kw)
+                         wait=None if wait is None else [hex(e) for e in wait], event_out=event_out, **kw)
 
     def kernel(self, mems=(BUF,), queue: int = QUEUE, **kw) -> int:
         return self.call("clEnqueueNDRangeKernel", queue=hex(queue), kernel="0x77", name="k",
@@ -162,6 +162,33 @@ def test_a_released_mem_object_is_invalid():
     model = feed(s)
     assert [(f.case, f.code, f.assumed) for f in model.findings] == \
         [("invalid_mem_object", CL_CODES["CL_INVALID_MEM_OBJECT"], False)]
+
+
+def test_a_retained_mem_object_lives_until_its_last_release():
+    s = Stream()
+    s.setup()
+    s.call("clRetainMemObject", mem=hex(BUF))
+    s.call("clRetainMemObject", mem=hex(BUF), ret={"status": CL_CODES["CL_OUT_OF_RESOURCES"]})  # refused: no reference
+    s.call("clReleaseMemObject", mem=hex(BUF))
+    s.hand_over("clEnqueueAcquireGLObjects")
+    s.hand_over("clEnqueueReleaseGLObjects")
+    assert feed(s).findings == []
+    s.call("clReleaseMemObject", mem=hex(BUF))  # the last reference
+    s.hand_over("clEnqueueAcquireGLObjects")
+    assert cases(feed(s)) == ["invalid_mem_object"]
+
+
+def test_an_acquire_whose_event_is_written_into_its_wait_list_breaks_the_alias_rule():
+    s = Stream()
+    s.setup()
+    s.kernel(mems=(PLAIN,), ret={"event": "0xE1"})
+    s.kernel(mems=(PLAIN,), ret={"event": "0xE2"})
+    s.hand_over("clEnqueueAcquireGLObjects", wait=(0xE1,), event_out=True)  # a separate place: fine
+    s.hand_over("clEnqueueReleaseGLObjects", wait=(0xE1, 0xE2), event_out=True, event_in_wait=1)
+    model = feed(s)
+    (f,) = model.findings
+    assert (f.case, f.fn, f.code) == ("event_aliases_wait_list", "clEnqueueReleaseGLObjects", None)
+    assert "must not refer to an element of the event_wait_list" in f.spec
 
 
 def test_an_event_of_another_context_in_the_wait_list():
@@ -451,3 +478,103 @@ def test_findings_are_all_counted_and_kept_up_to_a_bound(monkeypatch):
         s.kernel()
     m = feed(s)
     assert len(m.findings) == 2 and m.finding_counts == {"use_without_acquire": 4}
+
+
+SEM, SEM2, SHARED_SEM = 0x5E0, 0x5E1, 0x5E2
+CL_SEMAPHORE_TYPE_KHR, CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR, CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR = 0x203D, 0x203F, 0x2055
+
+
+def _semaphores(s: Stream) -> None:
+    s.setup()
+    for sem, props in ((SEM, [[CL_SEMAPHORE_TYPE_KHR, 1]]), (SEM2, [[CL_SEMAPHORE_TYPE_KHR, 1]]),
+                       (SHARED_SEM, [[CL_SEMAPHORE_TYPE_KHR, 1],
+                                     [CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR, CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR]])):
+        s.call("clCreateSemaphoreWithPropertiesKHR", context=hex(CTX), props=props, ret={"handle": hex(sem)})
+
+
+def sem_call(s: Stream, op: str, sems=(SEM,), queue: int = QUEUE, num: int | None = None, num_wait: int = 0,
+             **kw) -> int:
+    return s.call(f"clEnqueue{op}SemaphoresKHR", queue=hex(queue), num=len(sems) if num is None else num,
+                  semaphores=[hex(x) for x in sems], payloads=None, num_wait=num_wait, wait=None, event_out=False,
+                  **kw)
+
+
+def test_semaphore_signals_and_waits_in_turn_give_no_finding():
+    s = Stream()
+    _semaphores(s)
+    for _ in range(3):
+        sem_call(s, "Signal")
+        sem_call(s, "Wait", queue=QUEUE2)
+    sem_call(s, "Signal", sems=(SEM, SEM2))
+    sem_call(s, "Wait", sems=(SEM2, SEM))
+    model = feed(s)
+    assert model.findings == [] and model.checked == 8
+
+
+def test_a_semaphore_signalled_twice_or_waited_on_unsignalled_is_found_with_its_call_and_site():
+    s = Stream()
+    _semaphores(s)
+    sem_call(s, "Signal")
+    s.site("prog.py", 7, "frame")
+    twice = sem_call(s, "Signal")
+    sem_call(s, "Wait")
+    s.site("prog.py", 9, "frame")
+    unsignalled = sem_call(s, "Wait")
+    model = feed(s)
+    assert [(f.case, f.call_id, f.site, f.code) for f in model.findings] == [
+        ("signal_twice", twice, "prog.py:7 (frame)", None), ("wait_twice", unsignalled, "prog.py:9 (frame)", None)]
+    assert "no wait took the signal" in model.findings[0].detail
+    assert "its last operation was clEnqueueWaitSemaphoresKHR" in model.findings[1].detail
+    assert "binary semaphore twice" in model.findings[0].spec
+
+
+@pytest.mark.parametrize("change, rule, code", [
+    ({"num": 0}, "num_zero", "CL_INVALID_VALUE"),
+    ({"sems": (0,)}, "invalid_semaphore", "CL_INVALID_SEMAPHORE_KHR"),
+    ({"queue": PLAIN_Q}, "semaphore_other_context", "CL_INVALID_CONTEXT"),
+    ({"num_wait": 1}, "wait_list_null_n_given", "CL_INVALID_EVENT_WAIT_LIST"),
+])
+def test_each_listed_error_of_a_semaphore_call_is_found_with_its_code(change, rule, code):
+    s = Stream()
+    _semaphores(s)
+    sem_call(s, "Signal", **change)
+    (f,) = feed(s).findings
+    assert (f.case, f.code, f.fn, f.source) == (rule, CL_CODES[code], "clEnqueueSignalSemaphoresKHR", "validator")
+
+
+def test_a_semaphore_call_the_driver_refused_changes_no_state():
+    s = Stream()
+    _semaphores(s)
+    sem_call(s, "Signal", ret={"status": CL_CODES["CL_OUT_OF_RESOURCES"]})
+    sem_call(s, "Signal")
+    sem_call(s, "Wait")
+    assert feed(s).findings == []
+
+
+def test_a_shared_or_unseen_semaphore_is_checked_but_its_state_not_followed():
+    s = Stream()
+    _semaphores(s)
+    for sem in (SHARED_SEM, 0x5EE):  # exportable; never created in the records
+        sem_call(s, "Signal", sems=(sem,))
+        sem_call(s, "Signal", sems=(sem,))
+    model = feed(s)
+    assert model.findings == []
+    assert any("shared with another API" in what for what in model.assumed)
+    assert any("no creation record" in what for what in model.assumed)
+
+
+def test_strict_answers_a_semaphore_call_s_listed_error_and_leaves_the_undefined_to_the_driver():
+    s = Stream()
+    _semaphores(s)
+    model = feed(s)
+    s.records.clear()
+    answers = []
+    sem_call(s, "Signal", num=0, verdict=True, returns=False)
+    sem_call(s, "Signal", verdict=True, returns=False)
+    sem_call(s, "Signal", verdict=True, returns=False)  # twice: undefined behaviour, no code
+    for line in s.lines():
+        answer = model.feed(wire.parse_line(line))
+        if answer is not None:
+            answers.append(answer["status"])
+    assert answers == [CL_CODES["CL_INVALID_VALUE"], 0, 0]
+    assert [f.case for f in model.findings] == ["num_zero", "signal_twice"]

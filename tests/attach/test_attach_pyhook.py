@@ -39,7 +39,7 @@ def run_program(tmp_path, hooked: bool, extra_path: str = "") -> tuple[str, list
     r, w = os.pipe()
     pass_fds = ()
     if hooked:
-        env[wire.FD_ENV] = str(w)
+        env[wire.FD_ENV] = wire.channel_text(w)
         pass_fds = (w,)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (HOOK_DIR, extra_path) if p)
     try:

@@ -77,13 +77,13 @@ def attach(cmd: list[str], layer: Path | None, *, verdict: int | str | None = No
     if layer is not None:
         env["OPENCL_LAYERS"] = str(layer)
     if fd_env:
-        env[wire.FD_ENV] = str(write_end)
+        env[wire.FD_ENV] = wire.channel_text(write_end)
     fds = [write_end]
     answer_end = None
     if verdict is not None:
         question_end, answer_end = os.pipe()
         env[wire.STRICT_ENV] = "1"
-        env[wire.VERDICT_FD_ENV] = str(question_end)
+        env[wire.VERDICT_FD_ENV] = wire.channel_text(question_end)
         fds.append(question_end)
         if verdict == "eof":
             os.close(answer_end)
@@ -252,6 +252,63 @@ def test_a_context_from_type(built, platform):
 
 
 @impl
+def test_a_context_s_ret_describes_its_devices_and_the_sharing_extensions_they_list(built, platform):
+    """Each device of a new context: its name, its platform's name and version, and which of the
+    sharing extensions (wire.SHARING_EXTENSIONS) its CL_DEVICE_EXTENSIONS lists, as pyopencl reads them."""
+    import pyopencl as cl
+
+    run = attach([str(built["prog"]), platform, "fromtype"], built["layer"])
+    assert run.rc == 0, run.stderr
+    [call] = run.calls("clCreateContextFromType")
+    [info] = run.ret(call)["devices_info"]
+    [device] = [d for p in cl.get_platforms() if p.name == platform for d in p.get_devices()][:1]
+    assert (info["name"], info["platform"], info["platform_version"]) == \
+        (device.name, device.platform.name, device.platform.version)
+    assert info["lists"] == [e for e in wire.SHARING_EXTENSIONS if e in device.extensions.split()]
+
+
+RETAIN_AND_ALIAS = """\
+import ctypes, sys
+import numpy as np
+import pyopencl as cl
+platform = next(p for p in cl.get_platforms() if p.name == sys.argv[1])
+ctx = cl.Context(platform.get_devices()[:1])
+q = cl.CommandQueue(ctx)
+b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+again = cl.Buffer.from_int_ptr(b.int_ptr, retain=True)  # clRetainMemObject
+first = cl.enqueue_fill_buffer(q, b, np.uint32(1), 0, 64)
+second = cl.enqueue_fill_buffer(q, b, np.uint32(1), 0, 64)
+lib = ctypes.CDLL("libOpenCL.so.1")
+lib.clEnqueueFillBuffer.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t] * 3 + [ctypes.c_uint] + \
+    [ctypes.c_void_p] * 2
+wait = (ctypes.c_void_p * 2)(first.int_ptr, second.int_ptr)
+pattern = ctypes.c_uint32(2)
+q.finish()
+print("retained", flush=True)
+# event = &wait[1]: undefined behaviour (PoCL aborts in it); the record is written before the driver sees it
+lib.clEnqueueFillBuffer(q.int_ptr, b.int_ptr, ctypes.byref(pattern), 4, 0, 64, 2, wait,
+                        ctypes.byref(wait, ctypes.sizeof(ctypes.c_void_p)))
+"""
+
+
+@impl
+def test_retains_and_an_event_written_into_the_wait_list_are_recorded(built, platform, tmp_path):
+    """clRetainMemObject is recorded with its mem; an enqueue whose event pointer is an element of its
+    own wait list says which (``event_in_wait``); one that writes elsewhere has no such key. (What the
+    driver then does with the alias is its own: PoCL aborts.)"""
+    prog = tmp_path / "retain_alias.py"
+    prog.write_text(RETAIN_AND_ALIAS)
+    run = attach([sys.executable, str(prog), platform], built["layer"])
+    assert run.stdout.startswith("retained\n"), run.stderr
+    [create] = run.calls("clCreateBuffer")
+    [retain] = run.calls("clRetainMemObject")
+    assert retain["mem"] == run.ret(create)["handle"] and run.ret(retain)["status"] == 0
+    *plain, aliased = run.calls("clEnqueueFillBuffer")
+    assert len(plain) == 2 and all("event_in_wait" not in p and p["event_out"] for p in plain)
+    assert aliased["event_in_wait"] == 1 and aliased["num_wait"] == 2
+
+
+@impl
 def test_a_pyopencl_program(built, platform, tmp_path):
     cmd = [sys.executable, str(PROGRAMS / "cl_pyopencl.py"), platform]
     plain = run_plain([*cmd, str(tmp_path / "plain.npy")])
@@ -381,7 +438,7 @@ def test_the_program_survives_glshare_going_away(built, platform, tmp_path):
     plain = run_plain([str(built["prog"]), platform, "run", str(tmp_path / "plain.bin")])
     read_end, write_end = os.pipe()
     os.close(read_end)
-    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: str(write_end)}
+    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: wire.channel_text(write_end)}
     try:
         done = subprocess.run([str(built["prog"]), platform, "run", str(tmp_path / "layer.bin")], env=env,
                               pass_fds=(write_end,), capture_output=True, text=True, timeout=120)
@@ -396,7 +453,7 @@ def test_a_socket_instead_of_a_pipe(built, tmp_path):
     with MSG_NOSIGNAL): the same records come, one per message."""
     platform = IMPLS[0][1]
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: str(theirs.fileno())}
+    env = {**os.environ, "OPENCL_LAYERS": str(built["layer"]), wire.FD_ENV: wire.channel_text(theirs.fileno())}
     messages: list[bytes] = []
 
     def read() -> None:

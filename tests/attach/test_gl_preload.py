@@ -102,7 +102,7 @@ def run_program(cmd: list[str], preload: str | None, record: bool = True, env: d
     if preload:
         full_env["LD_PRELOAD"] = preload
     if record:
-        full_env[wire.FD_ENV] = str(write_fd)
+        full_env[wire.FD_ENV] = wire.channel_text(write_fd)
     chunks: list[bytes] = []
 
     def drain() -> None:
@@ -384,7 +384,7 @@ def test_a_socket_descriptor_gets_one_record_per_message(preload, gl_getproc, tm
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", wire.FD_ENV)}
-    env.update(LD_PRELOAD=preload, **{wire.FD_ENV: str(theirs.fileno())})
+    env.update(LD_PRELOAD=preload, **{wire.FD_ENV: wire.channel_text(theirs.fileno())})
     try:
         done = subprocess.run([str(gl_getproc), "gpa", str(tmp_path / "a.rgba")], env=env, pass_fds=(theirs.fileno(),),
                               capture_output=True, text=True, timeout=120)

@@ -62,6 +62,27 @@ def _library_dir(module) -> None:
             _library_dirs += (folder,)
 
 
+def _channel(text: str) -> int | None:
+    """A private duplicate of glshare's channel where ``text`` ("FD:DEV:INO", wire.channel_text)
+    names it: FD a socket or FIFO with that device and inode (a close_fds descendant may have the
+    number on a file of its own: it gets no record); None otherwise. The duplicate is
+    non-inheritable, at 200 or above like the C libraries' (app/native/attach/channel.h)."""
+    import fcntl
+    import stat
+
+    try:
+        fd, dev, ino = (int(part) for part in text.split(":"))
+        st = os.fstat(fd)
+    except (ValueError, OSError):
+        return None
+    if not (stat.S_ISSOCK(st.st_mode) or stat.S_ISFIFO(st.st_mode)) or (st.st_dev, st.st_ino) != (dev, ino):
+        return None
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
+    except OSError:
+        return None
+
+
 def _writer(fd: int):
     pid_prefix = '{"k":"site","src":"py","pid":'
 
@@ -154,10 +175,10 @@ def _chain() -> None:
 
 def _install() -> None:
     _chain()
-    fd_text = os.environ.get(FD_ENV, "")
-    if not fd_text.isdigit():
+    fd = _channel(os.environ.get(FD_ENV, ""))
+    if fd is None:
         return
-    site = _writer(int(fd_text))
+    site = _writer(fd)
     for name in WATCHED:
         module = sys.modules.get(name)
         if module is not None:  # imported before this ran (a chained sitecustomize)

@@ -4,9 +4,10 @@
  * (cl_loader_layers, "Installable OpenCL Loader Layers"); the layer hands back its own table, in which
  * the entry points below record and call on, and every other entry is the next layer's. Records are
  * the lines app/attach/wire.py describes, each one write(2) of at most MAX_LINE bytes to the file
- * descriptor GLSHARE_ATTACH_FD (a pipe: POSIX makes a write of at most PIPE_BUF bytes atomic, so
- * threads' lines never interleave). Without GLSHARE_ATTACH_FD the layer's table is the next layer's:
- * the program runs exactly as without it.
+ * descriptor GLSHARE_ATTACH_FD names (a pipe: POSIX makes a write of at most PIPE_BUF bytes atomic, so
+ * threads' lines never interleave; or a socket), through a private duplicate, and only where the
+ * descriptor is that channel (channel.h). Without it the layer's table is the next layer's: the
+ * program runs exactly as without it.
  *
  * Invariants:
  * - Every wrapper calls the next layer's entry with the program's arguments, except two changes that
@@ -42,6 +43,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "channel.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_LINE 4096  /* wire.MAX_LINE: PIPE_BUF on Linux */
@@ -187,25 +189,31 @@ static void put_bool(rec_t *r, const char *key, int v) { put_word(r, key, v ? "t
 
 static void put_null(rec_t *r, const char *key) { put_word(r, key, "null"); }
 
-/* A JSON string, escaped; cut at 200 bytes. */
-static void put_str(rec_t *r, const char *key, const char *s)
+/* A JSON string of ``s`` into t (room for 512 bytes), escaped; cut at 200 bytes. */
+static size_t qstr_(char *t, const char *s)
 {
-    char t[512];
-    size_t n = key_(t, key);
+    size_t n = 0;
     t[n++] = '"';
-    for (size_t i = 0; s && s[i] && i < 200 && n < sizeof t - 8; i++) {
+    for (size_t i = 0; s && s[i] && i < 200 && n < 512 - 8; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') {
             t[n++] = '\\';
             t[n++] = (char)c;
         } else if (c < 0x20) {
-            n += (size_t)snprintf(t + n, sizeof t - n, "\\u%04x", c);
+            n += (size_t)snprintf(t + n, 512 - n, "\\u%04x", c);
         } else {
             t[n++] = (char)c;
         }
     }
     t[n++] = '"';
-    put(r, t, n);
+    return n;
+}
+
+static void put_str(rec_t *r, const char *key, const char *s)
+{
+    char t[600];
+    size_t n = key_(t, key);
+    put(r, t, n + qstr_(t + n, s));
 }
 
 /* A list of handles ("0x..." strings); null where the array is NULL. */
@@ -895,6 +903,9 @@ static void enq_waits(enq_t *e, cl_uint num_wait, const cl_event *wait, cl_event
     put_u64(&e->r, "num_wait", num_wait);
     put_handles(&e->r, "wait", (const void *const *)wait, wait ? num_wait : 0);
     put_bool(&e->r, "event_out", event != NULL);
+    uintptr_t at = (uintptr_t)event, first = (uintptr_t)wait;
+    if (event && wait && at >= first && at < first + num_wait * sizeof *wait && (at - first) % sizeof *wait == 0)
+        put_u64(&e->r, "event_in_wait", (at - first) / sizeof *wait); /* the alias 5.5.15 forbids: the slot's index */
     e->own = NULL;
     e->evp = event ? event : &e->own;
 }
@@ -911,6 +922,8 @@ static void enq_done(enq_t *e, cl_int status, cl_event *event)
 }
 
 /* ---- contexts and queues -------------------------------------------------------------------------- */
+
+static void context_made(uint64_t id, cl_int st, cl_context c);
 
 static cl_context CL_API_CALL w_clCreateContext(const cl_context_properties *props, cl_uint ndev,
                                                 const cl_device_id *devs,
@@ -930,7 +943,7 @@ static cl_context CL_API_CALL w_clCreateContext(const cl_context_properties *pro
     depth--;
     if (err)
         *err = st;
-    ret_rec(id, st, 1, c, NULL);
+    context_made(id, st, c);
     return c;
 }
 
@@ -952,8 +965,107 @@ static cl_context CL_API_CALL w_clCreateContextFromType(const cl_context_propert
     depth--;
     if (err)
         *err = st;
-    ret_rec(id, st, 1, c, NULL);
+    context_made(id, st, c);
     return c;
+}
+
+/* The extensions a context's devices are asked about (wire.py, SHARING_EXTENSIONS): those the sharing
+ * calls need (cl_khr_gl_sharing: clCreateFromGL*, clEnqueueAcquire/ReleaseGLObjects, OpenCL 3.0
+ * Extension spec 9.5; cl_khr_external_memory and its handle types; cl_khr_semaphore and the external
+ * semaphores). */
+static const char *const SHARING_EXTS[] = {
+    "cl_khr_gl_sharing", "cl_khr_gl_event", "cl_khr_egl_image", "cl_khr_external_memory",
+    "cl_khr_external_memory_opaque_fd", "cl_khr_external_memory_dma_buf", "cl_khr_semaphore",
+    "cl_khr_external_semaphore", "cl_khr_external_semaphore_opaque_fd", "cl_khr_external_semaphore_sync_fd"};
+#define DEVICES_MAX 8 /* devices described in one context's ret record */
+
+/* ``name`` is one of the space-separated words of ``list`` (a prefix of a longer name is not). */
+static int lists_word(const char *list, const char *name)
+{
+    size_t k = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += k)
+        if ((p == list || p[-1] == ' ') && (p[k] == ' ' || p[k] == 0))
+            return 1;
+    return 0;
+}
+
+static void info_str(cl_int (*get)(void *, cl_uint, size_t, void *, size_t *), void *obj, cl_uint what, char *out,
+                     size_t cap)
+{
+    out[0] = 0;
+    if (get(obj, what, cap - 1, out, NULL) != CL_SUCCESS)
+        out[0] = 0;
+    out[cap - 1] = 0;
+}
+
+/* A context's ret record: with each of its devices (CL_CONTEXT_DEVICES, at most DEVICES_MAX) as
+ * ``devices_info``: its name, its platform's name and version, and which of SHARING_EXTS its
+ * CL_DEVICE_EXTENSIONS lists. Only queries: the program's context is what the driver made. */
+static void context_made(uint64_t id, cl_int st, cl_context c)
+{
+    rec_t r;
+    begin(&r, "ret");
+    put_u64(&r, "id", id);
+    put_i64(&r, "status", st);
+    put_ptr(&r, "handle", c);
+    cl_device_id devs[DEVICES_MAX];
+    size_t size = 0;
+    if (st == CL_SUCCESS && c && nx->clGetContextInfo(c, CL_CONTEXT_DEVICES, sizeof devs, devs, &size) == CL_SUCCESS) {
+        size_t ndev = size / sizeof devs[0];
+        puts_(&r, ",\"devices_info\":[");
+        for (size_t i = 0; i < ndev && i < DEVICES_MAX; i++) {
+            if (r.n > MAX_LINE - 2200) { /* room for one more whole entry (three escaped strings, the list) */
+                r.cut = 1;
+                break;
+            }
+            char name[256], pname[256], pver[256], t[600];
+            cl_platform_id plat = NULL;
+            info_str((cl_int(*)(void *, cl_uint, size_t, void *, size_t *))nx->clGetDeviceInfo, devs[i], CL_DEVICE_NAME,
+                     name, sizeof name);
+            pname[0] = pver[0] = 0;
+            if (nx->clGetDeviceInfo(devs[i], CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL) == CL_SUCCESS) {
+                info_str((cl_int(*)(void *, cl_uint, size_t, void *, size_t *))nx->clGetPlatformInfo, plat,
+                         CL_PLATFORM_NAME, pname, sizeof pname);
+                info_str((cl_int(*)(void *, cl_uint, size_t, void *, size_t *))nx->clGetPlatformInfo, plat,
+                         CL_PLATFORM_VERSION, pver, sizeof pver);
+            }
+            size_t n = 0;
+            t[n++] = i ? ',' : '{';
+            if (i)
+                t[n++] = '{';
+            memcpy(t + n, "\"device\":", 9);
+            n += 9;
+            n += hex_(t + n, (uintptr_t)devs[i]);
+            put(&r, t, n);
+            put_str(&r, "name", name);
+            put_str(&r, "platform", pname);
+            put_str(&r, "platform_version", pver);
+            size_t elen = 0;
+            char *exts = NULL;
+            if (nx->clGetDeviceInfo(devs[i], CL_DEVICE_EXTENSIONS, 0, NULL, &elen) == CL_SUCCESS && elen &&
+                (exts = malloc(elen + 1)) != NULL &&
+                nx->clGetDeviceInfo(devs[i], CL_DEVICE_EXTENSIONS, elen, exts, NULL) == CL_SUCCESS) {
+                exts[elen] = 0;
+                puts_(&r, ",\"lists\":[");
+                int first = 1;
+                for (size_t e = 0; e < sizeof SHARING_EXTS / sizeof SHARING_EXTS[0]; e++) {
+                    if (!lists_word(exts, SHARING_EXTS[e]))
+                        continue;
+                    n = 0;
+                    if (!first)
+                        t[n++] = ',';
+                    n += qstr_(t + n, SHARING_EXTS[e]);
+                    put(&r, t, n);
+                    first = 0;
+                }
+                puts_(&r, "]");
+            }
+            free(exts);
+            puts_(&r, "}");
+        }
+        puts_(&r, "]");
+    }
+    emit(&r, id);
 }
 
 /* A queue's ret record; ``refused``: the driver refused the profiling the layer asked for, and the
@@ -1153,6 +1265,24 @@ static cl_mem CL_API_CALL w_clCreateSubBuffer(cl_mem buf, cl_mem_flags flags, cl
     if (out_fd >= 0 && m)
         mem_known(m);
     return m;
+}
+
+/* The program's retains, recorded so that glshare counts a memory object's references: it ends at the
+ * release that takes the last one the program holds (OpenCL 3.0 5.5.4; the driver's own references,
+ * which CL_MEM_REFERENCE_COUNT may include, are not the program's). */
+static cl_int CL_API_CALL w_clRetainMemObject(cl_mem mem)
+{
+    if (!recording())
+        return nx->clRetainMemObject(mem);
+    rec_t r;
+    uint64_t id = call_head(&r, "clRetainMemObject", SITE());
+    put_ptr(&r, "mem", mem);
+    emit(&r, id);
+    depth++;
+    cl_int st = nx->clRetainMemObject(mem);
+    depth--;
+    ret_rec(id, st, 0, NULL, NULL);
+    return st;
 }
 
 static cl_int CL_API_CALL w_clReleaseMemObject(cl_mem mem)
@@ -1996,19 +2126,16 @@ EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_layer_info name, size_t size, void *
     return CL_SUCCESS;
 }
 
-/* GLSHARE_ATTACH_FD names an open descriptor, else the layer records nothing (one line says why). */
-static int open_fd_from_env(const char *var)
+/* GLSHARE_ATTACH_FD / GLSHARE_ATTACH_VERDICT_FD identify glshare's channel (channel.h), else the
+ * layer records nothing (one line only where the variable is malformed). */
+static int open_fd_from_env(const char *var, int *is_socket)
 {
     const char *s = getenv(var);
-    if (!s || !*s)
-        return -1;
-    char *end;
-    long fd = strtol(s, &end, 10);
-    if (*end || fd < 0 || fd > 1 << 20 || fcntl((int)fd, F_GETFD) < 0) {
-        fprintf(stderr, "glshare cl layer: %s=%s is not an open file descriptor; recording nothing\n", var, s);
-        return -1;
-    }
-    return (int)fd;
+    int why;
+    int fd = glshare_channel(s, is_socket, &why);
+    if (fd < 0 && why == CHANNEL_BAD_TEXT)
+        fprintf(stderr, "glshare cl layer: %s=%s is not FD:DEV:INO; recording nothing\n", var, s);
+    return fd;
 }
 
 static void install(void)
@@ -2025,6 +2152,7 @@ static void install(void)
     W(clCreateImage2D);
     W(clCreateImage3D);
     W(clCreateSubBuffer);
+    W(clRetainMemObject);
     W(clReleaseMemObject);
     W(clCreateFromGLBuffer);
     W(clCreateFromGLTexture);
@@ -2087,14 +2215,15 @@ EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries, const cl_icd_dispatch
     }
     nx = target;
     memcpy(&disp, target, sizeof disp);
-    out_fd = open_fd_from_env("GLSHARE_ATTACH_FD");
-    struct stat st;
-    out_socket = out_fd >= 0 && fstat(out_fd, &st) == 0 && S_ISSOCK(st.st_mode);
+    out_fd = open_fd_from_env("GLSHARE_ATTACH_FD", &out_socket);
     if (out_fd >= 0) {
         const char *s = getenv("GLSHARE_ATTACH_STRICT");
         strict_mode = s && strcmp(s, "1") == 0;
         if (strict_mode)
-            verdict_fd = open_fd_from_env("GLSHARE_ATTACH_VERDICT_FD");
+        {
+            int is_socket;
+            verdict_fd = open_fd_from_env("GLSHARE_ATTACH_VERDICT_FD", &is_socket);
+        }
         cur_pid = getpid();
         pthread_atfork(NULL, NULL, in_child);
         atexit(at_exit);

@@ -43,6 +43,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "channel.h"
 
 #define RECORD_MAX 4096 /* wire.MAX_LINE: PIPE_BUF on Linux */
 #define LIB_NAME "glshare-gl-preload"
@@ -1501,13 +1502,10 @@ static void init(void) {
     const char *env = getenv("GLSHARE_ATTACH_FD");
     if (!env || !*env)
         return;
-    char *end = NULL;
-    long fd = strtol(env, &end, 10);
-    if (*end || fd < 0 || fd > 1 << 20 || fcntl((int)fd, F_GETFD) < 0)
-        return; /* not a descriptor of this process: nothing is recorded */
-    struct stat st;
-    g_fd = (int)fd;
-    g_is_socket = fstat(g_fd, &st) == 0 && S_ISSOCK(st.st_mode);
+    int why;
+    g_fd = glshare_channel(env, &g_is_socket, &why);
+    if (g_fd < 0)
+        return; /* not glshare's channel in this process (channel.h): nothing is recorded */
     pthread_atfork(NULL, NULL, after_fork_child);
     atomic_store(&g_on, 1); /* "hello" comes with the first record: a process that makes no GL call writes none */
 }

@@ -48,7 +48,7 @@ def libraries(cl: bool, gl: bool) -> dict[str, str | None]:
     for key, stem, flag, on in (("cl", "cl_layer", "--no-cl", cl), ("gl", "gl_preload", "--no-gl", gl)):
         path = native.attach_library(stem) if on else None
         if path is not None and not os.path.exists(path):
-            raise LibraryMissing(f"{os.path.relpath(path)} is not built (make setup, or python -m app.native build); "
+            raise LibraryMissing(f"{path} is not built (make setup, or python -m app.native build); "
                                  f"{flag} records without it")
         out[key] = path
     return out

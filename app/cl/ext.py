@@ -53,9 +53,20 @@ def call_error(code: int, call) -> cl.Error:
     return _error(code, call.routine, f"{cl_error_name(code)}: {call.detail}" if call.detail else "")
 
 
+def loader_path() -> str:
+    """The OpenCL ICD loader pyopencl calls: the one its wheel brings (``pyopencl/.libs/libOpenCL-*``,
+    auditwheel's renamed copy) where there is one, else the system's ``libOpenCL.so.1``. glshare's
+    ctypes calls go through that same loader, so the process has one loader: one table of platforms,
+    and a loader layer (``glshare attach``'s, cl_loader_layers) sees every call glshare makes."""
+    import glob
+
+    bundled = sorted(glob.glob(os.path.join(os.path.dirname(_cl.__file__), ".libs", "libOpenCL*.so*")))
+    return bundled[0] if bundled else "libOpenCL.so.1"
+
+
 @lru_cache(maxsize=1)
 def libopencl() -> ctypes.CDLL:
-    lib = ctypes.CDLL("libOpenCL.so.1")
+    lib = ctypes.CDLL(loader_path())
     lib.clGetExtensionFunctionAddressForPlatform.restype = vp
     lib.clGetExtensionFunctionAddressForPlatform.argtypes = [vp, ctypes.c_char_p]
     lib.clGetDeviceInfo.restype = cl_int

@@ -102,16 +102,27 @@ def test_a_program_killed_inside_a_cl_call_is_said_with_the_call(tmp_path):
 
 
 STRICT = """\
-import pyopencl as cl
+import ctypes, glob, os
+import pyopencl as cl, pyopencl._cl as _cl
 ctx = cl.create_some_context(interactive=False)
 q = cl.CommandQueue(ctx)
 b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
-try:
-    cl.enqueue_acquire_gl_objects(q, [b])
-    print("acquire returned")
-except cl.Error as exc:
-    print("acquire failed:", exc.code)
+if hasattr(cl, "enqueue_acquire_gl_objects"):  # a pyopencl built with GL
+    try:
+        cl.enqueue_acquire_gl_objects(q, [b])
+        code = 0
+    except cl.Error as exc:
+        code = exc.code
+else:  # PyPI's wheel: the entry point of the loader pyopencl calls, through ctypes
+    found = sorted(glob.glob(os.path.join(os.path.dirname(_cl.__file__), ".libs", "libOpenCL*.so*")))
+    acquire = ctypes.CDLL(found[0] if found else "libOpenCL.so.1").clEnqueueAcquireGLObjects
+    acquire.restype = ctypes.c_int32
+    acquire.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                        ctypes.c_void_p]
+    code = acquire(q.int_ptr, 1, (ctypes.c_void_p * 1)(b.int_ptr), 0, None, None)
+print("acquire returned" if code == 0 else f"acquire failed: {code}")
 """
+STRICT_LINE = 8  # the pyopencl call's line; through ctypes the site is the call's return address or its line
 
 
 @needs_cl
@@ -124,7 +135,13 @@ def test_an_acquire_on_a_context_not_from_gl_is_found_and_under_strict_answered_
     done, report = attach(tmp_path, [sys.executable, str(prog)], "--no-gl", *(("--strict",) if strict else ()))
     assert done.returncode == 0 and done.stdout == "acquire failed: -34\n"
     (f,) = report["findings"]
-    assert (f["case"], f["code"], f["site"]) == ("context_not_from_gl", -34, f"{prog}:6 (<module>)")
+    assert (f["case"], f["code"]) == ("context_not_from_gl", -34)
+    import pyopencl as cl
+
+    if hasattr(cl, "enqueue_acquire_gl_objects"):
+        assert f["site"] == f"{prog}:{STRICT_LINE} (<module>)"
+    else:
+        assert f["site"].startswith(("0x", f"{prog}:"))
     assert f["driver_status"] == (None if strict else -34)
     assert report["recording"]["verdicts"] == ({"asked": 1, "refused": 1} if strict else {"asked": 0, "refused": 0})
 

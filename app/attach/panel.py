@@ -552,9 +552,13 @@ def _columns(models: dict[int, ProcessModel], timelines: dict[int, Timeline], ca
         return ()
     # pid -> key -> (each call's t, running sum of its ns, running count of calls without a time)
     sums: dict[int, dict[str, tuple[list[int], list[int], list[int]]]] = {}
-    for pid, (_times, kept) in calls.items():
+    since: dict[int, int] = {}  # pid -> the start of its oldest frame in the table: calls before it are not read
+    for rec in recs:
+        pid, start, _end = spans[rec.index]
+        since[pid] = min(since.get(pid, start), start)
+    for pid, (times, kept) in calls.items():
         per: dict[str, tuple[list[int], list[int], list[int]]] = {}
-        for c in kept:
+        for c in kept[bisect.bisect_left(times, since[pid]):] if pid in since else ():
             key = call_kind(c)
             stamps = host_stamps(models[pid], timelines[pid].clocks, c) if key != "GL call" else None
             dev = [(f"queue {c.rec.get('queue', '?')[-6:]}", stamps[3] - stamps[2])] \

@@ -24,6 +24,12 @@ PHASE_RGB: dict[str, RGB] = {
 WAIT_RGB: RGB = (170, 40, 40)  # the CPU waiting (glFinish, clFinish): dark red, a cost
 BOOKKEEPING_RGB: RGB = (120, 190, 230)  # glshare reading earlier frames' stamps inside a wait's window: sky blue
 GL_PASS_RGB: dict[str, RGB] = {"gl render": PHASE_RGB["render"], "gl panel": PHASE_RGB["panel"]}
+# another program's calls (glshare attach's thread and queue rows), by what they are: the phase
+# colours of the same work (CL's kernels, GL's render), a wait's, and the frame's for its boundary
+CALL_RGB: dict[str, RGB] = {"CL call": PHASE_RGB["compute"], "GL call": PHASE_RGB["render"], "wait": WAIT_RGB,
+                            "swap": PHASE_RGB["frame"]}
+CALL_TITLES = {"CL call": "CL calls / commands", "GL call": "GL calls",
+               "wait": "waits (finish, event/sync waits, blocking transfers)", "swap": "swaps"}
 
 GL, CL, TO_CL, TO_GL = "GL", "CL", "GL -> CL", "CL -> GL"
 OWNER_RGB: dict[str, RGB] = {GL: (240, 222, 60), CL: (140, 110, 255)}  # yellow, violet

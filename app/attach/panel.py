@@ -11,7 +11,13 @@ read-only view (``SessionView``) the panel's model reads for glshare's own runs
   that made none: its frames, swap to swap), go into a ``RunHistory`` as the scheduler's do: the
   timeline, the timing plot, the Owners and Events tabs read them as theirs; the timeline's added
   rows (``PanelData(rows_of=...)``, the model's ``Row``) are the program's CPU threads and CL
-  queues over the record's span;
+  queues over the record's span, each bar coloured by what the call is (``call_kind``: a CL call
+  or its command, a GL call, a wait, a swap; app/legend.py's ``CALL_RGB``), each finding marked at
+  its call on its thread's row (where no object lane holds it); glshare's own lanes (CPU phases,
+  CPU wait, CL, GL) stand only where the program's records fill them (``measured_lanes``);
+- the median / p95 table is what was measured per frame (``columns``: the frame, and the CPU time
+  of each kind of call, each queue's device time), not glshare's phases, which a frame made of
+  swaps does not have;
 - every finding (validator, ownership, races) is folded into the history's errors (a finding with
   a CL code: the call's error) or hazards (the others), with the program's call and site; a
   hazard whose call falls in a hand-over is also marked on that record's timeline;
@@ -36,10 +42,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.attach.launch import Outcome, Recorder, run
-from app.attach.model import COPIES, HAND_OVERS, KERNELS, ProcessModel, gl_use
+from app.attach.model import COPIES, CPU_WAITS, HAND_OVERS, KERNELS, SWAPS, Call, ProcessModel, gl_use
 from app.attach.report import cannot_see, ending, queue_stamps
-from app.attach.timeline import Timeline, build, host_stamps
+from app.attach.timeline import GL_NOT_TIMED, Timeline, build, host_stamps
 from app.errors import UsageError
+from app.legend import CALL_RGB, PHASE_RGB
 from app.schedule.frame import FrameRecord
 from app.schedule.history import RunHistory
 from app.session.views import (
@@ -132,6 +139,8 @@ class LiveView:
         self._spans: dict[int, tuple[int, int, int]] = {}  # frame index -> (pid, start ns, end ns)
         self._models: dict[int, ProcessModel] = {}
         self._calls: dict[int, tuple[list[int], list]] = {}  # pid -> (each kept call's t, the calls), as built
+        self._marks: dict[int, tuple[list[int], list]] = {}  # pid -> (each finding's call t, (t, tid, mark)), as built
+        self.columns: tuple = ()  # the median / p95 table's columns (app/ui/model's Column), as built
 
     def rows_of(self, rec: FrameRecord) -> tuple:
         """The timeline's rows of ``rec`` (``PanelData(rows_of=...)``): the calls its process issued
@@ -143,7 +152,8 @@ class LiveView:
                 if span is None:
                     return ()
                 pid, start, end = span
-                self._rows = {key: _rows(self._models[pid], self.timelines[pid], self._calls[pid], start, end)}
+                self._rows = {key: _rows(self._models[pid], self.timelines[pid], self._calls[pid], start, end,
+                                         self._marks[pid], set(rec.owner_labels))}
             return self._rows[key]
 
     @property
@@ -202,6 +212,7 @@ class LiveView:
         for pid, m in models.items():
             calls = sorted(m.calls, key=lambda c: c.t)
             self._calls[pid] = ([c.t for c in calls], calls)
+        self._marks = {pid: _row_marks(m, self.timelines[pid]) for pid, m in models.items()}
         history = RunHistory(cap=10**9)  # the attach model keeps its own bounds (KEEP_CALLS)
         history.begin_segment("attach", " ".join(os.path.basename(a) for a in p.argv[:1]), TITLE, 0)
         records = self._records(models)
@@ -213,9 +224,11 @@ class LiveView:
             history.add(rec)
         for pid, model in models.items():
             _fold(history, model, self.timelines[pid])
+        self.columns = _columns(models, self.timelines, self._calls, records, self._spans)
         notes = []
         for pid, model in models.items():
-            notes += [f"pid {pid}: {line}" for line in cannot_see(outcome, model, self.timelines[pid])]
+            notes += [f"pid {pid}: {line}" for line in cannot_see(outcome, model, self.timelines[pid])
+                      + _panel_notes(model, self.timelines[pid])]
         frames = sum(m.frame for m in models.values())
         setup = SetupView("attach", self._title(models, frames), f"pid {outcome.pid or '?'}", TITLE, "", "count",
                           False, False, p.strict)
@@ -289,6 +302,14 @@ class PanelOptions:
     on_frame: Callable[[object, LiveView, Program], None] | None = None
 
 
+def panel_data(live: LiveView):
+    """The panel's model over ``live``: the tabs that describe an attached program, its rows, its
+    measured lanes only, its measured columns."""
+    from app.ui.model import PanelData
+
+    return PanelData(tab_keys=TABS, rows_of=live.rows_of, measured_lanes=True, columns_of=lambda _records: live.columns)
+
+
 def run_with_panel(argv: list[str], libs: dict[str, str | None], strict: bool, options: PanelOptions) -> Outcome:
     """Open glshare's window, then run the program recorded, the panel following it; returns the
     program's outcome once the window is closed and the program ended (a window closed first:
@@ -321,7 +342,6 @@ def show(program: Program, options: PanelOptions) -> LiveView:
     from app.trace.png import write_png
     from app.ui.bundle import complete
     from app.ui.host import UiHost
-    from app.ui.model import PanelData
     from app.window import open_surface
 
     complete()  # imgui_bundle before the window: one GLFW library for both (app/window/glfw_window.py)
@@ -330,7 +350,7 @@ def show(program: Program, options: PanelOptions) -> LiveView:
     try:
         ui = UiHost(surface, gl_info())
         live = LiveView(program).start()
-        ui.model = PanelData(tab_keys=TABS, rows_of=live.rows_of)
+        ui.model = panel_data(live)
         ui.state.fill = True
 
         def request(name: str, **_args) -> None:
@@ -447,28 +467,140 @@ def _end(rec: FrameRecord) -> int:
     return max(ends)
 
 
-def _rows(model: ProcessModel, tl: Timeline, calls: tuple[list[int], list], start: int, end: int):
+def call_kind(call: Call) -> str:
+    """What a call is, as its bar is coloured (app/legend.py's ``CALL_RGB``): "swap", "wait" (a CPU
+    wait, or a transfer or map the program made blocking), "GL call" or "CL call"."""
+    fn = call.fn
+    if fn in SWAPS:
+        return "swap"
+    if fn in CPU_WAITS or call.rec.get("blocking") is True:
+        return "wait"
+    return "CL call" if fn.startswith("cl") else "GL call"
+
+
+def _row_marks(model: ProcessModel, tl: Timeline) -> tuple[list[int], list]:
+    """Every finding at its call, in call order: (the call's t, (t, tid, case, (t, kind, title, text)))."""
+    out = []
+    for f in model.findings + tl.races:
+        call = model.by_id.get(("cl" if f.fn.startswith("cl") else "gl", f.call_id))
+        if call is None:
+            continue
+        if f.code is not None:
+            mark = (call.t, "error", f"{f.code_name or f.code} in {f.fn} (call {f.call_id})",
+                    f"{f.case}{' (assumed)' if f.assumed else ''}: {f.detail or f.object}"
+                    + (f"\n{f.spec}" if f.spec else ""))
+        else:
+            mark = (call.t, "hazard", f"hazard {f.case} on {f.object} ({f.fn}, call {f.call_id})", f.spec or f.detail)
+        out.append((call.t, call.tid, f.object if f.code is None else None, mark))
+    out.sort(key=lambda x: x[0])
+    return [x[0] for x in out], out
+
+
+def _rows(model: ProcessModel, tl: Timeline, calls: tuple[list[int], list], start: int, end: int,
+          marks: tuple[list[int], list] = ([], []), objects: set[str] = frozenset()):
     """The program's CPU threads (each call, issue to return) and CL queues (each command, device
-    START to END on the host clock) issued from ``start`` to ``end``: the timeline's rows."""
+    START to END on the host clock) issued from ``start`` to ``end``: the timeline's rows, each bar
+    coloured by its call's kind; the findings at their calls on their thread's row (a hazard on an
+    object of ``objects``, which has its own lane and mark there, left out)."""
     from app.ui.model.timeline import Row
 
     times, kept = calls
-    threads: dict[int, list] = {}
+    threads: dict[int, tuple[list, list]] = {}
     queues: dict[str, list] = {}
     first, last = bisect.bisect_left(times, start), bisect.bisect_right(times, end)
     left_out = max(last - first - ROW_BARS, 0)
     more = f"; its first {left_out:,} calls left out (the newest {ROW_BARS:,} shown)" if left_out else ""
     for c in kept[first + left_out:last]:
-        threads.setdefault(c.tid, []).append((c.fn, c.t, c.t_end if c.t_end is not None else c.t))
+        bars, kinds = threads.setdefault(c.tid, ([], []))
+        bars.append((c.fn, c.t, c.t_end if c.t_end is not None else c.t))
+        kinds.append(call_kind(c))
         stamps = host_stamps(model, tl.clocks, c)
         if stamps is not None and stamps[2] is not None and stamps[3] is not None:
             q = c.rec.get("queue", "?")
             queues.setdefault(q, []).append((c.fn.removeprefix("clEnqueue"), stamps[2], stamps[3]))
+    at, found = marks
+    on: dict[int, list] = {}
+    for _t, tid, obj, mark in found[bisect.bisect_left(at, start):bisect.bisect_right(at, end)]:
+        if obj is None or obj not in objects:
+            on.setdefault(tid, []).append(mark)
+            threads.setdefault(tid, ([], []))
     rows = [Row(f"thread {tid}", "cpu", f"pid {model.pid}, thread {tid}: each recorded call, issue to return{more}",
-                tuple(bars)) for tid, bars in sorted(threads.items())]
+                tuple(bars), tuple(kinds), tuple(on.get(tid, ()))) for tid, (bars, kinds) in sorted(threads.items())]
     rows += [Row(f"queue {q[-6:]}", "cl", f"pid {model.pid}, CL queue {q} (device {device_of_queue(model, q):#x}): "
-                 "each command from its device START to END", tuple(bars)) for q, bars in queues.items()]
+                 "each command from its device START to END", tuple(bars), ("CL call",) * len(bars))
+             for q, bars in queues.items()]
     return tuple(rows)
+
+
+COLUMN_FRAMES = 240  # the newest frames the table's median / p95 are of (the phases' table: HISTORY)
+
+
+def _columns(models: dict[int, ProcessModel], timelines: dict[int, Timeline], calls: dict[int, tuple[list[int], list]],
+             records: list[FrameRecord], spans: dict[int, tuple[int, int, int]]) -> tuple:
+    """The median / p95 table: the frame (its period, as the plot's) and, per frame, the CPU time
+    of each kind of call issued from its start to its end (issue to return) and each queue's device
+    time (START to END) of the commands enqueued in it, over the newest ``COLUMN_FRAMES`` frames
+    that have a period. A frame where a call of the kind has no time (no return recorded: GL's draws
+    and uploads are recorded at their issue only) has no value for it; a kind without a value in
+    any of those frames, or none but 0 (a queue used outside them), has no column."""
+    import numpy as np
+
+    from app.ui.model.parts import Column
+
+    recs = [r for r in records if r.period_ns][-COLUMN_FRAMES:]
+    if not recs:
+        return ()
+    # pid -> key -> (each call's t, running sum of its ns, running count of calls without a time)
+    sums: dict[int, dict[str, tuple[list[int], list[int], list[int]]]] = {}
+    since: dict[int, int] = {}  # pid -> the start of its oldest frame in the table: calls before it are not read
+    for rec in recs:
+        pid, start, _end = spans[rec.index]
+        since[pid] = min(since.get(pid, start), start)
+    for pid, (times, kept) in calls.items():
+        per: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        for c in kept[bisect.bisect_left(times, since[pid]):] if pid in since else ():
+            key = call_kind(c)
+            stamps = host_stamps(models[pid], timelines[pid].clocks, c) if key != "GL call" else None
+            dev = [(f"queue {c.rec.get('queue', '?')[-6:]}", stamps[3] - stamps[2])] \
+                if stamps is not None and stamps[2] is not None and stamps[3] is not None else []
+            for k, ns in [(key, c.t_end - c.t if c.t_end is not None else None)] + dev:
+                t, run, untimed = per.setdefault(k, ([], [0], [0]))
+                t.append(c.t)
+                run.append(run[-1] + (ns or 0))
+                untimed.append(untimed[-1] + (ns is None))
+        sums[pid] = per
+    names = {"CL call": "CL calls", "GL call": "GL calls", "wait": "waits", "swap": "swaps"}
+    keys = [k for k in names if any(k in per for per in sums.values())]
+    keys += sorted({k for per in sums.values() for k in per if k not in names})
+    table = np.full((len(keys) + 1, len(recs)), np.nan)
+    for j, rec in enumerate(recs):
+        pid, start, end = spans[rec.index]
+        table[0, j] = rec.period_ns / 1e6
+        for i, k in enumerate(keys, start=1):
+            t, run, untimed = sums[pid].get(k, ([], [0], [0]))
+            a, b = bisect.bisect_left(t, start), bisect.bisect_left(t, end)
+            if untimed[b] == untimed[a]:
+                table[i, j] = (run[b] - run[a]) / 1e6
+    titles = {"CL call": "the CPU time of the CL calls issued in the frame (issue to return), waits apart",
+              "GL call": "the CPU time of the GL calls issued in the frame, waits and swaps apart",
+              "wait": "the CPU time of the waits (clFinish, clWaitForEvents, glFinish, glClientWaitSync, "
+                      "blocking transfers and maps) issued in the frame", "swap": "the CPU time of the frame's swaps"}
+    cols = [Column("frame", PHASE_RGB["frame"], *_median_p95(table[0]),
+                   f"the frame's period, over the newest {len(recs)} frames")]
+    for i, k in enumerate(keys, start=1):
+        values = table[i][~np.isnan(table[i])]
+        if not values.any():
+            continue
+        cols.append(Column(names.get(k, f"{k} (device)"), CALL_RGB.get(k, CALL_RGB["CL call"]), *_median_p95(values),
+                           f"{titles.get(k, 'the device time (START to END) of the commands enqueued in the frame')}, "
+                           f"over the newest {len(values)} frames whose calls of it all have a time"))
+    return tuple(cols)
+
+
+def _median_p95(values) -> tuple[float, float]:
+    import numpy as np
+
+    return float(np.median(values)), float(np.percentile(values, 95))
 
 
 def _swap_frames(model: ProcessModel, calls: list) -> list[FrameRecord]:
@@ -524,6 +656,18 @@ def _fold(history: RunHistory, model: ProcessModel, tl: Timeline) -> None:
             history.hazards.add((f.case, f.object, where), f.frame,
                                 {"case": f.case, "kind": f.kind, "object": f.object, "label": f.object,
                                  "where": where, "spec": f.spec or f.detail})
+
+
+def _panel_notes(model: ProcessModel, tl: Timeline) -> list[str]:
+    """What the panel cannot show of a process beyond what the recording could not see."""
+    out = []
+    if not tl.records and model.swaps:
+        out.append("no hand-over recorded: its frames are its swaps, without glshare's phases (acquire, compute, "
+                   "release, render); the table sums its calls per frame instead")
+    if "gl" in model.sources and GL_NOT_TIMED not in tl.blind:
+        out.append("GL calls stand where the CPU issued them (the preload library reads no GL timer): "
+                   "GL's own GPU time is not seen")
+    return out
 
 
 def _no_teaching():

@@ -8,6 +8,8 @@ from __future__ import annotations
 # what each measured span is called (the CPU's call "enqueue kernel", the device's run "kernel"):
 from app.legend import (  # noqa: F401 - the legend, read by the panel's modules as app.ui.legend  # noqa: E402, F401 - the span names
     BOOKKEEPING_RGB,
+    CALL_RGB,
+    CALL_TITLES,
     CL,
     CPU_NAMES,
     DEVICE_NAMES,

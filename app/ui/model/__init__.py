@@ -20,7 +20,7 @@ from app.ui.model.data import SAMPLE_REACH, PanelData
 from app.ui.model.findings import Finding, Findings, RunFindings
 from app.ui.model.history import HISTORY, PLOT_FRAMES, SERIES, STATS_EVERY, PhaseHistory
 from app.ui.model.options import OptionRow, option_rows
-from app.ui.model.parts import ClockInfo, ControlsPart, Header, PanelModel, Timing, empty_model
+from app.ui.model.parts import ClockInfo, Column, ControlsPart, Header, PanelModel, Timing, empty_model
 from app.ui.model.timeline import (
     CLOCK_CL,
     CLOCK_GL,
@@ -41,6 +41,7 @@ from app.ui.model.timeline import (
     Lane,
     Link,
     Marker,
+    Row,
     Timeline,
     build_timeline,
 )
@@ -49,7 +50,7 @@ __all__ = [
     "CLOCK_CL", "CLOCK_GL", "CLOCK_HOST", "HISTORY", "KIND_BOOKKEEPING", "KIND_GL", "KIND_OWNER", "KIND_PHASE",
     "KIND_QUEUED", "KIND_RUN", "KIND_WAIT", "LANE_CL", "LANE_CPU", "LANE_GL", "LANE_WAIT",
     "NOT_TIMED", "PLOT_FRAMES", "SAMPLE_REACH", "SERIES", "STATS_EVERY", "WHERE_PHASE",
-    "ClockInfo", "ControlsPart", "Finding", "Findings", "Header", "Lane", "Link", "Marker", "OptionRow",
+    "ClockInfo", "Column", "ControlsPart", "Finding", "Findings", "Header", "Lane", "Link", "Marker", "OptionRow", "Row",
     "PanelData", "PanelModel", "PhaseHistory", "RunFindings", "Timeline", "Timing", "build_timeline", "empty_model",
     "option_rows", "owner_spans", "owners_at_boundaries",
 ]

@@ -21,7 +21,7 @@ from app.ui import tabs
 from app.ui.model.findings import RunFindings
 from app.ui.model.history import PLOT_FRAMES, SERIES, PhaseHistory
 from app.ui.model.options import OptionRow, option_rows
-from app.ui.model.parts import ClockInfo, ControlsPart, Header, PanelModel, Timing
+from app.ui.model.parts import ClockInfo, Column, ControlsPart, Header, PanelModel, Timing
 from app.ui.model.timeline import NOT_TIMED, Row, Timeline, build_timeline
 from app.ui.tabs import TabInput
 
@@ -47,12 +47,17 @@ class PanelData:
     """Keeps what the panel shows between redraws; ``update(view)`` returns the PanelModel.
 
     A view fed from elsewhere than a session (glshare attach: ``app/attach/panel.py``) may narrow
-    the tabs (``tab_keys``: those built and drawn, () every one) and add lanes to the timeline of a
-    record (``rows_of(record)``: the timeline model's ``Row``s, after the shared objects' lanes)."""
+    the tabs (``tab_keys``: those built and drawn, () every one), add lanes to the timeline of a
+    record (``rows_of(record)``: the timeline model's ``Row``s, after the shared objects' lanes),
+    show glshare's four lanes only where they hold a bar (``measured_lanes``), and give the median /
+    p95 table's columns (``columns_of(records)``: ``Column``s in place of the phases')."""
 
-    def __init__(self, *, tab_keys: tuple[str, ...] = (), rows_of: Callable[[Any], tuple[Row, ...]] | None = None) -> None:
+    def __init__(self, *, tab_keys: tuple[str, ...] = (), rows_of: Callable[[Any], tuple[Row, ...]] | None = None,
+                 measured_lanes: bool = False, columns_of: Callable[[Any], tuple[Column, ...]] | None = None) -> None:
         self.tab_keys = tab_keys
         self.rows_of = rows_of
+        self.measured_lanes = measured_lanes
+        self.columns_of = columns_of
         self.history = PhaseHistory()
         self.errors = RunFindings("error")  # the run's, less what "clear" put aside
         self.hazards = RunFindings("hazard")
@@ -174,7 +179,7 @@ class PanelData:
             stop = view.stop if in_progress and view.stop is not None and view.stop.frame == rec.index else None
             self._timeline = build_timeline(rec, view.clock_map, next_rec=nxt, in_progress=in_progress, live=live,
                                             current_phase=current, next_phase=upcoming, gl_note=gl_note, stop=stop,
-                                            rows=rows)
+                                            rows=rows, measured_lanes=self.measured_lanes)
             self._timeline_key = key
         return self._timeline
 
@@ -185,7 +190,7 @@ class PanelData:
         return Timing(frames, {name: data[k] for k, name in enumerate(SERIES)}, self.history.stats(),
                       int(data.shape[1]), min(self.history.count, self.history.n), self.left_out,
                       records[0].index if records else None, records[-1].index if records else None,
-                      self._stats_of)
+                      self._stats_of, self.columns_of(records) if self.columns_of is not None else ())
 
     def _header(self, view, rec, records, timing: Timing, in_progress: bool, chosen: bool) -> Header:
         """The header names the set-up of the frame it describes (as the timeline does); the title is

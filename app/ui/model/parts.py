@@ -63,6 +63,18 @@ class Header:
 
 
 @dataclass(frozen=True, slots=True)
+class Column:
+    """A column of the median / p95 table a view fed from another program gives in place of the
+    phases' (``PanelData(columns_of=...)``; glshare attach): what it measured, per frame."""
+
+    name: str
+    rgb: tuple[int, int, int]
+    median: float  # ms
+    p95: float
+    title: str  # what it sums, and over which frames
+
+
+@dataclass(frozen=True, slots=True)
 class Timing:
     frames: np.ndarray  # frame indices, oldest first
     series: Mapping[str, np.ndarray]  # ms per frame (NaN: the phase did not run), per SERIES name
@@ -73,6 +85,7 @@ class Timing:
     first_kept: int | None  # the oldest and newest frames the timeline can show
     newest_kept: int | None
     stats_of: str = ""  # "scene / backend / sync": the set-up the plot and the statistics are of
+    columns: tuple[Column, ...] = ()  # the table's columns in place of SERIES' (): the phases and the frame
 
     def at(self, frame: int) -> tuple[tuple[str, float], ...]:
         """The plot's values of ``frame``: (series, ms) for each series that has one; () where the

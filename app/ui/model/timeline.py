@@ -69,6 +69,8 @@ class Row:
     kind: str  # "cpu" (a thread's calls) or "cl" (a queue's commands, as the device ran them)
     title: str
     bars: tuple[tuple[str, int, int], ...]
+    colors: tuple[str, ...] = ()  # each bar's key of app/legend.py's CALL_RGB (): by its kind and name
+    marks: tuple[tuple[int, str, str, str], ...] = ()  # findings on this row: (host ns, "error"/"hazard", title, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,9 @@ class Timeline:
     # kernel") on the CPU lane, the device's execution ("kernel") on the CL lane; ``names`` keys colours
     labels: tuple[str, ...] = ()
     links: tuple[Link, ...] = ()
+    colors: tuple[str, ...] = ()  # each bar's key of app/legend.py's CALL_RGB, "" (or ()): by its kind and name
+    legend: tuple[str, ...] = ()  # the CALL_RGB keys its bars use, for the legend row (): glshare's own legend
+    phases: bool = True  # the CPU lane of glshare's phases is shown (its sequence row with it)
 
     @property
     def count(self) -> int:
@@ -123,7 +128,10 @@ class Timeline:
         return a - pad, b + pad
 
     def sequence(self) -> tuple[tuple[str, str, float | None], ...]:
-        """The CPU's phases in the order they ran: (phase, its CPU name, ms or None not run yet)."""
+        """The CPU's phases in the order they ran: (phase, its CPU name, ms or None not run yet);
+        () where the CPU lane of phases is not shown."""
+        if not self.phases:
+            return ()
         done = {}
         for i in np.nonzero((self.lane == LANE_CPU) & (self.kind == KIND_PHASE))[0].tolist():
             done[self.names[i]] = float(self.end[i] - self.start[i])
@@ -175,7 +183,7 @@ def _compressor(rec):
 
 def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live: Mapping[str, str] | None = None,
                    current_phase: str = "", next_phase: str = "", gl_note: str = "", stop=None,
-                   rows: tuple[Row, ...] = ()) -> Timeline:
+                   rows: tuple[Row, ...] = (), measured_lanes: bool = False) -> Timeline:
     """The timeline of ``rec`` (a FrameRecord), on the host clock, in ms from its start.
 
     Lanes: the CPU's phases, the CPU's waits, the CL queue (each command's wait in its queue, then
@@ -183,7 +191,9 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     (``app/schedule/owners.py``: from the command's START stamp to its END, or GL's wait on it;
     the CPU's call where the driver gave no stamps). ``live`` (label -> state now) extends the owners of a frame in progress;
     ``stop`` (a StopView) marks the hazard or error that stopped the run on this frame. ``rows``: lanes
-    after the objects' (``Row``), their bars on the host clock."""
+    after the objects' (``Row``), their bars on the host clock. ``measured_lanes`` (a view fed from
+    another program: glshare attach): the CPU, CPU wait, CL and GL lanes only where they hold a bar,
+    so no empty lane stands for a measurement that was not made."""
     scene = rec.scene
     labels = rec.owner_labels
     lanes = [Lane("CPU", "cpu", "the main thread's phases (host clock); the thin bars inside them: glshare reading "
@@ -209,10 +219,14 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     cl_off = clock.cl.offset if clock is not None else 0
     for k, s, e, state in owner_spans(rec, cl_off, in_progress=in_progress, live=live):
         bars.add(4 + k, KIND_OWNER, CLOCK_HOST, s, e, state)
+    colors = [""] * len(bars.names)
+    row_marks = []
     for r, row in enumerate(rows, start=4 + len(labels)):
         lanes.append(Lane(row.name, row.kind, row.title))
         for name, s, e in row.bars:
             bars.add(r, KIND_RUN if row.kind == "cl" else KIND_PHASE, CLOCK_HOST, s, e, name)
+        colors += list(row.colors) + [""] * (len(row.bars) - len(row.colors))
+        row_marks += [(r, mark) for mark in row.marks]
 
     arr = np.array(bars.rows, np.int64).reshape(-1, 5)
     offsets = np.array([0, cl_off, clock.gl.offset if clock is not None else 0], np.int64)
@@ -224,6 +238,7 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     t0 = rec.start_ns
     start, end = (start_ns - t0) / 1e6, (end_ns - t0) / 1e6
     markers = _markers(rec, squeeze, end, stop)
+    markers += [Marker(float((t - t0) / 1e6), r, kind, title, text) for r, (t, kind, title, text) in row_marks]
     links = _links(rec, bars.at, cl_off, int(offsets[2]), squeeze)
     extent = float(end.max()) if len(end) else 0.0
     next_ms = None
@@ -232,10 +247,36 @@ def build_timeline(rec, clock, *, next_rec=None, in_progress: bool = False, live
     notes = (f"stepped frame: the pauses between its phases are drawn {TEACH_GAP_NS / 1e6:g} ms long",) \
         if rec.stepped else ()
     cl_note = _cl_note(rec, in_progress)
-    return Timeline(rec.index, in_progress, current_phase, next_phase, tuple(lanes), arr[:, 0].copy(),
+    lane = arr[:, 0].copy()
+    labels_drawn = _labels(lane, arr[:, 1], bars.names)
+    phases = True
+    if measured_lanes:
+        lanes, lane, markers, (cl_note, gl_note), moved = _measured(lanes, lane, markers, (cl_note, gl_note))
+        notes += moved
+        phases = lanes[0].kind == "cpu" and lanes[0].name == "CPU"
+    used = tuple(dict.fromkeys(c for c in colors if c))
+    return Timeline(rec.index, in_progress, current_phase, next_phase, tuple(lanes), lane,
                     arr[:, 1].copy(), start, end, tuple(bars.names), tuple(markers), max(extent, 1e-3), next_ms,
                     f"{rec.scene} / {rec.backend} / {rec.sync}", notes, cl_note, gl_note, rec.stepped,
-                    _labels(arr[:, 0], arr[:, 1], bars.names), links)
+                    labels_drawn, links, tuple(colors) if used else (), used, phases)
+
+
+def _measured(lanes: list[Lane], lane: np.ndarray, markers: list[Marker], notes: tuple[str, str]):
+    """The lanes without glshare's four (CPU, CPU wait, CL, GL) where they hold no bar, the bars'
+    and markers' lanes renumbered (a marker on a lane left out: on the first lane), and the CL and
+    GL lanes' notes (drawn in lanes 2 and 3) kept in them only while those lanes stay where they
+    were; a kept lane's note that moved is returned for the timeline's notes."""
+    keep = [r for r in range(len(lanes)) if r >= 4 or bool((lane == r).any())]
+    if len(keep) == len(lanes):
+        return lanes, lane, markers, notes, ()
+    new = np.full(len(lanes), 0, np.int64)
+    new[keep] = np.arange(len(keep))
+    markers = [Marker(mk.t_ms, int(new[mk.lane]), mk.kind, mk.title, mk.text) for mk in markers]
+    stays = [r in keep and int(new[r]) == r for r in (2, 3)]
+    moved = tuple(f"{lanes[r].name}: {note}" for r, note, ok in zip((2, 3), notes, stays)
+                  if note and r in keep and not ok)
+    notes = tuple(note if ok else "" for note, ok in zip(notes, stays))
+    return [lanes[r] for r in keep], new[lane], markers, notes, moved
 
 
 def _links(rec, at: dict, cl_off: int, gl_off: int, squeeze) -> tuple[Link, ...]:

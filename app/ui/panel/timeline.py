@@ -45,10 +45,13 @@ from app.ui.panel.widgets import (
 _COLOR_CACHE: dict = {}
 
 
-def _bar_color(kind: int, name: str) -> int:
-    col = _COLOR_CACHE.get((kind, name))
+def _bar_color(kind: int, name: str, key: str = "") -> int:
+    """A bar's colour: its legend key's (``Timeline.colors``) where it has one, else by its kind and name."""
+    col = _COLOR_CACHE.get((kind, name, key))
     if col is None:
-        if kind == KIND_WAIT:
+        if key:
+            rgb = legend.CALL_RGB[key]
+        elif kind == KIND_WAIT:
             rgb = legend.WAIT_RGB
         elif kind == KIND_BOOKKEEPING:
             rgb = legend.BOOKKEEPING_RGB
@@ -58,7 +61,7 @@ def _bar_color(kind: int, name: str) -> int:
             rgb = legend.OWNER_RGB.get(name, legend.OWNER_RGB[legend.GL])
         else:
             rgb = legend.PHASE_RGB.get(name, (180, 180, 100))
-        col = _COLOR_CACHE[(kind, name)] = u32(rgb, 90 if kind == KIND_QUEUED else 255)
+        col = _COLOR_CACHE[(kind, name, key)] = u32(rgb, 90 if kind == KIND_QUEUED else 255)
     return col
 
 
@@ -104,14 +107,17 @@ def _sequence_row(dl, tl: Timeline, x: float, y: float, right: float, left: floa
     return cy + line + 1
 
 
-def _legend_row(dl, x: float, y: float, right: float) -> float:
+def _legend_row(dl, x: float, y: float, right: float, keys: tuple[str, ...] = (), owners: bool = True) -> float:
     """The legend of the other colours (the phases' is the sequence row): the CPU waiting, glshare's
-    bookkeeping before a wait, and the owners of a shared object; returns the row's bottom."""
+    bookkeeping before a wait (or, for ``keys``, the timeline's ``legend``: those of its calls), and
+    the owners of a shared object (``owners``); returns the row's bottom."""
     line = imgui.get_text_line_height()
     box = line - 4
-    items = [(legend.WAIT_RGB, "CPU waits"), (legend.BOOKKEEPING_RGB, "glshare's bookkeeping"), None,
-             (legend.OWNER_RGB[legend.GL], "GL owns"), (legend.OWNER_RGB[legend.CL], "CL owns"),
-             ("stripes", "hand-over in flight")]
+    items = [(legend.CALL_RGB[k], legend.CALL_TITLES[k]) for k in keys] or [
+        (legend.WAIT_RGB, "CPU waits"), (legend.BOOKKEEPING_RGB, "glshare's bookkeeping")]
+    if owners:
+        items += [None, (legend.OWNER_RGB[legend.GL], "GL owns"), (legend.OWNER_RGB[legend.CL], "CL owns"),
+                  ("stripes", "hand-over in flight")]
     left = x
     cx, cy = x, y
     for item in items:
@@ -155,9 +161,9 @@ def draw_timeline(tl: Timeline, state: PanelState, avail_h: float) -> None:
     dl.add_text((nx, y0), TEXT, number)
     state.spots["timeline_frame"] = (nx, y0, number)
     y = int(_sequence_row(dl, tl, nx + imgui.calc_text_size(number + "  ").x, y0, x1, x0))
-    y = int(_legend_row(dl, x0, y, x1))
+    y = int(_legend_row(dl, x0, y, x1, tl.legend, not tl.legend or bool((tl.kind == KIND_OWNER).any())))
     lanes = tl.lanes or ()
-    n = max(len(lanes), 4)
+    n = len(lanes) or 4  # (no frame yet: room for glshare's four lanes)
     tabs_min = 120  # room left for the tabs under the timeline
     lane_h = int(min(max((avail_h - (y - y0) - 2 * line - 12 - tabs_min) / n, LANE_H_MIN), LANE_H_MAX))
     label_w = int(min(max([imgui.calc_text_size(lane.name).x for lane in lanes] + [50]) + 8, 120))
@@ -384,10 +390,11 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
     for i, a, yt, b, yb, k in zip(idx.tolist(), xa_c[idx].tolist(), y_top[idx].tolist(), xb_c[idx].tolist(),
                                   y_bot[idx].tolist(), kind[idx].tolist()):
         name = names[i]
+        key = tl.colors[i] if tl.colors else ""
         if k == KIND_OWNER and name in legend.HANDOVER:
             _stripes(dl, a, yt, b, yb)
         else:
-            dl.add_rect_filled((a, yt), (b, yb), _bar_color(k, name))
+            dl.add_rect_filled((a, yt), (b, yb), _bar_color(k, name, key))
         if b - a > label_room * 4 and k not in (KIND_QUEUED, KIND_BOOKKEEPING):  # a label where it fits
             dur = tl.end[i] - tl.start[i]
             label = tl.labels[i] if i < len(tl.labels) else name
@@ -397,7 +404,7 @@ def _bars(dl, tl: Timeline, state: PanelState, bx0: float, bx1: float, top: floa
                 text = label
                 tw = imgui.calc_text_size(text).x
             if tw <= b - a - 4:
-                dark = k in (KIND_OWNER,) or name in ("acquire", "compute", "panel")
+                dark = k in (KIND_OWNER,) or name in ("acquire", "compute", "panel") or key in ("CL call", "swap")
                 dl.add_text((a + 2, yt + (yb - yt - imgui.get_text_line_height()) / 2),
                             u32((20, 20, 28)) if dark else u32((250, 250, 250)), text)
     _folded_blocks(dl, blocks, bx0, bx1, top, lane_h)

@@ -86,8 +86,11 @@ def _series_name(name: str) -> str:
 
 
 def draw_stats(m: PanelModel) -> None:
-    """Median / p95 under the plot: plain text at fixed columns (an ImGui table costs ~10x more)."""
+    """Median / p95 under the plot: plain text at fixed columns (an ImGui table costs ~10x more);
+    the timing's own ``columns`` in place of the phases' where it has them."""
     t = m.timing
+    if t.columns:
+        return _draw_columns(t)
     dl = imgui.get_window_draw_list()
     x0, y0 = imgui.get_cursor_screen_pos()
     w = imgui.get_content_region_avail().x
@@ -109,3 +112,26 @@ def draw_stats(m: PanelModel) -> None:
                + "; frame: present to present"
                + (f"; {t.left_out} frames without a present-to-present period (the first, the first after "
                   "a pause, stepped ones) are left out" if t.left_out else ""))
+
+
+def _draw_columns(t) -> None:
+    """The table of a view fed from another program (``Timing.columns``): each column what it measured."""
+    dl = imgui.get_window_draw_list()
+    x0, y0 = imgui.get_cursor_screen_pos()
+    w = imgui.get_content_region_avail().x
+    col_w = w / (len(t.columns) + 1)
+    line = imgui.get_text_line_height_with_spacing()
+    for r, label in enumerate(("ms", "median", "p95")):
+        dl.add_text((x0, y0 + r * line), DIM_U32, label)
+    for k, c in enumerate(t.columns):
+        cx = x0 + (k + 1) * col_w
+        dl.add_text((cx, y0), u32(c.rgb), c.name)
+        dl.add_text((cx, y0 + line), TEXT, _ms(c.median))
+        dl.add_text((cx, y0 + 2 * line), TEXT, _ms(c.p95))
+    imgui.dummy((w, 3 * line))
+    hover_tip("; ".join(f"{c.name}: {c.title}" for c in t.columns))
+
+
+def _ms(v: float) -> str:
+    """ms with two decimals, two significant digits under 0.1 ms (a call's few us are not 0.00)."""
+    return f"{v:.2f}" if v >= 0.1 or v == 0 else f"{v:.2g}"

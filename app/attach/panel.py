@@ -134,6 +134,7 @@ class LiveView:
         self._builder: threading.Thread | None = None
         self._view: SessionView | None = None
         self._index: dict[tuple[int, int], int] = {}  # (pid, its start: the acquire's call) -> its frame index
+        self._hand_overs = False  # whether the frames of the last build were hand-overs (else swaps)
         self.timelines: dict[int, Timeline] = {}
         self._rows: dict[tuple, tuple] = {}  # (frame index, build) -> its rows: the described record's only
         self._spans: dict[int, tuple[int, int, int]] = {}  # frame index -> (pid, start ns, end ns)
@@ -242,6 +243,9 @@ class LiveView:
         """Every process's hand-overs as frame records, in the order they began, each with the same
         index at every build (a hand-over is known by its acquire call)."""
         out = []
+        hand_overs = any(self.timelines[pid].records for pid in models)
+        if hand_overs != self._hand_overs:  # swap frames until the first hand-over: numbered afresh then
+            self._index, self._hand_overs = {}, hand_overs
         for pid, model in models.items():
             tl = self.timelines[pid]
             out += [(rec.start_ns, pid, rec) for rec in tl.records or _swap_frames(model, self._calls[pid][1])]

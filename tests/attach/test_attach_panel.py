@@ -162,6 +162,31 @@ def test_the_panels_model_reads_the_hand_overs_as_frames_with_thread_and_queue_r
     assert set(m.tabs) == {"ownership", "errors", "hazards", "events"}  # the tabs built: those it shows
 
 
+def test_frames_are_numbered_from_the_first_hand_over_whatever_view_was_built_before():
+    """A view built while only a swap was read numbers that swap frame 0; once hand-overs come the
+    frames are the hand-overs, numbered from 0 again (a loaded machine built such a view first and
+    the newest of four hand-overs read as frame 4)."""
+    from app.attach.panel import LiveView, Program, panel_data
+
+    s = Stream()
+    s.setup()
+    s.swap()
+    early = len(s.lines())
+    for _ in range(4):
+        stamped_frame(s)
+    program = Program(["prog.py"], {"cl": None, "gl": None}, False)
+    lines = s.lines()
+    for line in lines[:early]:
+        program.recorder.feed_line(line.rstrip(b"\n"))
+    live = LiveView(program)
+    data = panel_data(live)
+    assert data.update(live.view(), tab="events").header.sync == "swaps"
+    for line in lines[early:]:
+        program.recorder.feed_line(line.rstrip(b"\n"))
+    m = data.update(live.view(), tab="events")
+    assert m.header.sync == "hand-overs" and m.header.frame == 3  # four hand-overs: 0 .. 3
+
+
 def test_a_hazard_in_a_hand_over_is_marked_on_its_objects_lane():
     s = Stream()
     s.setup()

@@ -4,22 +4,42 @@ comes from an object pyopencl builds in C (which glshare's site hook never sees)
 findings and its account of how the program died name that line."""
 from __future__ import annotations
 
+import functools
+import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_cl_layer import PROGRAMS, attach, built, impl  # noqa: F401 - built: the layer compiled from source
+from test_cl_layer import IMPLS, PROGRAMS, attach, built, impl  # noqa: F401 - built: the layer compiled from source
 
 from app import native
 from app.attach.model import ProcessModel
 from tests.conftest import CPU_IMPLEMENTATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
+PLATFORM = IMPLS[0][1] if IMPLS else ""  # PoCL where present
 SITES = PROGRAMS / "cl_pysite.py"
+CTYPES_SITES = PROGRAMS / "cl_pysite_ctypes.py"
+VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13")  # pysite.h reads the C API these have as functions
+
+
+@functools.lru_cache(maxsize=None)
+def interpreter(version: str) -> str | None:
+    """A Python of that version on this machine (on PATH, or pyenv's), or None."""
+    candidates = [sys.executable, shutil.which(f"python{version}") or ""]
+    candidates += sorted(glob.glob(os.path.join(os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")),
+                                                "versions", f"{version}.*", "bin", f"python{version}")))
+    for exe in filter(None, candidates):
+        done = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
+                              text=True)
+        if done.returncode == 0 and done.stdout.strip() == version:
+            return exe
+    return None
 
 
 def marked_lines(program: Path) -> dict[str, int]:
@@ -53,6 +73,28 @@ def test_calls_from_objects_pyopencl_builds_in_c_name_the_programs_lines(built, 
             assert call["site"].startswith("0x")  # the return address stays
     # a "py" never names pyopencl's own files or its generated invoker: only the program's
     assert {c["py"]["file"] for c in run.calls() if "py" in c} == {str(SITES)}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_held_gil_calls_name_their_line_on_each_python_and_released_ones_do_not(built, version):  # noqa: F811
+    """Through ctypes: PyDLL calls hold the GIL (a "py", also on a second thread), CDLL calls release it
+    (none: the library never takes the GIL), on each Python 3.9 to 3.13 found here."""
+    exe = interpreter(version)
+    if not PLATFORM:
+        pytest.skip("no CPU OpenCL implementation")
+    if exe is None:
+        pytest.skip(f"no Python {version} here")
+    run = attach([exe, str(CTYPES_SITES), PLATFORM], built["layer"])
+    assert run.rc == 0 and run.stdout == "done\n", run.stderr
+    line = marked_lines(CTYPES_SITES)
+    here = {"file": str(CTYPES_SITES)}
+    assert [(c["fn"], c.get("py")) for c in run.calls()] == [
+        ("clCreateContext", {**here, "line": line["context"], "func": "main"}),
+        ("clCreateCommandQueue", {**here, "line": line["queue"], "func": "main"}),
+        ("clFinish", None),  # made with the GIL released: the return address only
+        ("clFinish", {**here, "line": line["thread"], "func": "worker"})]
+    main_tid = run.calls()[0]["tid"]
+    assert run.calls()[3]["tid"] != main_tid
 
 
 @impl

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from test_cl_layer import IMPLS, PROGRAMS, attach, built, impl  # noqa: F401 - built: the layer compiled from source
+from test_gl_preload import preload, run_program  # noqa: F401 - preload: the GL library, built
 
 from app import native
 from app.attach.model import ProcessModel
@@ -95,6 +96,28 @@ def test_held_gil_calls_name_their_line_on_each_python_and_released_ones_do_not(
         ("clFinish", {**here, "line": line["thread"], "func": "worker"})]
     main_tid = run.calls()[0]["tid"]
     assert run.calls()[3]["tid"] != main_tid
+
+
+GL_PROGRAM = """\
+import ctypes
+held, free = ctypes.PyDLL("libGL.so.1"), ctypes.CDLL("libGL.so.1")
+def frame():
+    held.glFinish()
+    free.glFlush()
+frame()
+print("done")
+"""
+
+
+def test_the_gl_library_names_the_line_of_a_call_made_holding_the_gil(preload, tmp_path):  # noqa: F811
+    """glFinish and glFlush with no context current (glvnd passes them to no context): the one called
+    holding the GIL names line 4, the one with it released keeps the return address only."""
+    prog = tmp_path / "gl_calls.py"
+    prog.write_text(GL_PROGRAM)
+    run = run_program([sys.executable, str(prog)], preload)
+    assert run.returncode == 0 and run.stdout == "done\n", run.stderr
+    assert [(c["fn"], c.get("py")) for c in run.calls({"glFinish", "glFlush"})] == [
+        ("glFinish", {"file": str(prog), "line": 4, "func": "frame"}), ("glFlush", None)]
 
 
 @impl

@@ -20,12 +20,14 @@
  * - The frame named is the innermost one whose file is not pyopencl's (its folder, and the invokers it
  *   generates for kernels), PyOpenGL's (OpenGL/), glfw's, the standard library's (the folder of os.py, less its site-packages and dist-packages) or glshare's
  *   own site hook's (app/attach/pyhook): the program's own line. Each code object's answer is cached
- *   with a reference held on it (its address is never reused while cached), under the GIL. */
+ *   with a reference held on it (its address is never reused while cached), under the GIL and a flag
+ *   that is taken, never waited for. */
 #ifndef GLSHARE_ATTACH_PYSITE_H
 #define GLSHARE_ATTACH_PYSITE_H
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,7 +69,10 @@ static struct {
     pyobj (*dict_get)(pyobj, const char *);  /* PyDict_GetItemString: borrowed, sets no error */
 } py;
 static int py_ready; /* the API was found: this process is a Python interpreter */
-static pysite_lookup_fn py_lookup;
+static _Atomic(pysite_lookup_fn) py_lookup;
+/* the cache and the folders: taken, never waited for (a call into this code on the same thread while
+ * it walks, or a free-threaded build's other thread, gets no "py" rather than waiting) */
+static atomic_flag py_busy = ATOMIC_FLAG_INIT;
 static pthread_once_t py_once = PTHREAD_ONCE_INIT;
 
 static void py_find(void)
@@ -238,20 +243,24 @@ static size_t py_json(char *t, size_t room, const char *s)
  * finds a symbol in the global scope (dlsym, or the real one where dlsym is interposed). */
 static size_t glshare_pysite(char *out, pysite_lookup_fn lookup)
 {
-    if (!py_lookup)
-        py_lookup = lookup; /* the same function from every thread */
+    if (!atomic_load_explicit(&py_lookup, memory_order_relaxed)) {
+        pysite_lookup_fn none = NULL;
+        atomic_compare_exchange_strong(&py_lookup, &none, lookup); /* the same function from every thread */
+    }
     pthread_once(&py_once, py_find);
     if (!py_ready || !py.initialized() || py.finalizing() || !py.gil_check())
         return 0;
     pyobj me = py.gil_tstate();
     if (!me || py.cur_tstate() != me || py.err_occurred())
         return 0;
+    if (atomic_flag_test_and_set_explicit(&py_busy, memory_order_acquire))
+        return 0;
     int gc_was = py.gc_disable && py.gc_enable ? py.gc_disable() : 0;
     pyobj frame = py.get_frame(), own = NULL; /* own: the reference to drop (get_frame's is borrowed) */
     py_code_t *found = NULL;
     py_code_t tmp = {0};
     int line = 0;
-    for (int depth = 0; frame && depth < PYSITE_DEPTH && !found; depth++) {
+    for (int walked = 0; frame && walked < PYSITE_DEPTH && !found; walked++) {
         pyobj code = py.frame_code(frame);
         py_code_t *info = code ? py_code_info(code, &tmp) : NULL;
         if (info && !info->library) {
@@ -312,6 +321,7 @@ static size_t glshare_pysite(char *out, pysite_lookup_fn lookup)
         py.decref(own);
     if (gc_was)
         py.gc_enable();
+    atomic_flag_clear_explicit(&py_busy, memory_order_release);
     return n;
 }
 

@@ -18,8 +18,9 @@
  *   made for the walk cannot start a collection whose finalizers would run), and only code objects'
  *   and modules' plain attributes are read.
  * - The frame named is the innermost one whose file is not pyopencl's (its folder, and the invokers it
- *   generates for kernels), PyOpenGL's (OpenGL/), glfw's, the standard library's (the folder of os.py, less its site-packages and dist-packages) or glshare's
- *   own site hook's (app/attach/pyhook): the program's own line. Each code object's answer is cached
+ *   generates for kernels), PyOpenGL's (OpenGL/), glfw's, the standard library's (the folder of os.py,
+ *   less its site-packages and dist-packages) or glshare's own site hook's (app/attach/pyhook): the
+ *   program's own line. Each code object's answer is cached
  *   with a reference held on it (its address is never reused while cached), under the GIL and a flag
  *   that is taken, never waited for. */
 #ifndef GLSHARE_ATTACH_PYSITE_H

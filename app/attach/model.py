@@ -85,6 +85,12 @@ def _keep(table: collections.OrderedDict, key, value) -> None:
         table.popitem(last=False)
 
 
+def _py_site(where: dict) -> str:
+    """A Python site as findings name it, "file:line (func)", from a "site" record or a call's "py"."""
+    func = f" ({where['func']})" if where.get("func") else ""
+    return f"{where.get('file', '?')}:{where.get('line', '?')}{func}"
+
+
 def event_out(rec: dict):
     """Where the call writes its event, as the validators take it (``app/validate/spec.py``): NULL, the
     wait-list slot ``event_in_wait`` points at, or elsewhere (the layer records the slot only where
@@ -352,8 +358,7 @@ class ProcessModel:
                 if "error" in rec and isinstance(rec.get("status"), int) and call.ret and call.ret.get("event"):
                     _keep(self.event_status, wire.handle(call.ret["event"]), rec["status"])
         elif kind == "site":
-            func = f" ({rec['func']})" if rec.get("func") else ""
-            self._sites[rec.get("tid", 0)] = f"{rec.get('file', '?')}:{rec.get('line', '?')}{func}"
+            self._sites[rec.get("tid", 0)] = _py_site(rec)
         elif kind == "clock":
             self.clocks.append(rec)
         elif kind == "hello":
@@ -366,7 +371,8 @@ class ProcessModel:
         tid = rec.get("tid", 0)
         # a Python call's site names its entry point; the kernel arguments pyopencl sets first share it
         own = self._sites.get(tid, "") if rec.get("fn") == "clSetKernelArg" else self._sites.pop(tid, "")
-        site = own or rec.get("site", "")
+        # the libraries' own reading of the Python frame (a call made holding the GIL) comes first
+        site = (_py_site(rec["py"]) if isinstance(rec.get("py"), dict) else "") or own or rec.get("site", "")
         call = Call(rec, self.frame, site)
         if len(self.calls) == KEEP_CALLS:
             old = self.calls[0]

@@ -29,8 +29,13 @@ call    written *before* the call reaches the driver (so a call that kills the p
         increase in each thread's order, while lines of several threads may come in another order
         than their ids), ``tid`` (gettid), ``fn``
         (the entry point's name, e.g. "clEnqueueAcquireGLObjects", "glXSwapBuffers"), ``site``
-        (the caller's return address, "0x..." hex) and the call's arguments under the names
-        below. Handles (contexts, queues, mem objects, events, kernels, GL/GLX/EGL contexts and
+        (the caller's return address, "0x..." hex), ``py`` (only in a Python program, on a call
+        made while the calling thread holds the GIL: ``{"file": .., "line": .., "func": ..}``, the
+        innermost Python frame outside pyopencl, PyOpenGL, glfw, the standard library and the site
+        hook, read by the library itself, ``app/native/attach/pysite.h``; it names the program's line
+        also for calls the site hook does not wrap, pyopencl's objects built in C; a call made with
+        the GIL released, every ctypes call among them, has none) and the call's arguments under
+        the names below. Handles (contexts, queues, mem objects, events, kernels, GL/GLX/EGL contexts and
         displays, fences) are "0x..." hex strings, "0x0" for NULL; GL object names are integers.
 ret     written after the call returned: ``id`` (the call's), ``t``, ``status`` (the CL status the
         program saw, 0 = CL_SUCCESS; a handle-returning call: its errcode_ret, and the new handle as
@@ -45,7 +50,8 @@ clock   a pair of readings for mapping device time onto ``t``: ``device`` (a CL 
         ``device_ns``, ``host_ns`` (clGetDeviceAndHostTimer, OpenCL 2.1+), or ``error``.
 site    the Python file and line of the next call on this thread (``tid``, ``file``, ``line``,
         ``func``), written by glshare's Python site hook in a Python program just before a
-        pyopencl or PyOpenGL call that reaches a recorded entry point.
+        pyopencl or PyOpenGL call that reaches a recorded entry point (a call's own ``py`` comes
+        first where it has one).
 note    a library's own remark (``text``): a call it could not wrap, a record it had to drop.
 
 Strict mode (``GLSHARE_ATTACH_STRICT=1``): the layer's "call" record of each acquire and release

@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "channel.h"
+#include "pysite.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_LINE 4096  /* wire.MAX_LINE: PIPE_BUF on Linux */
@@ -404,6 +405,10 @@ static uint64_t call_head(rec_t *r, const char *fn, const void *site)
     t[n++] = '"';
     put(r, t, n);
     put_ptr(r, "site", site);
+    char py_site[PYSITE_MAX];
+    size_t py_n = glshare_pysite(py_site, dlsym); /* the Python line, where this thread runs Python */
+    if (py_n)
+        put(r, py_site, py_n);
     return id;
 }
 

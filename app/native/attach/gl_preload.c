@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "channel.h"
+#include "pysite.h"
 
 #define RECORD_MAX 4096 /* wire.MAX_LINE: PIPE_BUF on Linux */
 #define LIB_NAME "glshare-gl-preload"
@@ -572,6 +573,10 @@ static uint64_t call_head(line_t *l, int fn, void *site, int fresh) {
     put_hex(l, (uintptr_t)site);
     PUTS(l, ",\"ctx\":");
     put_hex(l, (uintptr_t)ctx);
+    char py_site[PYSITE_MAX];
+    size_t py_n = glshare_pysite(py_site, real_dlsym()); /* the Python line, where this thread runs Python */
+    if (py_n)
+        put(l, py_site, py_n);
     return id;
 }
 

@@ -11,8 +11,11 @@ replaced in their module (or class) by a wrapper that writes one record and call
 with the same arguments, returning what it returns (raising what it raises). The record names the
 first frame outside pyopencl, PyOpenGL, glfw and this file: the program's own line. A program that
 imports none of them pays nothing. Functions the program bound before the import finished (none:
-``from OpenGL.GL import *`` runs after the module's body) and objects pyopencl makes in C (its
-``GLBuffer``... constructors) have no site: their records keep the caller's return address.
+``from OpenGL.GL import *`` runs after the module's body) have no site of the hook's. Calls made
+holding the GIL (pyopencl's objects made in C, its ``GLBuffer``... constructors among them) get the
+program's line from the libraries themselves (``py``, app/native/attach/pysite.h), which a model
+prefers to this hook's site; the calls ctypes makes (PyOpenGL, glfw) let the GIL go and keep this
+hook's.
 
 It imports nothing of glshare (it runs inside another program) and writes with one ``os.write``
 per record of less than PIPE_BUF bytes (atomic on the pipe).

@@ -503,6 +503,13 @@ class ProcessModel:
 
     def _check_hand_over(self, call: Call) -> None:
         family, which = HAND_OVERS[call.fn]
+        self._check_call(call, which, "mems", self.mem,
+                         lambda q: self.validator(family, q if q is not None else Queue(0, NOT_FROM_GL)))
+
+    def _check_call(self, call: Call, which: str, key: str, object_of, validator_of) -> None:
+        """One recorded call against its error list (and the rules its validator follows), as glshare's
+        own frames are checked: its objects (``key``: the record's list, made glshare objects by
+        ``object_of``), its wait list and its event, on the validator ``validator_of(queue)``."""
         rec = call.rec
         qptr = wire.handle(rec.get("queue"))
         queue = self.queues.get(qptr)
@@ -510,13 +517,13 @@ class ProcessModel:
             self.note(f"{call.fn} (call {call.id}) on a queue no recorded call created: not checked")
             return
         self._assuming = False
-        mems = rec.get("mems")
-        objs = NULL if mems is None else [self.mem(m) for m in mems]
+        items = rec.get(key)
+        objs = NULL if items is None else [object_of(x) for x in items]
         wait = rec.get("wait")
         events = NULL if wait is None else [self._event(e) for e in wait]
         if queue is not None:
             self._event_facts.assumed_context = queue.context.int_ptr
-        v = self.validator(family, queue) if queue is not None else self.validator(family, Queue(0, NOT_FROM_GL))
+        v = validator_of(queue)
         self.checked += 1
         try:
             call.checked = v.check(which, queue, int(rec.get("num") or 0), objs, int(rec.get("num_wait") or 0), events,
@@ -564,26 +571,8 @@ class ProcessModel:
     def _check_semaphores(self, call: Call) -> None:
         """clEnqueueWait/SignalSemaphoresKHR against its error list and the binary-state rules
         (signal twice without a wait, wait without a signal), as glshare's own frames are checked."""
-        rec = call.rec
-        qptr = wire.handle(rec.get("queue"))
-        queue = self.queues.get(qptr)
-        if queue is None and qptr:
-            self.note(f"{call.fn} (call {call.id}) on a queue no recorded call created: not checked")
-            return
-        self._assuming = False
-        sems = rec.get("semaphores")
-        objs = NULL if sems is None else [self.semaphore(x) for x in sems]
-        wait = rec.get("wait")
-        events = NULL if wait is None else [self._event(e) for e in wait]
-        if queue is not None:
-            self._event_facts.assumed_context = queue.context.int_ptr
-        self.checked += 1
-        try:
-            call.checked = self.semaphore_validator.check(SEMAPHORE_CALLS[call.fn], queue, int(rec.get("num") or 0),
-                                                          objs, int(rec.get("num_wait") or 0), events, event_out(rec))
-        except (ValidationError, SpecViolation) as exc:
-            call.checked = exc.rule
-            self._validator_finding(call, exc)
+        self._check_call(call, SEMAPHORE_CALLS[call.fn], "semaphores", self.semaphore,
+                         lambda q: self.semaphore_validator)
 
     def _event(self, text) -> Event | None:
         ptr = wire.handle(text)

@@ -268,9 +268,9 @@ def test_a_context_s_ret_describes_its_devices_and_the_sharing_extensions_they_l
 
 
 RETAIN_AND_ALIAS = """\
-import ctypes, sys
+import ctypes, glob, os, sys
 import numpy as np
-import pyopencl as cl
+import pyopencl as cl, pyopencl._cl as _cl
 platform = next(p for p in cl.get_platforms() if p.name == sys.argv[1])
 ctx = cl.Context(platform.get_devices()[:1])
 q = cl.CommandQueue(ctx)
@@ -278,7 +278,9 @@ b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
 again = cl.Buffer.from_int_ptr(b.int_ptr, retain=True)  # clRetainMemObject
 first = cl.enqueue_fill_buffer(q, b, np.uint32(1), 0, 64)
 second = cl.enqueue_fill_buffer(q, b, np.uint32(1), 0, 64)
-lib = ctypes.CDLL("libOpenCL.so.1")
+# the loader pyopencl calls (PyPI's wheel brings its own: another loader's calls pass the layer by)
+found = sorted(glob.glob(os.path.join(os.path.dirname(_cl.__file__), ".libs", "libOpenCL*.so*")))
+lib = ctypes.CDLL(found[0] if found else "libOpenCL.so.1")
 lib.clEnqueueFillBuffer.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t] * 3 + [ctypes.c_uint] + \
     [ctypes.c_void_p] * 2
 wait = (ctypes.c_void_p * 2)(first.int_ptr, second.int_ptr)

@@ -132,7 +132,7 @@ def cost(outcome: Outcome, frames: int) -> dict:
             "reader_cpu_ms": round(r.reader_cpu_ns / 1e6, 3),
             "verdict_wait_us": summary(waits) if waits else None,
             "frame_cost": "the program's frame with and without attach: bench/probes/attach_cost.py "
-                          "(figures in bench/results/attach-cost.md)"}
+                          "(figures in bench/results/2026-12-06-attach/)"}
 
 
 def build_report(outcome: Outcome, timelines: dict[int, Timeline]) -> dict:

@@ -81,8 +81,10 @@ with Run(cfg) as run:
 PY
 # (the lab's own test is left to the errors step below, which runs the same lab with its JSON kept)
 if [ -n "${GPU_PYTEST_ARGS:-}" ]; then read -ra pyargs <<< "$GPU_PYTEST_ARGS"; else pyargs=(-k "not errors_gl_sharing_family"); fi
-step pytest 160 python3 -m pytest -m "gpu or not gpu" -v -rs -p no:cacheprovider tests/sharing/test_gpu_glx.py \
-  "${pyargs[@]}" > "$out/pytest-gpu-glx.txt" 2>&1
+# glshare attach's libraries (make setup builds them; the carried tree has their sources only)
+step "attach libraries" 60 python3 -m app.native build >> "$log" 2>&1
+step pytest 200 python3 -m pytest -m "gpu or not gpu" -v -rs -p no:cacheprovider tests/sharing/test_gpu_glx.py \
+  tests/attach/test_attach_gpu.py tests/attach/test_attach_panel.py "${pyargs[@]}" > "$out/pytest-gpu-glx.txt" 2>&1
 tail -5 "$out/pytest-gpu-glx.txt" >> "$log"
 # the driver's calls in a child under a watchdog (app/lab/isolate.py: 20 s a case, 3 hung cases at most)
 step errors 220 python3 -m app errors --json --backend gl_sharing --window > "$out/errors-gl_sharing.json" 2>>"$log"

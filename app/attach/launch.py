@@ -12,6 +12,7 @@ keep it open get ``READ_AFTER_EXIT_S`` and the report says the stream was cut.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import queue
@@ -34,7 +35,7 @@ PIPE_BYTES = 1 << 20  # the channel's buffer asked for: fewer waits of the progr
 F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
 KEEP_VERDICTS = 100_000  # strict answers whose wait is kept for the report
 READ_PAUSE_S = 0.004  # without --strict: the reader's sleep between two emptyings of the channel
-CHECK_NICE = 10  # the checking thread's nice value without --strict (CFS weight 110 against the program's 1024)
+CHECK_NICE = 10  # the checking thread's nice value without --strict where SCHED_IDLE is refused (CFS weight 110)
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # SIGINT reaches the program from the terminal itself
 
 
@@ -130,8 +131,11 @@ def _read(fd: int, chunks: queue.SimpleQueue, recorder: Recorder, stop: threadin
     """Empty the channel as fast as it fills (the program never waits on a full channel for
     glshare's checks): whatever has come, as one chunk to ``chunks``, then None at the end. Between
     two emptyings it sleeps ``pause_s`` (the channel's buffer holds what comes meanwhile): one wake-up
-    of this thread per pause, not one per record, on the cores the program runs on."""
+    of this thread per pause, not one per record, on the cores the program runs on, and (without
+    --strict) none that preempts the program (``_behind``: "batch")."""
     start_cpu = time.thread_time_ns()
+    if pause_s:  # (not under --strict, where the program waits for each request to come through)
+        _behind("batch")
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
     os.set_blocking(fd, False)
@@ -163,16 +167,30 @@ def _read(fd: int, chunks: queue.SimpleQueue, recorder: Recorder, stop: threadin
         os.close(fd)
 
 
+def _behind(policy: str) -> None:
+    """This thread (Linux: a thread id is a pid to sched_setscheduler) behind the program's: "idle"
+    runs only on a core nothing else wants (SCHED_IDLE; where refused, nice ``CHECK_NICE``), "batch"
+    gets its fair share but its wake-ups never preempt a running thread (SCHED_BATCH)."""
+    me = threading.get_native_id()
+    try:
+        os.sched_setscheduler(me, os.SCHED_IDLE if policy == "idle" else os.SCHED_BATCH, os.sched_param(0))
+        return
+    except (AttributeError, OSError):
+        pass
+    if policy == "idle":
+        try:
+            os.setpriority(os.PRIO_PROCESS, me, CHECK_NICE)
+        except OSError:
+            pass
+
+
 def _check(chunks: queue.SimpleQueue, recorder: Recorder, answer_fd: int | None) -> None:
-    """Feed the records to the models. Without --strict at a lower priority (``CHECK_NICE``): on a
+    """Feed the records to the models. Without --strict behind the program (``_behind``: "idle"): on a
     machine whose cores the program keeps busy, glshare's checks wait rather than slow its frames
     (the chunks wait in memory meanwhile); under --strict at the program's, which waits for each answer."""
     start_cpu = time.thread_time_ns()
     if answer_fd is None:
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), CHECK_NICE)  # this thread only (Linux)
-        except OSError:
-            pass
+        _behind("idle")
     pending = b""
     try:
         while True:
@@ -266,6 +284,10 @@ def run(argv: list[str], libs: dict[str, str | None], strict: bool = False,
     os.close(write_fd)
     if verdict_r is not None:
         os.close(verdict_r)
+    # glshare's own objects so far (its modules, the program's argv...) live to the end: the collector
+    # leaves them out of every pass, which would otherwise walk them again each time the records'
+    # objects (every record a dict, kept by the model) trigger one on the checking thread
+    gc.freeze()
     chunks: queue.SimpleQueue = queue.SimpleQueue()
     reader = threading.Thread(target=_read, args=(read_fd, chunks, recorder, stop, 0.0 if strict else READ_PAUSE_S),
                               name="glshare attach reader", daemon=True)

@@ -126,6 +126,7 @@ ret of the GL calls: written for the swaps, the make-currents, glFinish, glFence
 from __future__ import annotations
 
 import json
+import json.scanner
 import os
 
 MAX_LINE = 4096  # PIPE_BUF on Linux: one write of at most this many bytes is atomic on a pipe
@@ -154,17 +155,27 @@ class BadRecord(ValueError):
     """A line that is not a record of this format (one line: why)."""
 
 
-_decode = json.JSONDecoder().decode  # (json.loads on bytes guesses their encoding first: the lines are UTF-8)
+_DECODER = json.JSONDecoder()
+_decode = _DECODER.decode  # (json.loads on bytes guesses their encoding first: the lines are UTF-8)
+# the decoder's own scanner (C where json has it): one value from an offset, without decode's two Python
+# calls and regular-expression matches around it; a line it does not take whole goes to ``_decode``
+_scan = json.scanner.make_scanner(_DECODER)
 _CHECKED = {"call", "ret", "stamps"}  # the kinds that carry an id
 
 
 def parse_line(line: bytes | str) -> dict:
     """One record from one line (its newline optional); BadRecord where it is not JSON, not an
     object, lacks a required key, or has a kind or a writer the format does not name."""
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
     try:
-        rec = _decode(line.decode("utf-8", "replace") if isinstance(line, bytes) else line)
-    except ValueError as exc:
-        raise BadRecord(f"not JSON: {exc.args[0] if exc.args else exc}") from None
+        rec, end = _scan(text, 0)
+        if end != len(text):
+            raise ValueError
+    except (ValueError, StopIteration):  # leading or trailing white space, or not JSON: decode's answer
+        try:
+            rec = _decode(text)
+        except ValueError as exc:
+            raise BadRecord(f"not JSON: {exc.args[0] if exc.args else exc}") from None
     if not isinstance(rec, dict):
         raise BadRecord(f"not a JSON object: {type(rec).__name__}")
     kind = rec.get("k")

@@ -330,3 +330,40 @@ def test_an_output_over_glshares_own_recorder_is_refused(tmp_path, capsys):
     status, err = _cli(["attach", "--no-cl", "--no-gl", "--trace", hook, "--", sys.executable, "-c", "1"], capsys)
     assert status == 2 and "is the run's input (glshare's recorder" in err
     assert Path(hook).read_bytes() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE and SCHED_BATCH are Linux's")
+def test_the_checks_run_behind_the_program_unless_strict():
+    """Without --strict the checking thread is SCHED_IDLE (a core nothing else wants) and the reader's
+    wake-ups are SCHED_BATCH's; under --strict the checks keep the program's policy (it waits on them)."""
+    import queue
+    import threading
+
+    from app.attach import launch
+
+    class Seen(launch.Recorder):
+        def feed_line(self, line):
+            self.policy = os.sched_getscheduler(threading.get_native_id())
+            return super().feed_line(line)
+
+    line = json.dumps({"k": "hello", "src": "cl", "pid": 1, "t": 1, "lib": "x", "version": 1}).encode()
+    policies = {}
+    for strict in (False, True):
+        chunks: queue.SimpleQueue = queue.SimpleQueue()
+        chunks.put(line + b"\n")
+        chunks.put(None)
+        recorder = Seen()
+        answer_r, answer_w = os.pipe()
+        t = threading.Thread(target=launch._check, args=(chunks, recorder, answer_w if strict else None))
+        t.start()
+        t.join()
+        os.close(answer_r)
+        os.close(answer_w)
+        policies[strict] = recorder.policy
+        assert recorder.records == 1
+    assert policies == {False: os.SCHED_IDLE, True: os.SCHED_OTHER}
+    got = []
+    t = threading.Thread(target=lambda: (launch._behind("batch"), got.append(os.sched_getscheduler(threading.get_native_id()))))
+    t.start()
+    t.join()
+    assert got == [os.SCHED_BATCH]

@@ -342,6 +342,17 @@ def test_a_bad_line_is_refused_with_one_reason():
             wire.parse_line(line)
 
 
+def test_a_line_reads_as_json_reads_it():
+    """The scanner's fast path and decode's answer agree: white space around the object, text that is
+    not ASCII, and a second value after the first (refused, as decode refuses it)."""
+    rec = {"k": "site", "src": "py", "pid": 7, "t": 9, "file": "/tmp/\u00e9t\u00e9.py", "line": 3}
+    text = json.dumps(rec, ensure_ascii=False)
+    for line in (text.encode(), f"  {text}\t".encode(), text, json.dumps(rec).encode()):
+        assert wire.parse_line(line) == rec
+    with pytest.raises(wire.BadRecord, match="not JSON: Extra data"):
+        wire.parse_line(f"{text} {text}".encode())
+
+
 def test_release_on_another_queue_is_advice():
     s = Stream()
     s.setup()

@@ -73,3 +73,49 @@ def test_the_sitecustomize_the_program_would_have_run_still_runs(tmp_path):
     (own / "sitecustomize.py").write_text("print('the program\\'s own sitecustomize ran')\n")
     out, _ = run_program(tmp_path, hooked=True, extra_path=str(own))
     assert out.startswith("the program's own sitecustomize ran\n")
+
+
+FORK_PROGRAM = """\
+import os, threading
+import pyopencl as cl
+pid = os.fork()  # before any OpenCL: each process makes its own context
+ctx = cl.create_some_context(interactive=False)
+q = cl.CommandQueue(ctx)
+def step():
+    cl.wait_for_events([cl.enqueue_marker(q)])
+step()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+t = threading.Thread(target=step)
+t.start()
+t.join()
+print("thread", t.native_id)
+print("child", pid)
+"""
+
+
+def test_a_threads_and_a_forked_childs_sites_carry_their_own_ids(tmp_path):
+    """The hook reads the process's and each thread's id once: a thread's record has its own, a
+    forked child's its own pid and thread id."""
+    prog = tmp_path / "fork.py"
+    prog.write_text(FORK_PROGRAM)
+    env = {k: v for k, v in os.environ.items() if k not in (wire.FD_ENV, "PYTHONPATH")}
+    r, w = os.pipe()
+    env[wire.FD_ENV] = wire.channel_text(w)
+    env["PYTHONPATH"] = HOOK_DIR
+    try:
+        done = subprocess.run([sys.executable, str(prog)], env=env, pass_fds=(w,), capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+    finally:
+        os.close(w)
+    with os.fdopen(r, "rb") as f:
+        records = [wire.parse_line(line) for line in f.read().splitlines()]
+    assert done.returncode == 0, done.stderr
+    out = dict(line.split() for line in done.stdout.splitlines())
+    thread, child = int(out["thread"]), int(out["child"])
+    steps = [(r["pid"], r["tid"]) for r in records if r["func"] == "step"]
+    parent = next(p for p, _t in steps if p != child)
+    # each step makes two wrapped calls (enqueue_marker, wait_for_events)
+    assert sorted(steps, key=lambda s: (s[0] != parent, s[1] != parent)) == \
+        [(parent, parent)] * 2 + [(parent, thread)] * 2 + [(child, child)] * 2

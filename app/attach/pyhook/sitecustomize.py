@@ -51,7 +51,10 @@ WATCHED = {
     "glfw": (("", ("swap_buffers",)),),
 }
 _library_dirs: tuple[str, ...] = (_HERE + os.sep,)  # frames inside these are not the program's
-_names: dict[str, str] = {}  # file name -> its JSON string
+# code object -> None for a library's, else its record's '"file":..,' and ',"func":..}' pieces; emptied
+# where a library folder joins (an answer may change) and past CODES (generated code, ever new)
+_codes: dict = {}
+CODES = 4096
 
 
 def _library_dir(module) -> None:
@@ -63,6 +66,7 @@ def _library_dir(module) -> None:
         folder = os.path.dirname(os.path.abspath(path)) + os.sep
         if folder not in _library_dirs:
             _library_dirs += (folder,)
+            _codes.clear()
 
 
 def _channel(text: str) -> int | None:
@@ -86,21 +90,47 @@ def _channel(text: str) -> int | None:
         return None
 
 
+def _pieces(code):
+    """The code object's cached answer (``_codes``)."""
+    if code.co_filename.startswith(_library_dirs):
+        found = None
+    else:
+        found = (f'"file":{json.dumps(code.co_filename)[: MAX_LINE // 2]},"line":',
+                 f',"func":{json.dumps(code.co_name)}}}\n')
+    if len(_codes) >= CODES:
+        _codes.clear()
+    _codes[code] = found
+    return found
+
+
 def _writer(fd: int):
-    pid_prefix = '{"k":"site","src":"py","pid":'
+    # the process's and each thread's id, read once (a system call each): a forked child reads its own
+    ids = {"head": f'{{"k":"site","src":"py","pid":{os.getpid()},"t":'}
+    ids["tid"] = threading.local()
+
+    def forked() -> None:
+        ids["head"] = f'{{"k":"site","src":"py","pid":{os.getpid()},"t":'
+        ids["tid"] = threading.local()
+
+    os.register_at_fork(after_in_child=forked)
+    missing = object()
 
     def site() -> None:
         f = sys._getframe(2)
-        while f is not None and f.f_code.co_filename.startswith(_library_dirs):
+        while f is not None:
+            pieces = _codes.get(f.f_code, missing)
+            if pieces is missing:
+                pieces = _pieces(f.f_code)
+            if pieces is not None:
+                break
             f = f.f_back
         if f is None:
             return
-        code = f.f_code
-        name = _names.get(code.co_filename)
-        if name is None:
-            name = _names[code.co_filename] = json.dumps(code.co_filename)[: MAX_LINE // 2]
-        line = (f'{pid_prefix}{os.getpid()},"t":{time.monotonic_ns()},"tid":{threading.get_native_id()},'
-                f'"file":{name},"line":{f.f_lineno},"func":{json.dumps(code.co_name)}}}\n')
+        here = ids["tid"]
+        tid = getattr(here, "tid", None)
+        if tid is None:
+            tid = here.tid = f',"tid":{threading.get_native_id()},'
+        line = f'{ids["head"]}{time.monotonic_ns()}{tid}{pieces[0]}{f.f_lineno}{pieces[1]}'
         try:
             os.write(fd, line.encode())
         except OSError:

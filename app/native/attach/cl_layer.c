@@ -618,6 +618,10 @@ static clockdev_t devices[32];
 static int ndevices;
 static int thread_started, exiting;
 static int due;  /* the program waited: its commands' events are worth a pass now */
+static uint64_t last_pass; /* now_ns() when the thread's last pass ended (st_mu) */
+/* a wait of the program wakes the thread only this long after its last pass: a frame's several waits
+ * (clFinish, a blocking map...) cost the program's cores one wake-up, not one each */
+#define STAMPS_WAKE_NS 20000000ull
 
 static int plist_push(plist_t *l, uint64_t id, cl_event ev)
 {
@@ -754,8 +758,9 @@ static void clocks_all(void)
 
 /* Reads the events' status rather than waiting on them: clWaitForEvents would flush the program's
  * queues at other times than the program does. A pass runs when the program waited (clFinish,
- * clWaitForEvents, a blocking transfer: its commands are then complete), else every 50 ms while
- * events are pending and every second otherwise (the clock records): no wake-up per command. */
+ * clWaitForEvents, a blocking transfer: its commands are then complete; at most one wake-up per
+ * STAMPS_WAKE_NS), else every 50 ms while events are pending and every second otherwise (the clock
+ * records): no wake-up per command. */
 static void *stamps_thread(void *arg)
 {
     (void)arg;
@@ -787,13 +792,18 @@ static void *stamps_thread(void *arg)
             last_clock = now_ns();
         }
         pthread_mutex_unlock(&drv_mu);
+        pthread_mutex_lock(&st_mu);
+        last_pass = now_ns();
+        pthread_mutex_unlock(&st_mu);
     }
 }
 
+/* The program waited: a pass soon, at once where the last one is STAMPS_WAKE_NS old (else the
+ * timed wait's 50 ms, or a later wait, brings it; at exit the rest are read). */
 static void stamps_due(void)
 {
     pthread_mutex_lock(&st_mu);
-    if (thread_started) {
+    if (thread_started && now_ns() - last_pass >= STAMPS_WAKE_NS) {
         due = 1;
         pthread_cond_signal(&st_cv);
     }

@@ -10,21 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 from test_attach_model import GLCTX, QUEUE, Stream
+from test_attach_panel import fed, stamped_frame
 
 from app.legend import CALL_RGB, CALL_TITLES
 
 TOL_MS = 1e-9  # the records' stamps are integer ns: sums are exact up to float rounding
-
-
-def fed(stream: Stream):
-    """(the live view, the panel's model data) of ``stream``'s records, as ``show`` makes them."""
-    from app.attach.panel import LiveView, Program, panel_data
-
-    program = Program(["prog.py"], {"cl": None, "gl": None}, False)  # never started: ended
-    for line in stream.lines():
-        program.recorder.feed_line(line.rstrip(b"\n"))
-    live = LiveView(program)
-    return live, panel_data(live)
 
 
 def swap_frame(s: Stream, draw_returns: bool = True) -> None:
@@ -89,14 +79,7 @@ def test_glshares_own_lanes_stand_only_where_the_program_fills_them():
 
     s = Stream()  # a hand-over frame with device stamps: its phases, its CPU wait, its CL commands, its draw
     s.setup()
-    t0 = s.t
-    s.call("glFinish", src="gl", ctx=hex(GLCTX))
-    s.device(s.hand_over("clEnqueueAcquireGLObjects"), t0 + 3_000, t0 + 4_000)
-    s.device(s.kernel(), t0 + 5_000, t0 + 7_000)
-    s.device(s.hand_over("clEnqueueReleaseGLObjects"), t0 + 8_000, t0 + 9_000)
-    s.call("clFinish", queue=hex(QUEUE))
-    s.draw()
-    s.swap()
+    stamped_frame(s)
     live, data = fed(s)
     tl = data.update(live.view()).timeline
     names = [lane.name for lane in tl.lanes]

@@ -38,6 +38,7 @@ from app.attach.model import (
     ProcessModel,
     gl_use,
 )
+from app.attach.wire import handle
 from app.schedule.clock import OffsetEstimate
 from app.schedule.frame import FrameRecord
 from app.schedule.owners import OwnerInterval, owner_timeline
@@ -53,7 +54,6 @@ GL_NOT_TIMED = ("GL calls at their CPU issue (the preload library reads no GL ti
 
 def device_of(model: ProcessModel, call: Call) -> int:
     """The device a CL call's command ran on (its queue's), else its queue's handle."""
-    from app.attach.wire import handle
 
     q = model.queues.get(handle(call.rec.get("queue")))
     return (q.device or q.int_ptr) if q is not None else handle(call.rec.get("queue"))
@@ -72,7 +72,7 @@ class Clocks:
 
     def to_host(self, device: int, device_ns: int) -> int | None:
         est = self.devices.get(device)
-        return None if est is None or not est.known else device_ns + est.offset
+        return None if est is None or not est.known else est.to_host(device_ns)
 
     def uncertainty(self, device: int) -> int:
         est = self.devices.get(device)
@@ -89,8 +89,6 @@ def map_clocks(model: ProcessModel) -> Clocks:
             dev = device_of(model, call)
             est = clocks.devices.setdefault(dev, OffsetEstimate(f"device {dev:#x}", method="queued stamp in the enqueue"))
             est.observe(call.t, call.ret["t"], call.stamps["queued"])
-    from app.attach.wire import handle
-
     for rec in model.clocks:
         dev = handle(rec.get("device"))
         if "error" in rec or dev in clocks.devices or not isinstance(rec.get("host_ns"), int):

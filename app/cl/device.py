@@ -60,30 +60,16 @@ def all_devices(problems: list[str] | None = None) -> list[DeviceChoice]:
     return out
 
 
-def _mapped_library(prefix: str) -> str | None:
-    """The path of the shared library named ``prefix``... that this process has mapped, or None."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.rstrip("\n").partition("/")[2]
-                if path and os.path.basename(path).startswith(prefix):
-                    return "/" + path
-    except OSError:
-        pass
-    return None
-
-
 def load_drivers() -> bool:
     """Have the OpenCL ICD loader that pyopencl uses load every platform's driver and list each
     platform's devices, through ctypes (whose calls let the GIL go): a thread's work, beside the
     imports (app/commands/run.py). pyopencl's own clGetPlatformIDs then gets the platforms the
     loader keeps, already loaded. Returns whether the loader was found and asked; errors are not
     raised here (``select_device`` meets them again and reports them)."""
-    path = _mapped_library("libOpenCL")  # the loader pyopencl's module was linked with
-    if path is None:
-        return False
+    from app.cl.ext import loader_path  # (imported by the run in any case)
+
     try:
-        lib = ctypes.CDLL(path)
+        lib = ctypes.CDLL(loader_path())  # (its own function objects: their argtypes set here only)
         count = ctypes.c_uint32()
         if lib.clGetPlatformIDs(0, None, ctypes.byref(count)) != 0 or not count.value:
             return True

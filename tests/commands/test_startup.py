@@ -132,17 +132,6 @@ def test_drivers_loaded_beside_the_panel_import_are_the_same_devices():
     assert loaded.stdout == plain.stdout and plain.stdout.strip()
 
 
-def test_mapped_library_names_only_what_is_mapped():
-    res = _python(
-        "import pyopencl\n"
-        "from app.cl.device import _mapped_library\n"
-        "path = _mapped_library('libOpenCL')\n"
-        "print(path is not None and os.path.isfile(path), _mapped_library('libglshare-nothing'))\n".replace(
-            "import pyopencl", "import os, pyopencl"))
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["True", "None"]
-
-
 def test_map_native_then_the_light_import():
     """ImGui's library mapped first (nothing of it run), then the light import as before; once the
     package is imported there is nothing to map."""
